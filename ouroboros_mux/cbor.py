@@ -1,0 +1,308 @@
+"""A minimal CBOR cursor: item boundaries and strict headers over received bytes.
+
+Why this exists next to cbor2: the Ouroboros protocols need two things cbor2 does not
+expose. The mux must find where one message ends inside a byte stream that may hold half
+a message or three of them, without decoding it; and codecs must keep the exact byte span
+of nested items (a DMQ message inside a reply, the payload inside a message) and know
+whether an array was written definite or indefinite, because the reference decoders are
+strict about it. Values are still decoded with cbor2 wherever spans and framing do not
+matter.
+
+Everything here works on ``bytes``/``memoryview`` with integer offsets and never copies.
+"""
+
+from __future__ import annotations
+
+import struct
+
+__all__ = [
+    "CborError",
+    "CborIncomplete",
+    "MAJOR_UINT",
+    "MAJOR_NINT",
+    "MAJOR_BYTES",
+    "MAJOR_TEXT",
+    "MAJOR_ARRAY",
+    "MAJOR_MAP",
+    "MAJOR_TAG",
+    "MAJOR_SIMPLE",
+    "BREAK",
+    "item_end",
+    "Cursor",
+]
+
+MAJOR_UINT = 0
+MAJOR_NINT = 1
+MAJOR_BYTES = 2
+MAJOR_TEXT = 3
+MAJOR_ARRAY = 4
+MAJOR_MAP = 5
+MAJOR_TAG = 6
+MAJOR_SIMPLE = 7
+
+BREAK = 0xFF
+
+_MAX_NESTING = 256
+
+
+class CborError(ValueError):
+    """The bytes are not well-formed CBOR, or not the shape a strict reader asked for."""
+
+
+class CborIncomplete(CborError):
+    """The bytes end before the item does: wait for more input."""
+
+
+def _head(buf, pos: int, end: int) -> tuple[int, int, int | None, int]:
+    """Read one initial byte and its argument.
+
+    Returns ``(major, info, argument, next_pos)``; ``argument`` is None for the
+    indefinite marker (info 31).
+    """
+    if pos >= end:
+        raise CborIncomplete("premature end of input")
+    ib = buf[pos]
+    major = ib >> 5
+    info = ib & 0x1F
+    pos += 1
+    if info < 24:
+        return major, info, info, pos
+    if info == 24:
+        if pos + 1 > end:
+            raise CborIncomplete("premature end of input")
+        return major, info, buf[pos], pos + 1
+    if info == 25:
+        if pos + 2 > end:
+            raise CborIncomplete("premature end of input")
+        return major, info, (buf[pos] << 8) | buf[pos + 1], pos + 2
+    if info == 26:
+        if pos + 4 > end:
+            raise CborIncomplete("premature end of input")
+        return major, info, struct.unpack_from(">I", buf, pos)[0], pos + 4
+    if info == 27:
+        if pos + 8 > end:
+            raise CborIncomplete("premature end of input")
+        return major, info, struct.unpack_from(">Q", buf, pos)[0], pos + 8
+    if info == 31:
+        if major in (MAJOR_UINT, MAJOR_NINT, MAJOR_TAG):
+            raise CborError(f"indefinite length not allowed for major type {major}")
+        return major, info, None, pos
+    raise CborError(f"reserved additional information {info}")
+
+
+def item_end(buf, pos: int = 0, end: int | None = None) -> int:
+    """Offset just past the CBOR data item starting at ``pos``.
+
+    Raises :class:`CborIncomplete` when ``buf[pos:end]`` holds only the beginning of an
+    item, and :class:`CborError` when the bytes cannot be CBOR. It checks structure only
+    (lengths, nesting, break codes, chunk types), which is what framing needs.
+    """
+    if end is None:
+        end = len(buf)
+    # Iterative walk: a stack of "items still expected" per open container, where -1
+    # means an indefinite container waiting for a break byte.
+    stack: list[int] = []
+    while True:
+        if pos >= end:
+            raise CborIncomplete("premature end of input")
+        if stack and stack[-1] == -1 and buf[pos] == BREAK:
+            pos += 1
+            stack.pop()
+        else:
+            major, info, arg, pos = _head(buf, pos, end)
+            if major == MAJOR_SIMPLE:
+                if info == 31:
+                    raise CborError("unexpected break")
+                if info == 24 and arg < 32:
+                    raise CborError("invalid simple value encoding")
+            elif major in (MAJOR_BYTES, MAJOR_TEXT):
+                if arg is None:
+                    # Indefinite string: definite chunks of the same major type, then break.
+                    while True:
+                        if pos >= end:
+                            raise CborIncomplete("premature end of input")
+                        if buf[pos] == BREAK:
+                            pos += 1
+                            break
+                        cmajor, _, carg, pos = _head(buf, pos, end)
+                        if cmajor != major or carg is None:
+                            raise CborError("invalid chunk in indefinite-length string")
+                        pos += carg
+                        if pos > end:
+                            raise CborIncomplete("premature end of input")
+                else:
+                    pos += arg
+                    if pos > end:
+                        raise CborIncomplete("premature end of input")
+            elif major in (MAJOR_ARRAY, MAJOR_MAP):
+                if arg is None:
+                    stack.append(-1)
+                    if len(stack) > _MAX_NESTING:
+                        raise CborError("nesting too deep")
+                    continue
+                count = arg * 2 if major == MAJOR_MAP else arg
+                if count:
+                    stack.append(count)
+                    if len(stack) > _MAX_NESTING:
+                        raise CborError("nesting too deep")
+                    continue
+            elif major == MAJOR_TAG:
+                # A tag is followed by exactly one item: treat it as a container of one.
+                stack.append(1)
+                if len(stack) > _MAX_NESTING:
+                    raise CborError("nesting too deep")
+                continue
+        # One item completed: count it against the enclosing definite containers.
+        while stack:
+            if stack[-1] == -1:
+                break
+            stack[-1] -= 1
+            if stack[-1] > 0:
+                break
+            stack.pop()
+        if not stack:
+            return pos
+
+
+class Cursor:
+    """A strict, forward-only reader over one buffer that reports offsets.
+
+    Codecs use it to check the exact shapes the reference decoders accept (definite or
+    indefinite arrays, fixed byte-string sizes, unsigned ranges) and to slice raw spans
+    of nested items without re-encoding anything.
+    """
+
+    __slots__ = ("buf", "pos", "end")
+
+    def __init__(self, buf, pos: int = 0, end: int | None = None) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf) if end is None else end
+
+    # -- peeking -------------------------------------------------------------------
+    def at_end(self) -> bool:
+        return self.pos >= self.end
+
+    def peek_major(self) -> int:
+        if self.pos >= self.end:
+            raise CborIncomplete("premature end of input")
+        return self.buf[self.pos] >> 5
+
+    def at_break(self) -> bool:
+        if self.pos >= self.end:
+            raise CborIncomplete("premature end of input")
+        return self.buf[self.pos] == BREAK
+
+    # -- structure -----------------------------------------------------------------
+    def array_header(self) -> int | None:
+        """Read an array header; return its length, or None if indefinite."""
+        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        if major != MAJOR_ARRAY:
+            raise CborError(f"expected array, got major type {major}")
+        self.pos = pos
+        return arg
+
+    def definite_array(self, length: int | None = None) -> int:
+        """Read a definite array header, optionally of an exact length."""
+        n = self.array_header()
+        if n is None:
+            raise CborError("expected definite-length array")
+        if length is not None and n != length:
+            raise CborError(f"expected array of {length} items, got {n}")
+        return n
+
+    def indefinite_array(self) -> None:
+        n = self.array_header()
+        if n is not None:
+            raise CborError("expected indefinite-length array")
+
+    def map_header(self) -> int | None:
+        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        if major != MAJOR_MAP:
+            raise CborError(f"expected map, got major type {major}")
+        self.pos = pos
+        return arg
+
+    def read_break(self) -> None:
+        if self.pos >= self.end:
+            raise CborIncomplete("premature end of input")
+        if self.buf[self.pos] != BREAK:
+            raise CborError("expected break")
+        self.pos += 1
+
+    def tag(self) -> int:
+        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        if major != MAJOR_TAG:
+            raise CborError(f"expected tag, got major type {major}")
+        self.pos = pos
+        return arg
+
+    # -- scalars -------------------------------------------------------------------
+    def uint(self, maximum: int = 0xFFFFFFFFFFFFFFFF) -> int:
+        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        if major != MAJOR_UINT:
+            raise CborError(f"expected unsigned integer, got major type {major}")
+        if arg > maximum:
+            raise CborError(f"integer {arg} above {maximum}")
+        self.pos = pos
+        return arg
+
+    def bool(self) -> bool:
+        if self.pos >= self.end:
+            raise CborIncomplete("premature end of input")
+        b = self.buf[self.pos]
+        if b == 0xF4:
+            self.pos += 1
+            return False
+        if b == 0xF5:
+            self.pos += 1
+            return True
+        raise CborError("expected bool")
+
+    def bytes(self, size: int | None = None, min_size: int = 0, max_size: int | None = None) -> bytes:
+        """Read a definite byte string (indefinite ones are refused, as the reference does)."""
+        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        if major != MAJOR_BYTES:
+            raise CborError(f"expected byte string, got major type {major}")
+        if arg is None:
+            raise CborError("expected definite-length byte string")
+        if size is not None and arg != size:
+            raise CborError(f"expected {size} bytes, got {arg}")
+        if arg < min_size or (max_size is not None and arg > max_size):
+            raise CborError(f"byte string of {arg} bytes outside {min_size}..{max_size}")
+        stop = pos + arg
+        if stop > self.end:
+            raise CborIncomplete("premature end of input")
+        self.pos = stop
+        return bytes(self.buf[pos:stop])
+
+    def text(self) -> str:
+        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        if major != MAJOR_TEXT:
+            raise CborError(f"expected text string, got major type {major}")
+        if arg is None:
+            raise CborError("expected definite-length text string")
+        stop = pos + arg
+        if stop > self.end:
+            raise CborIncomplete("premature end of input")
+        self.pos = stop
+        try:
+            return bytes(self.buf[pos:stop]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CborError(f"invalid UTF-8 in text string: {exc}") from None
+
+    # -- spans ---------------------------------------------------------------------
+    def skip(self) -> tuple[int, int]:
+        """Skip one whole item; return its ``(start, end)`` span."""
+        start = self.pos
+        self.pos = item_end(self.buf, start, self.end)
+        return start, self.pos
+
+    def raw_item(self) -> bytes:
+        """The exact bytes of the next item, as received."""
+        start, stop = self.skip()
+        return bytes(self.buf[start:stop])
+
+    def expect_end(self) -> None:
+        if self.pos != self.end:
+            raise CborError(f"{self.end - self.pos} trailing bytes after the item")

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Create the project-local virtual environment and install everything the node, the tests
+# and the Spark pipeline need. Safe to run again.
+set -euo pipefail
+python=${1:-python3}
+venv=${2:-.venv}
+cd "$(dirname "$0")/.."
+
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "setup: Python 3.11 or newer is needed (found: $("$python" --version 2>&1))" >&2
+    exit 1
+fi
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+"$venv/bin/python" -m pip install --quiet -e ".[dev,spark]"
+bash scripts/ensure-java.sh
