@@ -1,0 +1,69 @@
+"""Writing protocol envelopes around raw CBOR spans.
+
+Why not cbor2 here: the envelopes must splice messages in as the exact bytes they were
+received as (never re-encoded), and must choose definite or indefinite array headers the
+way the reference does; cbor2 cannot embed pre-encoded bytes. Everything written here is
+the shortest form, as the reference's encoder (cborg) writes it.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ouroboros_mux.cbor import MAJOR_ARRAY, MAJOR_TEXT, MAJOR_UINT, CborError, item_end
+
+__all__ = ["head", "uint", "array_header", "text", "boolean", "INDEFINITE_ARRAY", "BREAK", "check_item"]
+
+INDEFINITE_ARRAY = b"\x9f"
+BREAK = b"\xff"
+_FALSE = b"\xf4"
+_TRUE = b"\xf5"
+
+
+def head(major: int, argument: int) -> bytes:
+    """The shortest initial byte(s) for ``major`` with ``argument``."""
+    if argument < 0:
+        raise ValueError(f"CBOR argument must be non-negative, got {argument}")
+    top = major << 5
+    if argument < 24:
+        return bytes((top | argument,))
+    if argument <= 0xFF:
+        return bytes((top | 24, argument))
+    if argument <= 0xFFFF:
+        return struct.pack(">BH", top | 25, argument)
+    if argument <= 0xFFFFFFFF:
+        return struct.pack(">BI", top | 26, argument)
+    if argument <= 0xFFFFFFFFFFFFFFFF:
+        return struct.pack(">BQ", top | 27, argument)
+    raise ValueError(f"CBOR argument {argument} does not fit in 64 bits")
+
+
+def uint(value: int) -> bytes:
+    return head(MAJOR_UINT, value)
+
+
+def array_header(length: int) -> bytes:
+    return head(MAJOR_ARRAY, length)
+
+
+def text(value: str) -> bytes:
+    data = value.encode("utf-8")
+    return head(MAJOR_TEXT, len(data)) + data
+
+
+def boolean(value: bool) -> bytes:
+    return _TRUE if value else _FALSE
+
+
+def check_item(raw: bytes, what: str = "message") -> bytes:
+    """Return ``raw`` if it is exactly one complete CBOR item, else raise ValueError.
+
+    Splicing anything else into an envelope would desynchronise the peer's framing.
+    """
+    try:
+        end = item_end(raw, 0, len(raw))
+    except CborError as exc:
+        raise ValueError(f"{what} is not one CBOR item: {exc}") from None
+    if end != len(raw):
+        raise ValueError(f"{what} has {len(raw) - end} bytes after its CBOR item")
+    return raw

@@ -1,0 +1,122 @@
+"""The trio driver: runs one peer of a protocol over a MessageChannel.
+
+The driver is where the spec is enforced on real bytes. Before a send it checks agency and
+the transition table, then encodes; on a receive it applies the byte limit of the state
+(as the channel's ``max_size``) and its time limit (a trio cancel scope), decodes with the
+codec in that state and checks the transition. Every breach is a typed
+:class:`~miniprotocols.framework.errors.ProtocolError`; the end of the peer's stream is
+reported as the channel's own ``ChannelClosed``, because whether it is an error depends on
+the state and the protocol (an N2C client may hang up between requests).
+
+Pipelining (see :mod:`.machine`): ``await driver.send(request, pipelined=True)`` sends
+without waiting; each later ``await driver.recv()`` returns the oldest outstanding reply.
+The peer answers strictly in order, so replies arrive in the order the requests were sent.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ouroboros_mux.channel import MalformedMessage, MessageChannel, MessageTooLarge
+
+from .agency import Role
+from .errors import DecoderFailure, ExceededSizeLimit, ExceededTimeLimit
+from .machine import ProtocolMachine
+from .spec import ProtocolSpec
+
+__all__ = ["Driver", "DriverEvent", "Direction", "as_driver"]
+
+
+class Direction(enum.Enum):
+    SENT = "sent"
+    RECEIVED = "received"
+
+
+@dataclass(frozen=True, slots=True)
+class DriverEvent:
+    """One message crossing the driver, for tracing: the decoded message and its bytes."""
+
+    protocol: str
+    direction: Direction
+    state: enum.Enum
+    message: Any
+    raw: bytes
+
+
+class Driver:
+    """One peer (``role``) of one protocol instance (``spec``) over ``channel``.
+
+    ``trace``, when given, is called with a :class:`DriverEvent` for every message sent
+    or received, after the message has been checked.
+    """
+
+    def __init__(self, channel: MessageChannel, spec: ProtocolSpec, role: Role, *,
+                 trace: Callable[[DriverEvent], None] | None = None) -> None:
+        self.channel = channel
+        self.spec = spec
+        self.role = role
+        self.machine = ProtocolMachine(spec, role)
+        self._trace = trace
+
+    @property
+    def state(self) -> enum.Enum:
+        return self.machine.state
+
+    @property
+    def outstanding(self) -> tuple[enum.Enum, ...]:
+        return self.machine.outstanding
+
+    @property
+    def done(self) -> bool:
+        return self.machine.done
+
+    async def send(self, message: Any, *, pipelined: bool = False) -> None:
+        """Send ``message`` from the current state (ProtocolViolation if not allowed)."""
+        self.machine.check_send(message, pipelined=pipelined)
+        raw = self.spec.codec.encode(message)
+        sent_in = self.machine.on_send(message, pipelined=pipelined)
+        await self.channel.send(raw)
+        if self._trace is not None:
+            self._trace(DriverEvent(self.spec.name, Direction.SENT, sent_in, message, raw))
+
+    async def recv(self) -> Any:
+        """Receive the next message the peer owes, within the state's limits."""
+        spec = self.spec
+        state = self.machine.receiving_state()
+        limits = spec.states[state]
+        try:
+            if limits.time_limit is None:
+                raw = await self.channel.recv_message(limits.byte_limit)
+            else:
+                with trio.fail_after(limits.time_limit):
+                    raw = await self.channel.recv_message(limits.byte_limit)
+        except trio.TooSlowError:
+            raise ExceededTimeLimit(spec.name, state, limits.time_limit) from None
+        except MessageTooLarge as exc:
+            raise ExceededSizeLimit(spec.name, state, exc.limit, exc.buffered) from None
+        except MalformedMessage as exc:
+            raise DecoderFailure(spec.name, state, None, f"not CBOR: {exc}") from None
+        try:
+            message = spec.codec.decode(state, raw)
+        except ValueError as exc:
+            raise DecoderFailure(spec.name, state, raw, str(exc)) from None
+        self.machine.on_receive(message, raw)
+        if self._trace is not None:
+            self._trace(DriverEvent(spec.name, Direction.RECEIVED, state, message, raw))
+        return message
+
+
+def as_driver(driver_or_channel: Driver | MessageChannel, spec: ProtocolSpec, role: Role) -> Driver:
+    """Accept either a ready driver for ``spec``/``role`` or a bare channel to wrap."""
+    if isinstance(driver_or_channel, Driver):
+        if driver_or_channel.spec is not spec and driver_or_channel.spec.name != spec.name:
+            raise ValueError(f"driver runs {driver_or_channel.spec.name}, expected {spec.name}")
+        if driver_or_channel.role is not role:
+            raise ValueError(f"driver plays the {driver_or_channel.role.value}, expected the {role.value}")
+        return driver_or_channel
+    return Driver(driver_or_channel, spec, role)

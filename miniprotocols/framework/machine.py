@@ -1,0 +1,130 @@
+"""The sans-IO protocol tracker: where one peer stands, including pipelined requests.
+
+:class:`ProtocolMachine` applies the spec's pure transition function to what one peer
+sends and receives and remembers the result. It performs no I/O, so the same rules can be
+exercised directly in tests (and with hypothesis) and by any transport.
+
+Pipelining follows the reference's typed protocols (``YieldPipelined`` / ``Collect``): a
+peer with agency may send a request *pipelined*, meaning it does not wait for the reply
+before going on. The tracker then assumes the reply has already happened: its state moves
+on to the state the reply will lead to (:meth:`ProtocolSpec.reply_state`, which must be
+fixed for the request's target state) and the target state joins a FIFO of outstanding
+replies. Each later receive collects the oldest outstanding reply, decoded and checked in
+the state it was requested in. A non-pipelined send, and a non-pipelined receive, are only
+allowed once every outstanding reply has been collected, exactly as the reference allows
+``Yield`` and ``Await`` only with zero outstanding requests.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from typing import Any
+
+from .agency import Agency, Role
+from .errors import ProtocolViolation
+from .spec import ProtocolSpec
+
+__all__ = ["ProtocolMachine"]
+
+
+class ProtocolMachine:
+    """One peer's view of a protocol instance."""
+
+    __slots__ = ("spec", "role", "_state", "_outstanding")
+
+    def __init__(self, spec: ProtocolSpec, role: Role, state: enum.Enum | None = None) -> None:
+        self.spec = spec
+        self.role = role
+        self._state = spec.initial if state is None else state
+        self._outstanding: deque[enum.Enum] = deque()
+
+    @property
+    def state(self) -> enum.Enum:
+        """The state the protocol is in once every outstanding reply has been collected."""
+        return self._state
+
+    @property
+    def outstanding(self) -> tuple[enum.Enum, ...]:
+        """States whose replies were requested pipelined and not yet collected, oldest first."""
+        return tuple(self._outstanding)
+
+    @property
+    def done(self) -> bool:
+        return self.spec.is_terminal(self._state) and not self._outstanding
+
+    def has_agency(self) -> bool:
+        """Whether this peer may send now (pipelined sends need no collected replies)."""
+        return self.spec.agency(self._state) is self.role.agency
+
+    # -- sending -------------------------------------------------------------------
+    def check_send(self, message: Any, *, pipelined: bool = False) -> tuple[enum.Enum, enum.Enum | None]:
+        """Validate sending ``message`` now without changing anything.
+
+        Returns ``(next_state, awaited_state)`` where ``awaited_state`` is the state whose
+        reply becomes outstanding (None unless pipelined).
+        """
+        spec = self.spec
+        state = self._state
+        spec.check_agency(state, self.role, message)
+        target = spec.next_state(state, message)
+        if not pipelined:
+            if self._outstanding:
+                raise ProtocolViolation(spec.name, state, message,
+                                        f"{len(self._outstanding)} pipelined replies are still outstanding; "
+                                        "collect them or send this pipelined")
+            return target, None
+        if spec.agency(target) is not self.role.peer.agency:
+            raise ProtocolViolation(spec.name, state, message,
+                                    f"cannot be pipelined: it leads to {target.name}, where the "
+                                    f"{self.role.peer.value} has no agency")
+        try:
+            after_reply = spec.reply_state(target)
+        except ValueError as exc:
+            raise ProtocolViolation(spec.name, state, message, f"cannot be pipelined: {exc}") from None
+        return after_reply, target
+
+    def on_send(self, message: Any, *, pipelined: bool = False) -> enum.Enum:
+        """Record that ``message`` was sent; return the state it was sent in."""
+        sent_in = self._state
+        next_state, awaited = self.check_send(message, pipelined=pipelined)
+        if awaited is not None:
+            self._outstanding.append(awaited)
+        self._state = next_state
+        return sent_in
+
+    # -- receiving -----------------------------------------------------------------
+    def receiving_state(self) -> enum.Enum:
+        """The state the next message from the peer must be decoded and checked in.
+
+        Raises ProtocolViolation when this peer expects nothing: it holds agency itself
+        (with nothing outstanding) or the protocol has terminated.
+        """
+        if self._outstanding:
+            return self._outstanding[0]
+        state = self._state
+        agency = self.spec.agency(state)
+        if agency is not self.role.peer.agency:
+            holder = "nobody" if agency is Agency.NOBODY else f"the {agency.value}"
+            raise ProtocolViolation(self.spec.name, state, None,
+                                    f"the {self.role.value} cannot receive: {holder} has agency")
+        return state
+
+    def on_receive(self, message: Any, raw: bytes | None = None) -> enum.Enum:
+        """Record that ``message`` arrived; return the state it was received in."""
+        spec = self.spec
+        state = self.receiving_state()
+        try:
+            spec.check_agency(state, self.role.peer, message)
+            target = spec.next_state(state, message)
+        except ProtocolViolation as exc:
+            raise ProtocolViolation(spec.name, state, message, exc.reason, raw) from None
+        if self._outstanding:
+            expected = spec.reply_state(state)
+            if target != expected:
+                raise ProtocolViolation(spec.name, state, message,
+                                        f"a pipelined reply must lead to {expected.name}, not {target.name}", raw)
+            self._outstanding.popleft()
+        else:
+            self._state = target
+        return state

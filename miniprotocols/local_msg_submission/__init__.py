@@ -1,0 +1,50 @@
+"""Local message submission, mini-protocol 14 (WIRE.md 7)."""
+
+from .client import LocalMsgSubmissionClient
+from .codec import LocalSubmissionCodec, decode_reason, encode_reason
+from .haskell_show import show_text
+from .server import Submit, serve
+from .spec import LOCAL_MSG_SUBMISSION
+from .types import (
+    ACCEPTED,
+    PROTOCOL_NUM,
+    Accepted,
+    InvalidMessageBytes,
+    LocalSubmissionState,
+    MsgAcceptMessage,
+    MsgDone,
+    MsgRejectMessage,
+    MsgSubmitMessage,
+    RejectAlreadyReceived,
+    RejectExpired,
+    RejectInvalid,
+    RejectOther,
+    RejectReason,
+    SubmitResult,
+)
+
+__all__ = [
+    "PROTOCOL_NUM",
+    "LOCAL_MSG_SUBMISSION",
+    "LocalSubmissionState",
+    "MsgSubmitMessage",
+    "MsgAcceptMessage",
+    "MsgRejectMessage",
+    "MsgDone",
+    "RejectInvalid",
+    "RejectAlreadyReceived",
+    "RejectExpired",
+    "RejectOther",
+    "RejectReason",
+    "Accepted",
+    "ACCEPTED",
+    "SubmitResult",
+    "InvalidMessageBytes",
+    "LocalSubmissionCodec",
+    "encode_reason",
+    "decode_reason",
+    "show_text",
+    "LocalMsgSubmissionClient",
+    "Submit",
+    "serve",
+]
