@@ -18,6 +18,9 @@ __all__ = [
     "OperationalCertificate",
     "DmqMessage",
     "pool_id_of",
+    "message_id_of",
+    "legacy_message_id_of",
+    "LEGACY_MESSAGE_ID_SIZE",
 ]
 
 MESSAGE_ID_SIZE = 32
@@ -27,11 +30,28 @@ COLD_VK_SIZE = 32
 COLD_SIGNATURE_SIZE = 64
 MIN_BODY_SIZE = 90
 MAX_BODY_SIZE = 2000
+LEGACY_MESSAGE_ID_SIZE = 64
 
 
 def pool_id_of(cold_vk: bytes) -> bytes:
     """Pool id = Blake2b-224 of the cold verification key (28 bytes)."""
     return hashlib.blake2b(cold_vk, digest_size=28).digest()
+
+
+def message_id_of(signed_bytes: bytes) -> bytes:
+    """Message id = Blake2b-256 of the payload bytes as received (WIRE.md 5.3)."""
+    return hashlib.blake2b(signed_bytes, digest_size=32).digest()
+
+
+def legacy_message_id_of(body: bytes, kes_period: int, expires_at: int) -> bytes:
+    """The id Mithril 2543–2617 put inside a legacy payload (WIRE.md 5.5).
+
+    ``Blake2b-512(body || u64be(kesPeriod) || u32be(expiresAt))``: Mithril's own rule, not
+    the reference node's, checked against the legacy bytes of the Pallas vectors.
+    """
+    return hashlib.blake2b(
+        body + kes_period.to_bytes(8, "big") + expires_at.to_bytes(4, "big"), digest_size=64
+    ).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,18 +77,33 @@ class DmqMessage:
     """A decoded message together with the exact bytes it was decoded from."""
 
     raw: bytes                 # the whole 5-array as received: what is stored and forwarded
-    message_id: bytes          # 32 bytes, as carried (validation checks it)
-    signed_bytes: bytes        # the raw payload span [body, kesPeriod, expiresAt]
+    message_id: bytes          # 32 bytes, as carried (validation checks it); 64 if legacy
+    signed_bytes: bytes        # the raw payload span [body, kesPeriod, expiresAt] (legacy: id first)
     body: bytes
     kes_period: int            # absolute KES period
     expires_at: int            # POSIX seconds
     kes_signature: bytes       # 448 bytes, Sum6KES
     opcert: OperationalCertificate
     cold_vk: bytes             # 32 bytes, Ed25519
+    legacy: bool = False       # the pre-0.5 layout of WIRE.md 5.5 (only when explicitly allowed)
     pool_id: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pool_id", pool_id_of(self.cold_vk))
+
+    def expected_message_id(self) -> bytes:
+        """The id the carried one must equal (validation check 4).
+
+        New format: Blake2b-256 of ``signed_bytes``. Legacy format: the id sits inside the
+        signed payload and follows Mithril's Blake2b-512 rule over the decoded fields.
+        """
+        if self.legacy:
+            return legacy_message_id_of(self.body, self.kes_period, self.expires_at)
+        return message_id_of(self.signed_bytes)
+
+    def has_valid_id(self) -> bool:
+        """Whether the carried id is the one the message's own bytes give."""
+        return self.message_id == self.expected_message_id()
 
     @property
     def size(self) -> int:
