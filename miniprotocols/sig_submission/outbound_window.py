@@ -1,0 +1,88 @@
+"""The serving side's view of the id window, without I/O (both versions).
+
+The outbound remembers, in announcement order, every id it announced and the peer has
+not acknowledged yet, and the mempool position after the last one. Every request is
+checked against that FIFO exactly as the reference does (``DMQ/SigSubmissionV2/Outbound.hs``,
+``TxSubmission/Outbound.hs``), in the same order, so a peer that breaks the rules gets the
+same verdict from this node as from a reference node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+
+from .errors import (
+    AckedTooManyIds,
+    RequestBlocking,
+    RequestedNothing,
+    RequestedTooManyIds,
+    RequestedUnavailable,
+    RequestNonBlocking,
+)
+from .policy import MAX_UNACKNOWLEDGED_IDS
+
+__all__ = ["OutboundWindow"]
+
+
+class OutboundWindow:
+    """Unacknowledged ids announced to one peer, and where the announcements stand.
+
+    ``position`` is the mempool index of the last id announced (-1 before any): the next
+    announcement continues after it, so each message is announced once, in mempool order.
+    """
+
+    __slots__ = ("version", "window", "position", "_unacked", "_count")
+
+    def __init__(self, version: int, *, window: int = MAX_UNACKNOWLEDGED_IDS, position: int = -1) -> None:
+        self.version = version
+        self.window = window
+        self.position = position
+        self._unacked: deque[bytes] = deque()
+        self._count: Counter[bytes] = Counter()
+
+    @property
+    def unacknowledged(self) -> tuple[bytes, ...]:
+        return tuple(self._unacked)
+
+    def on_request_ids(self, blocking: bool, ack: int, req: int) -> None:
+        """Check a request for ids and drop the ``ack`` oldest ids; raise the reference's error if it breaks a rule."""
+        unacked = len(self._unacked)
+        if ack > unacked:
+            raise AckedTooManyIds(self.version, ack, unacked)
+        if unacked - ack + req > self.window:
+            raise RequestedTooManyIds(self.version, req, unacked, ack, self.window)
+        remaining = unacked - ack
+        if blocking:
+            if req == 0:
+                raise RequestedNothing(self.version, blocking=True)
+            if remaining:
+                raise RequestBlocking(self.version, remaining)
+        else:
+            if req == 0 and ack == 0:
+                raise RequestedNothing(self.version, blocking=False)
+            if not remaining:
+                raise RequestNonBlocking(self.version)
+        for _ in range(ack):
+            message_id = self._unacked.popleft()
+            left = self._count[message_id] - 1
+            if left:
+                self._count[message_id] = left
+            else:
+                del self._count[message_id]
+
+    def announce(self, entries: Sequence[tuple[int, bytes, int]]) -> tuple[tuple[bytes, int], ...]:
+        """Add ``(index, id, size)`` entries from the source; return the ``(id, size)`` pairs to send."""
+        for index, message_id, _ in entries:
+            if index <= self.position:
+                raise ValueError(f"source returned index {index}, not after position {self.position}")
+            self.position = index
+            self._unacked.append(message_id)
+            self._count[message_id] += 1
+        return tuple((message_id, size) for _, message_id, size in entries)
+
+    def on_request_bodies(self, ids: Iterable[bytes]) -> None:
+        """Raise the reference's error unless every requested id is unacknowledged."""
+        missing = [i for i in ids if i not in self._count]
+        if missing:
+            raise RequestedUnavailable(self.version, missing)

@@ -1,0 +1,112 @@
+"""Encoding and strict decoding of the pieces both sig-submission codecs share.
+
+Only the tags differ between V1 and V2; the bodies of the messages are identical: an
+indefinite list of definite ``[id, size]`` pairs, an indefinite list of ids, an
+indefinite list of raw messages, and the ``blocking, ack, req`` triple. The reference
+decoders accept only indefinite lists here and ids of exactly 32 bytes
+(``decodeSigId: expected 32 bytes``); so does this module. Messages are spliced in and
+cut out as their exact bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ouroboros_mux.cbor import Cursor
+
+from ..framework import CodecError
+from ..framework import cbor_write as w
+from ..framework.envelope import raw_items
+from .policy import ID_SIZE, MAX_WORD16, MAX_WORD32
+from .sig_message import carried_id
+
+__all__ = [
+    "check_id",
+    "check_word16",
+    "check_word32",
+    "encode_request_ids",
+    "encode_id_sizes",
+    "encode_ids",
+    "encode_messages",
+    "decode_request_ids",
+    "decode_id_sizes",
+    "decode_ids",
+    "decode_messages",
+]
+
+_ID_HEAD = w.head(2, ID_SIZE)
+
+
+def check_id(message_id: bytes) -> bytes:
+    if not isinstance(message_id, bytes) or len(message_id) != ID_SIZE:
+        raise ValueError(f"a message id is {ID_SIZE} bytes, got {message_id!r}")
+    return message_id
+
+
+def check_word16(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_WORD16:
+        raise ValueError(f"{what} must be a word16, got {value!r}")
+    return value
+
+
+def check_word32(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_WORD32:
+        raise ValueError(f"{what} must be a word32, got {value!r}")
+    return value
+
+
+# -- encoding ----------------------------------------------------------------------
+
+def encode_request_ids(tag: int, blocking: bool, ack: int, req: int) -> bytes:
+    return w.array_header(4) + w.uint(tag) + w.boolean(blocking) + w.uint(ack) + w.uint(req)
+
+
+def encode_id_sizes(tag: int, pairs: Iterable[tuple[bytes, int]]) -> bytes:
+    pair_head = w.array_header(2)
+    body = b"".join(pair_head + _ID_HEAD + i + w.uint(size) for i, size in pairs)
+    return w.array_header(2) + w.uint(tag) + w.INDEFINITE_ARRAY + body + w.BREAK
+
+
+def encode_ids(tag: int, ids: Iterable[bytes]) -> bytes:
+    body = b"".join(_ID_HEAD + i for i in ids)
+    return w.array_header(2) + w.uint(tag) + w.INDEFINITE_ARRAY + body + w.BREAK
+
+
+def encode_messages(tag: int, messages: Iterable[bytes]) -> bytes:
+    body = b"".join(w.check_item(m) for m in messages)
+    return w.array_header(2) + w.uint(tag) + w.INDEFINITE_ARRAY + body + w.BREAK
+
+
+# -- decoding (the cursor stands after the tag) -------------------------------------
+
+def decode_request_ids(cursor: Cursor) -> tuple[bool, int, int]:
+    return cursor.bool(), cursor.uint(MAX_WORD16), cursor.uint(MAX_WORD16)
+
+
+def decode_id_sizes(cursor: Cursor) -> tuple[tuple[bytes, int], ...]:
+    if cursor.array_header() is not None:
+        raise CodecError("expected an indefinite-length list of [id, size]")
+    pairs = []
+    while not cursor.at_break():
+        cursor.definite_array(2)
+        pairs.append((cursor.bytes(size=ID_SIZE), cursor.uint(MAX_WORD32)))
+    cursor.read_break()
+    return tuple(pairs)
+
+
+def decode_ids(cursor: Cursor) -> tuple[bytes, ...]:
+    if cursor.array_header() is not None:
+        raise CodecError("expected an indefinite-length list of ids")
+    ids = []
+    while not cursor.at_break():
+        ids.append(cursor.bytes(size=ID_SIZE))
+    cursor.read_break()
+    return tuple(ids)
+
+
+def decode_messages(cursor: Cursor) -> tuple[bytes, ...]:
+    """Raw message spans; each must have a message's outer shape, as the reference decoder demands."""
+    messages = raw_items(cursor)
+    for raw in messages:
+        carried_id(raw)
+    return messages

@@ -1,0 +1,70 @@
+"""Sig submission V1 codec: TxSubmission2's (``anncodecTxSubmission2'``, WIRE.md 9.4).
+
+Dispatch on ``(length, tag)`` as the reference does; every V1 message decodes in every
+state and the driver judges where it is allowed, except that an empty ids reply is a
+decoder failure in the blocking ids state (the reference codec's own rule). Note that
+``8106`` is ``MsgInit`` here but ``MsgDone`` in V2: the negotiated version picks the codec.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ..framework import CodecError
+from ..framework import cbor_write as w
+from ..framework.envelope import open_envelope
+from ..sig_submission import wire
+from .types import (
+    MsgDone,
+    MsgInit,
+    MsgReplyTxIds,
+    MsgReplyTxs,
+    MsgRequestTxIds,
+    MsgRequestTxs,
+    SigSubmissionV1Message,
+    SigSubmissionV1State,
+)
+
+__all__ = ["SigSubmissionV1Codec"]
+
+_INIT = w.array_header(1) + w.uint(6)
+_DONE = w.array_header(1) + w.uint(4)
+
+
+class SigSubmissionV1Codec:
+    def encode(self, message: SigSubmissionV1Message) -> bytes:
+        if isinstance(message, MsgInit):
+            return _INIT
+        if isinstance(message, MsgRequestTxIds):
+            return wire.encode_request_ids(0, message.blocking, message.ack, message.req)
+        if isinstance(message, MsgReplyTxIds):
+            return wire.encode_id_sizes(1, message.ids)
+        if isinstance(message, MsgRequestTxs):
+            return wire.encode_ids(2, message.ids)
+        if isinstance(message, MsgReplyTxs):
+            return wire.encode_messages(3, message.messages)
+        if isinstance(message, MsgDone):
+            return _DONE
+        raise TypeError(f"not a sig submission V1 message: {message!r}")
+
+    def decode(self, state: enum.Enum, raw: bytes) -> SigSubmissionV1Message:
+        cursor, length, tag = open_envelope(raw)
+        if (length, tag) == (1, 6):
+            message: SigSubmissionV1Message = MsgInit()
+        elif (length, tag) == (4, 0):
+            message = MsgRequestTxIds(*wire.decode_request_ids(cursor))
+        elif (length, tag) == (2, 1):
+            ids = wire.decode_id_sizes(cursor)
+            if not ids and state is SigSubmissionV1State.TX_IDS_BLOCKING:
+                raise CodecError("MsgReplyTxIds: empty list not permitted in reply to a blocking request")
+            message = MsgReplyTxIds(ids)
+        elif (length, tag) == (2, 2):
+            message = MsgRequestTxs(wire.decode_ids(cursor))
+        elif (length, tag) == (2, 3):
+            message = MsgReplyTxs(wire.decode_messages(cursor))
+        elif (length, tag) == (1, 4):
+            message = MsgDone()
+        else:
+            raise CodecError(f"unexpected sig submission V1 key (length {length}, tag {tag})")
+        cursor.expect_end()
+        return message

@@ -1,0 +1,40 @@
+"""Sig submission V2, mini-protocol 11 on node-to-node version 2 (WIRE.md 9.3).
+
+The connection initiator runs :func:`inbound` (the client, pulling), the responder runs
+:func:`outbound` (the server, serving its mempool).
+"""
+
+from .client import inbound
+from .codec import SigSubmissionV2Codec
+from .server import outbound
+from .spec import DIALECT, SIG_SUBMISSION_V2
+from .types import (
+    INGRESS_LIMIT,
+    PROTOCOL_NUM,
+    VERSION,
+    MsgDone,
+    MsgReplyNoSigIds,
+    MsgReplySigIds,
+    MsgReplySigs,
+    MsgRequestSigIds,
+    MsgRequestSigs,
+    SigSubmissionV2State,
+)
+
+__all__ = [
+    "PROTOCOL_NUM",
+    "INGRESS_LIMIT",
+    "VERSION",
+    "SIG_SUBMISSION_V2",
+    "DIALECT",
+    "SigSubmissionV2State",
+    "MsgRequestSigIds",
+    "MsgReplySigIds",
+    "MsgReplyNoSigIds",
+    "MsgRequestSigs",
+    "MsgReplySigs",
+    "MsgDone",
+    "SigSubmissionV2Codec",
+    "inbound",
+    "outbound",
+]

@@ -1,0 +1,72 @@
+"""Sig submission V2 codec (``codecSigSubmissionV2``, WIRE.md 9.3).
+
+The decoder dispatches on ``(length, tag)`` as the reference does and decodes every V2
+message in every state, leaving "not valid here" to the driver, with one exception that
+is the reference codec's own: an empty ids reply is a decoder failure in the blocking
+ids state (a blocking reply is a non-empty list by type there) and valid elsewhere.
+Lists are indefinite both ways; messages inside ``[5, ...]`` stay the exact received
+spans and must have a message's outer shape.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ..framework import CodecError
+from ..framework import cbor_write as w
+from ..framework.envelope import open_envelope
+from ..sig_submission import wire
+from .types import (
+    MsgDone,
+    MsgReplyNoSigIds,
+    MsgReplySigIds,
+    MsgReplySigs,
+    MsgRequestSigIds,
+    MsgRequestSigs,
+    SigSubmissionV2Message,
+    SigSubmissionV2State,
+)
+
+__all__ = ["SigSubmissionV2Codec"]
+
+_REPLY_NO_SIG_IDS = w.array_header(1) + w.uint(3)
+_DONE = w.array_header(1) + w.uint(6)
+
+
+class SigSubmissionV2Codec:
+    def encode(self, message: SigSubmissionV2Message) -> bytes:
+        if isinstance(message, MsgRequestSigIds):
+            return wire.encode_request_ids(1, message.blocking, message.ack, message.req)
+        if isinstance(message, MsgReplySigIds):
+            return wire.encode_id_sizes(2, message.ids)
+        if isinstance(message, MsgReplyNoSigIds):
+            return _REPLY_NO_SIG_IDS
+        if isinstance(message, MsgRequestSigs):
+            return wire.encode_ids(4, message.ids)
+        if isinstance(message, MsgReplySigs):
+            return wire.encode_messages(5, message.messages)
+        if isinstance(message, MsgDone):
+            return _DONE
+        raise TypeError(f"not a sig submission V2 message: {message!r}")
+
+    def decode(self, state: enum.Enum, raw: bytes) -> SigSubmissionV2Message:
+        cursor, length, tag = open_envelope(raw)
+        if (length, tag) == (4, 1):
+            message: SigSubmissionV2Message = MsgRequestSigIds(*wire.decode_request_ids(cursor))
+        elif (length, tag) == (2, 2):
+            ids = wire.decode_id_sizes(cursor)
+            if not ids and state is SigSubmissionV2State.SIG_IDS_BLOCKING:
+                raise CodecError("MsgReplySigIds: empty list not permitted in reply to a blocking request")
+            message = MsgReplySigIds(ids)
+        elif (length, tag) == (1, 3):
+            message = MsgReplyNoSigIds()
+        elif (length, tag) == (2, 4):
+            message = MsgRequestSigs(wire.decode_ids(cursor))
+        elif (length, tag) == (2, 5):
+            message = MsgReplySigs(wire.decode_messages(cursor))
+        elif (length, tag) == (1, 6):
+            message = MsgDone()
+        else:
+            raise CodecError(f"unexpected sig submission V2 key (length {length}, tag {tag})")
+        cursor.expect_end()
+        return message

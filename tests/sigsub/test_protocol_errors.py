@@ -1,0 +1,305 @@
+"""Every ``ProtocolError…`` of both versions, raised by the real peers, as the reference raises it.
+
+Outbound errors: a scripted inbound (a bare driver) sends the offending request to the
+real :class:`OutboundPeer`. Inbound errors: a scripted outbound sends the offending
+reply to the real :class:`InboundPeer`. Each case checks the error class, the reference
+constructor name of the negotiated version, and that the inbound gave back every claim.
+"""
+
+from __future__ import annotations
+
+import cbor2
+import pytest
+import trio
+
+from miniprotocols.framework import DecoderFailure, Driver
+from miniprotocols.sig_submission import (
+    AckedTooManyIds,
+    BodyNotRequested,
+    IdsNotRequested,
+    InboundPeer,
+    OutboundPeer,
+    RequestBlocking,
+    RequestedNothing,
+    RequestedTooManyIds,
+    RequestedUnavailable,
+    RequestNonBlocking,
+    Side,
+    SizeError,
+)
+from ouroboros_mux.channel import memory_channel_pair
+
+from .helpers import ListSigSource, RecordingSink, make_message, message_id, run_together
+
+MESSAGES = [make_message(n) for n in range(40)]
+IDS = [message_id(m) for m in MESSAGES]
+
+
+# -- outbound: the inbound asks for what it may not -------------------------------------
+
+async def ids(driver, dialect, blocking, ack, req):
+    await driver.send(dialect.request_ids(blocking, ack, req))
+    return (await driver.recv()).ids
+
+
+async def ack_too_many(d, drv):
+    await drv.send(d.request_ids(True, 1, 5))
+
+
+async def ack_too_many_later(d, drv):
+    await ids(drv, d, True, 0, 3)
+    await drv.send(d.request_ids(False, 4, 1))
+
+
+async def too_many_at_once(d, drv):
+    await drv.send(d.request_ids(True, 0, 133))
+
+
+async def too_many_outstanding(d, drv):
+    await ids(drv, d, True, 0, 33)
+    await drv.send(d.request_ids(False, 0, 100))
+
+
+async def blocking_nothing(d, drv):
+    await drv.send(d.request_ids(True, 0, 0))
+
+
+async def non_blocking_nothing(d, drv):
+    await ids(drv, d, True, 0, 3)
+    await drv.send(d.request_ids(False, 0, 0))
+
+
+async def blocking_with_unacked(d, drv):
+    await ids(drv, d, True, 0, 3)
+    await drv.send(d.request_ids(True, 1, 5))
+
+
+async def non_blocking_at_start(d, drv):
+    await drv.send(d.request_ids(False, 0, 5))
+
+
+async def non_blocking_after_acking_all(d, drv):
+    await ids(drv, d, True, 0, 3)
+    await drv.send(d.request_ids(False, 3, 5))
+
+
+async def unknown_body(d, drv):
+    await drv.send(d.request_bodies((bytes(32),)))
+
+
+async def acknowledged_body(d, drv):
+    await ids(drv, d, True, 0, 3)
+    await ids(drv, d, False, 1, 1)
+    await drv.send(d.request_bodies((IDS[1], IDS[0])))
+
+
+OUTBOUND_CASES = [
+    (ack_too_many, AckedTooManyIds, {1: "ProtocolErrorAckedTooManyTxids", 2: "ProtocolErrorAckedTooManySigIds"}),
+    (ack_too_many_later, AckedTooManyIds, {1: "ProtocolErrorAckedTooManyTxids", 2: "ProtocolErrorAckedTooManySigIds"}),
+    (too_many_at_once, RequestedTooManyIds,
+     {1: "ProtocolErrorRequestedTooManyTxids", 2: "ProtocolErrorRequestedTooManySigIds"}),
+    (too_many_outstanding, RequestedTooManyIds,
+     {1: "ProtocolErrorRequestedTooManyTxids", 2: "ProtocolErrorRequestedTooManySigIds"}),
+    (blocking_nothing, RequestedNothing, {1: "ProtocolErrorRequestedNothing", 2: "ProtocolErrorRequestedNothing"}),
+    (non_blocking_nothing, RequestedNothing, {1: "ProtocolErrorRequestedNothing", 2: "ProtocolErrorRequestedNothing"}),
+    (blocking_with_unacked, RequestBlocking, {1: "ProtocolErrorRequestBlocking", 2: "ProtocolErrorRequestBlocking"}),
+    (non_blocking_at_start, RequestNonBlocking,
+     {1: "ProtocolErrorRequestNonBlocking", 2: "ProtocolErrorRequestNonBlocking"}),
+    (non_blocking_after_acking_all, RequestNonBlocking,
+     {1: "ProtocolErrorRequestNonBlocking", 2: "ProtocolErrorRequestNonBlocking"}),
+    (unknown_body, RequestedUnavailable,
+     {1: "ProtocolErrorRequestedUnavailableTx", 2: "ProtocolErrorRequestedUnavailableSig"}),
+    (acknowledged_body, RequestedUnavailable,
+     {1: "ProtocolErrorRequestedUnavailableTx", 2: "ProtocolErrorRequestedUnavailableSig"}),
+]
+
+
+@pytest.mark.parametrize("script, error, names", OUTBOUND_CASES, ids=[c[0].__name__ for c in OUTBOUND_CASES])
+async def test_outbound_refuses(dialect, script, error, names):
+    a, b = memory_channel_pair(11)
+    scripted = Driver(a, dialect.spec, dialect.inbound_role)
+    outbound = OutboundPeer(dialect, b, ListSigSource(MESSAGES))
+
+    async def inbound():
+        if dialect.init is not None:
+            await scripted.recv()
+        await script(dialect, scripted)
+
+    with pytest.raises(error) as info:
+        await run_together(outbound.run, inbound)
+    assert type(info.value) is error
+    assert info.value.version == dialect.version
+    assert info.value.reference_name == names[dialect.version]
+    assert info.value.protocol == dialect.spec.name
+    assert names[dialect.version] in str(info.value)
+
+
+async def test_the_details_of_the_window_errors(dialect):
+    a, b = memory_channel_pair(11)
+    scripted = Driver(a, dialect.spec, dialect.inbound_role)
+    outbound = OutboundPeer(dialect, b, ListSigSource(MESSAGES))
+
+    async def inbound():
+        if dialect.init is not None:
+            await scripted.recv()
+        await too_many_outstanding(dialect, scripted)
+
+    with pytest.raises(RequestedTooManyIds) as info:
+        await run_together(outbound.run, inbound)
+    assert (info.value.req, info.value.unacknowledged, info.value.ack, info.value.window) == (100, 33, 0, 132)
+
+
+async def test_a_request_at_the_window_edge_is_served(dialect):
+    a, b = memory_channel_pair(11)
+    scripted = Driver(a, dialect.spec, dialect.inbound_role)
+    outbound = OutboundPeer(dialect, b, ListSigSource([make_message(n) for n in range(200)]))
+    got = []
+
+    async def inbound():
+        if dialect.init is not None:
+            await scripted.recv()
+        got.extend(await ids(scripted, dialect, True, 0, 33))
+        got.extend(await ids(scripted, dialect, False, 0, 99))  # 33 + 99 = 132: allowed
+        got.extend(await ids(scripted, dialect, False, 10, 10))  # 132 - 10 + 10 = 132: allowed
+        await scripted.send(dialect.request_bodies((got[-1][0], got[10][0])))
+        reply = await scripted.recv()
+        assert [message_id(m) for m in reply.messages] == [got[-1][0], got[10][0]]
+        outbound_task.cancel()
+
+    async with trio.open_nursery() as nursery:
+        outbound_task = nursery.cancel_scope
+        nursery.start_soon(outbound.run)
+        nursery.start_soon(inbound)
+    assert len(got) == 142 and len({i for i, _ in got}) == 142
+
+
+# -- inbound: the outbound answers what was not asked ---------------------------------
+
+async def start(d, drv):
+    if d.init is not None:
+        await drv.send(d.init())
+    return await drv.recv()
+
+
+async def too_many_ids(d, drv):
+    request = await start(d, drv)
+    await drv.send(d.reply_ids(tuple((i, len(m)) for i, m in zip(IDS, MESSAGES))[: request.req + 1]))
+
+
+async def unannounced_body(d, drv):
+    await start(d, drv)
+    await drv.send(d.reply_ids(((IDS[0], len(MESSAGES[0])), (IDS[1], len(MESSAGES[1])))))
+    await drv.recv()  # the body request
+    await drv.send(d.reply_bodies((MESSAGES[0], MESSAGES[5])))
+
+
+async def unwanted_body(d, drv):
+    # IDS[2] is held by the node: announced, not requested, then sent anyway.
+    await start(d, drv)
+    await drv.send(d.reply_ids(tuple((IDS[i], len(MESSAGES[i])) for i in range(4))))
+    request = await drv.recv()
+    assert IDS[2] not in request.ids
+    await drv.send(d.reply_bodies((MESSAGES[2],)))
+
+
+def oversized(offset):
+    async def script(d, drv):
+        await start(d, drv)
+        await drv.send(d.reply_ids(((IDS[0], len(MESSAGES[0]) + offset),)))
+        await drv.recv()
+        await drv.send(d.reply_bodies((MESSAGES[0],)))
+    script.__name__ = f"size_off_by_{offset}"
+    return script
+
+
+INBOUND_CASES = [
+    (too_many_ids, IdsNotRequested, {1: "ProtocolErrorTxIdsNotRequested", 2: "ProtocolErrorSigIdsNotRequested"}),
+    (unannounced_body, BodyNotRequested, {1: "ProtocolErrorTxNotRequested", 2: "ProtocolErrorSigNotRequested"}),
+    (unwanted_body, BodyNotRequested, {1: "ProtocolErrorTxNotRequested", 2: "ProtocolErrorSigNotRequested"}),
+    (oversized(33), SizeError, {1: "ProtocolErrorTxSizeError", 2: "ProtocolErrorTxSizeError"}),
+    (oversized(-33), SizeError, {1: "ProtocolErrorTxSizeError", 2: "ProtocolErrorTxSizeError"}),
+]
+
+
+def inbound_pair(dialect, sink):
+    a, b = memory_channel_pair(11)
+    return InboundPeer(dialect, a, sink), Driver(b, dialect.spec, dialect.outbound_role)
+
+
+@pytest.mark.parametrize("script, error, names", INBOUND_CASES, ids=[c[0].__name__ for c in INBOUND_CASES])
+async def test_inbound_refuses(dialect, script, error, names):
+    sink = RecordingSink(holds={IDS[2]})
+    inbound, scripted = inbound_pair(dialect, sink)
+    with pytest.raises(error) as info:
+        await run_together(inbound.run, lambda: script(dialect, scripted))
+    assert type(info.value) is error
+    assert info.value.version == dialect.version
+    assert info.value.reference_name == names[dialect.version]
+    assert sink.accepted == [] and sink.outstanding_claims == []
+
+
+async def test_the_size_error_names_the_message(dialect):
+    sink = RecordingSink()
+    inbound, scripted = inbound_pair(dialect, sink)
+    with pytest.raises(SizeError) as info:
+        await run_together(inbound.run, lambda: oversized(-40)(dialect, scripted))
+    assert info.value.mismatches == ((IDS[0], len(MESSAGES[0]), len(MESSAGES[0]) - 40),)
+
+
+@pytest.mark.parametrize("offset", [32, -32, 0])
+async def test_sizes_within_32_bytes_are_accepted(dialect, offset, autojump_clock):
+    sink = RecordingSink()
+    inbound, scripted = inbound_pair(dialect, sink)
+
+    async def outbound():
+        await oversized(offset)(dialect, scripted)
+        await sink.wait_for(1)
+        inbound.stop()
+        while True:
+            request = await scripted.recv()
+            if isinstance(request, dialect.done):
+                return
+            if request.blocking:  # only V2 comes back to a blocking request; it gets "no ids"
+                await scripted.send(dialect.reply_no_ids())
+            else:
+                await scripted.send(dialect.reply_ids(()))
+
+    async def pull():
+        await inbound.run()
+        if dialect.done_by is not Side.INBOUND:  # V1: the inbound just stops asking
+            nursery.cancel_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pull)
+        nursery.start_soon(outbound)
+    assert sink.accepted == [MESSAGES[0]]
+    assert sink.outstanding_claims == []
+
+
+async def test_an_empty_blocking_reply_is_a_decoder_failure(dialect):
+    sink = RecordingSink()
+    inbound, scripted = inbound_pair(dialect, sink)
+
+    async def outbound():
+        await start(dialect, scripted)
+        await scripted.channel.send(bytes([0x82, dialect.spec.codec.encode(dialect.reply_ids(()))[1], 0x9F, 0xFF]))
+
+    with pytest.raises(DecoderFailure, match="empty list not permitted"):
+        await run_together(inbound.run, outbound)
+
+
+async def test_a_reply_holding_something_else_than_a_message_is_a_decoder_failure(dialect, autojump_clock):
+    sink = RecordingSink()
+    inbound, scripted = inbound_pair(dialect, sink)
+
+    async def outbound():
+        await start(dialect, scripted)
+        await scripted.send(dialect.reply_ids(((IDS[0], len(MESSAGES[0])),)))
+        await scripted.recv()
+        tag = dialect.spec.codec.encode(dialect.reply_bodies(()))[1]
+        not_a_message = cbor2.dumps([bytes(31), [b"body", 1, 2], bytes(448), [], bytes(32)])
+        await scripted.channel.send(bytes([0x82, tag, 0x9F]) + not_a_message + b"\xff")
+
+    with pytest.raises(DecoderFailure, match="expected 32 bytes"):
+        await run_together(inbound.run, outbound)
+    assert sink.outstanding_claims == []
