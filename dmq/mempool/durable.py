@@ -1,0 +1,297 @@
+"""The mempool with LMDB persistence and group commit.
+
+A message acknowledged to a client is durable (ARCHITECTURE.md principle 5): ``submit``
+returns only after the write transaction holding it has been committed and synced. One
+fsync per message would cap throughput at the disk's sync rate, so a single writer task
+collects every submission that arrives while it waits or while a commit is in flight, and
+writes them all in ONE transaction with one fsync, then wakes every submitter at once.
+
+The blocking commit runs in a worker thread (``trio.to_thread.run_sync``): LMDB's fsync
+blocks, and that must not stall the event loop. Only the writer task ever dispatches
+writes, so there is exactly one writer at a time.
+
+Readers never see a message before it is on disk: entries are held (they count as
+duplicates at once, so a concurrent second copy is refused) but are published to cursors
+only when their transaction has committed. A write that fails withdraws its messages and
+raises :class:`MempoolWriteError` in each of their submitters: nothing was acknowledged.
+
+Expired messages are purged from memory at once and deleted from LMDB in their own
+batched transactions by the same writer, after any pending append that wrote them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Callable
+
+import trio
+
+from dmq.clock import Clock
+from dmq.message import DmqMessage
+
+from .entry import StoredMessage, default_decoder
+from .errors import MempoolNotRunningError, MempoolWriteError
+from .log import AppendableMessage
+from .memory import DEFAULT_EXPIRY_INTERVAL, Mempool
+from .store import DEFAULT_MAP_SIZE, LoadReport, MempoolStore
+
+__all__ = ["DurableMempool", "open_durable_mempool", "DEFAULT_COMMIT_WINDOW"]
+
+#: How long the writer lingers after the first submission of a group before committing.
+#: Zero still lets every submitter that is ready in the same scheduler pass join, and every
+#: submitter that arrives during a commit joins the next one.
+DEFAULT_COMMIT_WINDOW = 0.0
+
+
+class _PendingAppend:
+    """One submitter's batch waiting for its transaction."""
+
+    __slots__ = ("entries", "pool_state_updates", "done", "error")
+
+    def __init__(self, entries: list[StoredMessage], pool_state_updates: Mapping[Any, Any] | None) -> None:
+        self.entries = entries
+        self.pool_state_updates = pool_state_updates
+        self.done = trio.Event()
+        self.error: BaseException | None = None
+
+
+class DurableMempool(Mempool):
+    """A :class:`Mempool` whose every acknowledged message is in an LMDB environment."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        clock: Clock,
+        *,
+        map_size: int = DEFAULT_MAP_SIZE,
+        decode: Callable[[bytes], DmqMessage] | None = None,
+        commit_window: float = DEFAULT_COMMIT_WINDOW,
+        expiry_interval: float = DEFAULT_EXPIRY_INTERVAL,
+    ) -> None:
+        super().__init__(clock, expiry_interval=expiry_interval)
+        self._store = MempoolStore(path, map_size=map_size)
+        try:
+            loaded = self._store.load(decode or default_decoder(), clock.now())
+        except BaseException:
+            self._store.close()
+            raise
+        for entry in loaded.entries:
+            self._log.restore(entry)
+        self._log.reserve_through(loaded.report.next_index)
+        self._log.publish(self._log.next_index - 1)
+        #: What the reopen found (loaded, expired and corrupt records).
+        self.load_report: LoadReport = loaded.report
+        self._commit_window = commit_window
+        self._queue: list[_PendingAppend] = []
+        self._in_flight: list[_PendingAppend] = []
+        self._deletes: list[StoredMessage] = []
+        self._work = trio.Event()
+        self._writer_running = False
+        self._closed = False
+        #: Batches handed to ``submit`` (compare with ``store.append_transactions``).
+        self.submissions = 0
+
+    @property
+    def store(self) -> MempoolStore:
+        return self._store
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def append(
+        self,
+        messages: Iterable[AppendableMessage],
+        pool_state_updates: Mapping[Any, Any] | None = None,
+    ) -> list[int]:
+        """Append and commit in the calling thread, one transaction, before returning.
+
+        For start-up, tools and tests; inside the node prefer ``await submit(...)``, which
+        shares fsyncs between concurrent submitters and does not block the event loop.
+        """
+        self._check_open()
+        entries = self._log.append(messages)
+        if not entries and not pool_state_updates:
+            return []
+        try:
+            self._store.write(entries, pool_state_updates, self._log.next_index)
+        except Exception as exc:
+            self._log.discard(entries)
+            raise MempoolWriteError(f"writing {len(entries)} message(s) to {self._store.path} failed: {exc}") from exc
+        self._publish_durable()
+        return [entry.index for entry in entries]
+
+    async def submit(
+        self,
+        messages: Iterable[AppendableMessage],
+        pool_state_updates: Mapping[Any, Any] | None = None,
+    ) -> list[int]:
+        """Append; return the indices once the group transaction holding them is on disk.
+
+        ``pool_state_updates`` (exported per-pool validation state) is written in the same
+        transaction as the messages that changed it. Duplicates raise at once, before
+        anything is queued. Cancelling the caller does not withdraw a queued batch.
+        """
+        self._check_open()
+        if not self._writer_running:
+            raise MempoolNotRunningError("submit needs the writer task: run DurableMempool.run() in a nursery first")
+        entries = self._log.append(messages)
+        if not entries and not pool_state_updates:
+            await trio.lowlevel.checkpoint()
+            return []
+        pending = _PendingAppend(entries, pool_state_updates)
+        self._queue.append(pending)
+        self.submissions += 1
+        self._work.set()
+        await pending.done.wait()
+        if pending.error is not None:
+            raise MempoolWriteError(
+                f"writing {len(entries)} message(s) to {self._store.path} failed: {pending.error}"
+            ) from pending.error
+        return [entry.index for entry in entries]
+
+    def expire(self, now: float | None = None) -> list[StoredMessage]:
+        """Purge expired messages from memory and delete them from LMDB in one transaction.
+
+        With the writer running, the deletion is queued behind any pending append; otherwise
+        it is committed here.
+        """
+        removed = super().expire(now)
+        if removed and not self._closed:
+            if self._writer_running:
+                self._deletes.extend(removed)
+                self._work.set()
+            else:
+                self._store.delete(removed)
+        return removed
+
+    def save_pool_state(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> None:
+        """Store exported per-pool state on its own (outside an append)."""
+        self._check_open()
+        self._store.save_pool_state(items)
+
+    def load_pool_state(self) -> dict[Any, Any]:
+        """The per-pool state last stored, as plain values."""
+        self._check_open()
+        return self._store.load_pool_state()
+
+    # -- the writer -------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the group-commit writer and the expiry loop until cancelled.
+
+        On the way out, whatever is still queued is committed synchronously, so no
+        submitter is left waiting on a writer that is gone.
+        """
+        self._check_open()
+        if self._writer_running:
+            raise RuntimeError("the mempool writer is already running")
+        self._writer_running = True
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(super().run)
+                task_status.started()
+                await self._write_loop()
+        finally:
+            self._writer_running = False
+            self._drain_sync()
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._work.wait()
+            self._work = trio.Event()
+            if self._commit_window > 0:
+                await trio.sleep(self._commit_window)
+            else:
+                await trio.lowlevel.checkpoint()
+            batch, self._queue = self._queue, []
+            deletes, self._deletes = self._deletes, []
+            if batch:
+                entries, updates = self._merge(batch)
+                self._in_flight = batch
+                error: BaseException | None = None
+                # Shielded: once a group is taken from the queue it is written and its
+                # submitters are answered, even if the writer is being cancelled.
+                with trio.CancelScope(shield=True):
+                    try:
+                        await trio.to_thread.run_sync(self._store.write, entries, updates, self._log.next_index)
+                    except Exception as exc:
+                        error = exc
+                    finally:
+                        self._in_flight = []
+                self._finish(batch, error)
+            if deletes:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(self._store.delete, deletes)
+
+    @staticmethod
+    def _merge(batch: list[_PendingAppend]) -> tuple[list[StoredMessage], dict[Any, Any]]:
+        entries: list[StoredMessage] = []
+        updates: dict[Any, Any] = {}
+        for pending in batch:
+            entries.extend(pending.entries)
+            if pending.pool_state_updates:
+                updates.update(pending.pool_state_updates)
+        return entries, updates
+
+    def _finish(self, batch: list[_PendingAppend], error: BaseException | None) -> None:
+        if error is not None:
+            for pending in batch:
+                self._log.discard(pending.entries)
+                pending.error = error
+        self._publish_durable()
+        for pending in batch:
+            pending.done.set()
+
+    def _drain_sync(self) -> None:
+        batch, self._queue = self._queue, []
+        deletes, self._deletes = self._deletes, []
+        if batch:
+            entries, updates = self._merge(batch)
+            error: BaseException | None = None
+            try:
+                self._store.write(entries, updates, self._log.next_index)
+            except Exception as exc:
+                error = exc
+            self._finish(batch, error)
+        if deletes:
+            self._store.delete(deletes)
+
+    def _publish_durable(self) -> None:
+        """Move the reader horizon up to (not including) the oldest batch not yet on disk."""
+        for pending in (*self._in_flight, *self._queue):
+            if pending.entries:
+                self._publish(pending.entries[0].index - 1)
+                return
+        self._publish(self._log.next_index - 1)
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"the mempool at {self._store.path} is closed")
+
+    def close(self) -> None:
+        """Commit anything still queued and close the environment (idempotent)."""
+        if self._closed:
+            return
+        if self._writer_running:
+            raise RuntimeError("close() while the writer runs: cancel DurableMempool.run() first")
+        self._drain_sync()
+        self._closed = True
+        self._store.close()
+
+
+@asynccontextmanager
+async def open_durable_mempool(
+    path: str | os.PathLike[str], clock: Clock, **options: Any
+) -> AsyncIterator[DurableMempool]:
+    """Open (and load) a durable mempool, run its writer for the block's lifetime, then close it."""
+    mempool = DurableMempool(path, clock, **options)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(mempool.run)
+            yield mempool
+            nursery.cancel_scope.cancel()
+    finally:
+        mempool.close()

@@ -1,0 +1,219 @@
+"""The mempool's in-memory core: an ordered log with an id index and an expiry heap.
+
+Sans-IO and clock-free: every reader takes ``now`` (wall-clock POSIX seconds) so the same
+structure serves the node, the tests and simulated time alike.
+
+* Indices are strictly increasing, start at 0, are never reused, and survive restarts
+  (the durable layer persists ``next_index``).
+* The id index is the duplicate set: an id stays in it until its message is purged.
+* Appended entries first become *held* (they count as duplicates at once) and only later
+  *visible* to readers, when :meth:`publish` moves the horizon over them. The durable
+  mempool publishes a batch once its transaction is on disk, so no reader can ever see,
+  announce or forward a message that a crash could still lose.
+* Order is kept in two parallel lists (indices for ``bisect``, entries or ``None`` for
+  purged ones); the lists are compacted once the holes outnumber the live entries, so a
+  purge costs O(log n) and memory stays proportional to what is held.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from typing import Protocol
+
+from .entry import StoredMessage
+from .errors import DuplicateMessageError
+
+__all__ = ["AppendableMessage", "MessageLog"]
+
+_COMPACT_MIN_HOLES = 1024
+
+
+class AppendableMessage(Protocol):
+    """What the log needs of a message: a validated ``DmqMessage`` provides it."""
+
+    raw: bytes
+    message_id: bytes
+    expires_at: int
+
+
+class MessageLog:
+    """Ordered log of held messages (see module docstring)."""
+
+    def __init__(self, next_index: int = 0) -> None:
+        if next_index < 0:
+            raise ValueError(f"next_index must be >= 0, got {next_index}")
+        self._next_index = next_index
+        self._visible_upto = next_index - 1
+        self._by_id: dict[bytes, StoredMessage] = {}
+        self._order_index: list[int] = []
+        self._order: list[StoredMessage | None] = []
+        self._holes = 0
+        self._expiry: list[StoredMessage] = []
+        self._bytes = 0
+
+    # -- size and membership -------------------------------------------------------------
+
+    @property
+    def next_index(self) -> int:
+        """The index the next appended message will get."""
+        return self._next_index
+
+    @property
+    def visible_upto(self) -> int:
+        """Readers see entries with ``index <= visible_upto`` (-1: nothing yet)."""
+        return self._visible_upto
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    @property
+    def bytes_held(self) -> int:
+        """Sum of ``len(raw)`` over held messages (the wire bytes the mempool keeps)."""
+        return self._bytes
+
+    def contains(self, message_id: bytes) -> bool:
+        """Whether the id is in the duplicate set (held, visible or not yet)."""
+        return message_id in self._by_id
+
+    def get(self, message_id: bytes) -> StoredMessage | None:
+        """The held entry with this id, whether or not it is visible or expired."""
+        return self._by_id.get(message_id)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def append(self, messages: Iterable[AppendableMessage]) -> list[StoredMessage]:
+        """Hold ``messages`` at the next indices, in order; they stay invisible until published.
+
+        All or nothing: a duplicate id (held already, or twice in the batch) raises
+        :class:`DuplicateMessageError` before anything changes.
+        """
+        batch = list(messages)
+        seen: set[bytes] = set()
+        for message in batch:
+            message_id = bytes(message.message_id)
+            if message_id in self._by_id or message_id in seen:
+                raise DuplicateMessageError(message_id)
+            seen.add(message_id)
+        entries = []
+        for message in batch:
+            entry = StoredMessage(
+                self._next_index, bytes(message.message_id), int(message.expires_at), bytes(message.raw)
+            )
+            self._next_index += 1
+            self._hold(entry)
+            entries.append(entry)
+        return entries
+
+    def restore(self, entry: StoredMessage) -> None:
+        """Hold an entry loaded from storage at its own index (indices must increase).
+
+        Used when reopening a store; the caller publishes once everything is loaded.
+        """
+        if entry.index < self._next_index:
+            raise ValueError(f"restored index {entry.index} is not after the last one ({self._next_index - 1})")
+        if entry.message_id in self._by_id:
+            raise DuplicateMessageError(entry.message_id)
+        self._next_index = entry.index + 1
+        self._hold(entry)
+
+    def reserve_through(self, next_index: int) -> None:
+        """Never hand out an index below ``next_index`` (the persisted counter at load)."""
+        if next_index > self._next_index:
+            self._next_index = next_index
+
+    def publish(self, upto: int) -> bool:
+        """Make entries with ``index <= upto`` visible; returns whether the horizon moved."""
+        if upto <= self._visible_upto:
+            return False
+        self._visible_upto = upto
+        return True
+
+    def expire(self, now: float) -> list[StoredMessage]:
+        """Purge every entry with ``expires_at <= now`` (WIRE.md 6.10); returns them, soonest first."""
+        removed = []
+        heap = self._expiry
+        while heap and heap[0].expires_at <= now:
+            entry = heapq.heappop(heap)
+            self._release(entry)
+            removed.append(entry)
+        self._maybe_compact()
+        return removed
+
+    def discard(self, entries: Iterable[StoredMessage]) -> None:
+        """Withdraw entries that were never made durable (their write failed).
+
+        Rare path: the expiry heap is rebuilt, O(n).
+        """
+        withdrawn = {id(entry) for entry in entries if self._by_id.get(entry.message_id) is entry}
+        if not withdrawn:
+            return
+        for entry in [e for e in self._expiry if id(e) in withdrawn]:
+            self._release(entry)
+        self._expiry = [e for e in self._expiry if id(e) not in withdrawn]
+        heapq.heapify(self._expiry)
+        self._maybe_compact()
+
+    # -- reading (visible entries only) ----------------------------------------------------
+
+    def messages_after(self, position: int, limit: int, now: float) -> list[StoredMessage]:
+        """Up to ``limit`` visible, unexpired entries with ``index > position``, in index order."""
+        if limit <= 0:
+            return []
+        out: list[StoredMessage] = []
+        order = self._order
+        visible_upto = self._visible_upto
+        for slot in range(bisect_right(self._order_index, position), len(order)):
+            entry = order[slot]
+            if entry is None:
+                continue
+            if entry.index > visible_upto:
+                break
+            if entry.expires_at > now:
+                out.append(entry)
+                if len(out) == limit:
+                    break
+        return out
+
+    def ids_after(self, position: int, limit: int, now: float) -> list[tuple[int, bytes, int]]:
+        """``(index, id, size)`` of what :meth:`messages_after` would return (for announcements)."""
+        return [(e.index, e.message_id, len(e.raw)) for e in self.messages_after(position, limit, now)]
+
+    def has_unexpired_after(self, position: int, now: float) -> bool:
+        return bool(self.messages_after(position, 1, now))
+
+    def lookup_unexpired(self, message_id: bytes, now: float) -> StoredMessage | None:
+        """The visible entry with this id if it has not expired at ``now``, else None."""
+        entry = self._by_id.get(message_id)
+        if entry is None or entry.index > self._visible_upto or entry.expires_at <= now:
+            return None
+        return entry
+
+    def __iter__(self):
+        """Every held entry in index order, visible or not (for inspection and tests)."""
+        return (entry for entry in self._order if entry is not None)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _hold(self, entry: StoredMessage) -> None:
+        self._by_id[entry.message_id] = entry
+        self._order_index.append(entry.index)
+        self._order.append(entry)
+        heapq.heappush(self._expiry, entry)
+        self._bytes += len(entry.raw)
+
+    def _release(self, entry: StoredMessage) -> None:
+        del self._by_id[entry.message_id]
+        slot = bisect_left(self._order_index, entry.index)
+        self._order[slot] = None
+        self._holes += 1
+        self._bytes -= len(entry.raw)
+
+    def _maybe_compact(self) -> None:
+        if self._holes < _COMPACT_MIN_HOLES or self._holes * 2 < len(self._order):
+            return
+        live = [entry for entry in self._order if entry is not None]
+        self._order = live
+        self._order_index = [entry.index for entry in live]
+        self._holes = 0

@@ -1,0 +1,149 @@
+"""The mempool as readers and writers in the node see it, held in memory only.
+
+This is the single source of truth of accepted messages (ARCHITECTURE.md principle 5):
+local notification clients and outbound peers are cursors over it, the validation pipeline
+asks it for duplicates and appends to it. :class:`~dmq.mempool.durable.DurableMempool` adds
+persistence without changing anything a reader sees.
+
+Readers wait for new messages on one :class:`trio.Event` that is replaced on every publish:
+a publish is one ``set()`` however many cursors wait, which stays cheap with hundreds of
+peers and aggregators parked on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import trio
+
+from dmq.clock import Clock
+
+from .cursor import MempoolCursor
+from .entry import StoredMessage
+from .log import AppendableMessage, MessageLog
+
+__all__ = ["Mempool", "DEFAULT_EXPIRY_INTERVAL"]
+
+#: How often the background task purges expired messages (the reference loop: about 50 ms).
+DEFAULT_EXPIRY_INTERVAL = 0.05
+
+
+class Mempool:
+    """Ordered log of accepted messages with an id index, an expiry index and reader wake-ups."""
+
+    def __init__(self, clock: Clock, *, expiry_interval: float = DEFAULT_EXPIRY_INTERVAL) -> None:
+        self._clock = clock
+        self._log = MessageLog()
+        self._expiry_interval = expiry_interval
+        self._published = trio.Event()
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    # -- membership and size -------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    @property
+    def bytes_held(self) -> int:
+        return self._log.bytes_held
+
+    @property
+    def next_index(self) -> int:
+        return self._log.next_index
+
+    def contains(self, message_id: bytes) -> bool:
+        """Whether the id is in the duplicate set (WIRE.md 6.1 step 2)."""
+        return self._log.contains(message_id)
+
+    def get(self, message_id: bytes) -> StoredMessage | None:
+        """The held entry with this id (even one that expired but was not purged yet)."""
+        return self._log.get(message_id)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def append(
+        self,
+        messages: Iterable[AppendableMessage],
+        pool_state_updates: Mapping[Any, Any] | None = None,
+    ) -> list[int]:
+        """Append validated messages; returns their indices. Readers see them at once.
+
+        ``pool_state_updates`` is accepted for symmetry with the durable mempool and ignored:
+        without a store there is nothing to keep it consistent with.
+        """
+        entries = self._log.append(messages)
+        if entries:
+            self._publish(entries[-1].index)
+        return [entry.index for entry in entries]
+
+    async def submit(
+        self,
+        messages: Iterable[AppendableMessage],
+        pool_state_updates: Mapping[Any, Any] | None = None,
+    ) -> list[int]:
+        """Append and return once the messages are as safe as this mempool makes them."""
+        indices = self.append(messages, pool_state_updates)
+        await trio.lowlevel.checkpoint()
+        return indices
+
+    def expire(self, now: float | None = None) -> list[StoredMessage]:
+        """Purge messages with ``expires_at <= now`` (default: the clock's wall time)."""
+        return self._log.expire(self._clock.now() if now is None else now)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def messages_after(self, position: int, limit: int) -> list[StoredMessage]:
+        """Up to ``limit`` unexpired messages after ``position``, in mempool order."""
+        return self._log.messages_after(position, limit, self._clock.now())
+
+    def ids_after(self, position: int, limit: int) -> list[tuple[int, bytes, int]]:
+        """``(index, message_id, size)`` of up to ``limit`` unexpired messages after ``position``.
+
+        For outbound sig-submission peers, which keep their own position and announce ids in
+        mempool order from the start (WIRE.md 9.3, 9.7).
+        """
+        return self._log.ids_after(position, limit, self._clock.now())
+
+    def lookup_unexpired(self, message_id: bytes) -> StoredMessage | None:
+        """The message to send for a requested id, or None if it expired or is not held."""
+        return self._log.lookup_unexpired(message_id, self._clock.now())
+
+    async def wait_after(self, position: int) -> None:
+        """Return once at least one unexpired message exists after ``position``."""
+        while True:
+            published = self._published
+            if self._log.has_unexpired_after(position, self._clock.now()):
+                return
+            await published.wait()
+
+    def cursor(self, start: Literal["beginning", "end"] | int = "beginning") -> MempoolCursor:
+        """A cursor before the first held message, after the last one, or after an index."""
+        if start == "beginning":
+            return MempoolCursor(self, -1)
+        if start == "end":
+            return MempoolCursor(self, self._log.next_index - 1)
+        if isinstance(start, int) and not isinstance(start, bool) and start >= -1:
+            return MempoolCursor(self, start)
+        raise ValueError(f"cursor start must be 'beginning', 'end' or an index >= -1, got {start!r}")
+
+    def __iter__(self):
+        """Held entries in index order (inspection and tests)."""
+        return iter(self._log)
+
+    # -- background work --------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Purge expired messages about every ``expiry_interval`` seconds, until cancelled."""
+        task_status.started()
+        while True:
+            self.expire()
+            await trio.sleep(self._expiry_interval)
+
+    def _publish(self, upto: int) -> None:
+        if self._log.publish(upto):
+            published, self._published = self._published, trio.Event()
+            published.set()

@@ -1,0 +1,246 @@
+"""LMDB persistence of the mempool: what makes an acknowledged message durable.
+
+Layout (one environment directory, four named databases):
+
+==============  ===========================  =========================================
+database        key                          value
+==============  ===========================  =========================================
+``messages``    index, u64 big-endian        the message's raw bytes, as received
+``byid``        message id (32 bytes)        index, u64 big-endian
+``meta``        ``format`` / ``next_index``  format tag / u64 big-endian
+``poolstate``   CBOR of a pool key           CBOR of the exported per-pool state
+==============  ===========================  =========================================
+
+Big-endian index keys make LMDB's key order the mempool order, so a reopen reads the log
+back with one cursor scan. Every method here blocks (a commit waits for fsync); the durable
+mempool calls the writing ones from its single writer thread. Commits use LMDB's default
+``sync`` semantics: when a write method returns, the data is on disk.
+
+py-lmdb refuses (rather than waits for) a second write transaction on one environment, so
+every write here takes one lock first: a direct write from the event-loop thread then waits
+for the writer thread's commit instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cbor2
+import lmdb
+
+from dmq.message import DmqMessage
+
+from .entry import StoredMessage
+from .errors import CorruptRecordWarning, MempoolStoreFormatError
+
+__all__ = ["DEFAULT_MAP_SIZE", "STORE_FORMAT", "MempoolStore", "CorruptRecord", "LoadReport", "LoadedMempool"]
+
+#: Upper bound of the memory map (and of the data file); the file only grows as needed.
+DEFAULT_MAP_SIZE = 4 << 30
+#: Written once into ``meta``; a directory carrying another tag is refused, never rewritten.
+STORE_FORMAT = b"dmq-mempool/1"
+
+_U64 = struct.Struct(">Q")
+_FORMAT_KEY = b"format"
+_NEXT_INDEX_KEY = b"next_index"
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptRecord:
+    """A stored record dropped at load, with the reason it could not be used."""
+
+    key: bytes
+    index: int | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What a reopen found: how many messages came back and what was dropped."""
+
+    loaded: int
+    expired: int
+    corrupt: tuple[CorruptRecord, ...]
+    next_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedMempool:
+    entries: list[StoredMessage] = field(repr=False)
+    report: LoadReport
+
+
+class MempoolStore:
+    """The LMDB environment holding the mempool log, its id index and the pool state."""
+
+    def __init__(self, path: str | os.PathLike[str], *, map_size: int = DEFAULT_MAP_SIZE) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._env = lmdb.open(str(self.path), map_size=map_size, subdir=True, max_dbs=4, lock=True)
+        self._messages = self._env.open_db(b"messages")
+        self._byid = self._env.open_db(b"byid")
+        self._meta = self._env.open_db(b"meta")
+        self._poolstate = self._env.open_db(b"poolstate")
+        self._write_lock = threading.Lock()
+        #: Write transactions committed for appends / for deletions (group commit is measured by these).
+        self.append_transactions = 0
+        self.delete_transactions = 0
+        self._check_format()
+
+    @contextmanager
+    def _write_txn(self) -> Iterator[lmdb.Transaction]:
+        """A write transaction under the store's write lock (committed on success, else aborted)."""
+        with self._write_lock, self._env.begin(write=True) as txn:
+            yield txn
+
+    def _check_format(self) -> None:
+        with self._write_txn() as txn:
+            found = txn.get(_FORMAT_KEY, db=self._meta)
+            if found is None:
+                if txn.stat(self._messages)["entries"] or txn.get(_NEXT_INDEX_KEY, db=self._meta) is not None:
+                    raise MempoolStoreFormatError(f"{self.path} holds mempool data without a format tag; refusing to use it")
+                txn.put(_FORMAT_KEY, STORE_FORMAT, db=self._meta)
+            elif found != STORE_FORMAT:
+                raise MempoolStoreFormatError(
+                    f"{self.path} holds mempool format {found!r}, this node reads {STORE_FORMAT!r}; "
+                    "move the directory away or point the node at an empty one"
+                )
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read_next_index(self) -> int:
+        with self._env.begin() as txn:
+            return self._next_index_in(txn)
+
+    def _next_index_in(self, txn: lmdb.Transaction) -> int:
+        raw = txn.get(_NEXT_INDEX_KEY, db=self._meta)
+        return 0 if raw is None else _U64.unpack(raw)[0]
+
+    def stored_indices(self) -> list[int]:
+        """Every index in ``messages``, in order (inspection and tests)."""
+        with self._env.begin() as txn:
+            return [_U64.unpack(key)[0] for key in txn.cursor(db=self._messages).iternext(keys=True, values=False)]
+
+    def load(self, decode: Callable[[bytes], DmqMessage], now: float) -> LoadedMempool:
+        """Read the log back, drop what expired or cannot be decoded, and delete those records.
+
+        A record that fails to decode is reported with :class:`CorruptRecordWarning` and
+        deleted, never raised: one damaged record must not keep the node from starting. The
+        id index is rebuilt from the log, so it ends consistent whatever it held before.
+        """
+        entries: list[StoredMessage] = []
+        corrupt: list[CorruptRecord] = []
+        expired_keys: list[bytes] = []
+        by_id: dict[bytes, int] = {}
+        with self._write_txn() as txn:
+            next_index = self._next_index_in(txn)
+            for key, raw in txn.cursor(db=self._messages):
+                problem = self._load_one(key, raw, decode, by_id)
+                if isinstance(problem, CorruptRecord):
+                    corrupt.append(problem)
+                    if problem.index is not None:  # its index was handed out once: never again
+                        next_index = max(next_index, problem.index + 1)
+                    continue
+                index, message = problem
+                next_index = max(next_index, index + 1)
+                if message.expires_at <= now:
+                    expired_keys.append(key)
+                    continue
+                by_id[message.message_id] = index
+                entries.append(StoredMessage(index, message.message_id, message.expires_at, raw))
+            for key in expired_keys:
+                txn.delete(key, db=self._messages)
+            for record in corrupt:
+                txn.delete(record.key, db=self._messages)
+            txn.drop(self._byid, delete=False)
+            for message_id, index in by_id.items():
+                txn.put(message_id, _U64.pack(index), db=self._byid)
+            txn.put(_NEXT_INDEX_KEY, _U64.pack(next_index), db=self._meta)
+        for record in corrupt:
+            warnings.warn(
+                CorruptRecordWarning(
+                    f"mempool store {self.path}: dropped record {record.key.hex()} "
+                    f"(index {record.index}): {record.reason}"
+                ),
+                stacklevel=2,
+            )
+        report = LoadReport(len(entries), len(expired_keys), tuple(corrupt), next_index)
+        return LoadedMempool(entries, report)
+
+    @staticmethod
+    def _load_one(
+        key: bytes, raw: bytes, decode: Callable[[bytes], DmqMessage], by_id: dict[bytes, int]
+    ) -> CorruptRecord | tuple[int, DmqMessage]:
+        if len(key) != _U64.size:
+            return CorruptRecord(key, None, f"key of {len(key)} bytes is not an 8-byte index")
+        index = _U64.unpack(key)[0]
+        try:
+            message = decode(raw)
+        except Exception as exc:  # any decoder failure means the record is unusable
+            return CorruptRecord(key, index, f"does not decode: {type(exc).__name__}: {exc}")
+        if message.message_id in by_id:
+            return CorruptRecord(key, index, f"repeats the id of index {by_id[message.message_id]}")
+        return index, message
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def write(
+        self,
+        entries: Sequence[StoredMessage],
+        pool_state_updates: Mapping[Any, Any] | None,
+        next_index: int,
+    ) -> None:
+        """Write messages, pool state and the index counter in ONE transaction, then fsync."""
+        with self._write_txn() as txn:
+            for entry in entries:
+                key = _U64.pack(entry.index)
+                txn.put(key, entry.raw, db=self._messages)
+                txn.put(entry.message_id, key, db=self._byid)
+            if pool_state_updates:
+                self._put_pool_state(txn, pool_state_updates)
+            if next_index > self._next_index_in(txn):
+                txn.put(_NEXT_INDEX_KEY, _U64.pack(next_index), db=self._meta)
+        self.append_transactions += 1
+
+    def delete(self, entries: Iterable[StoredMessage]) -> None:
+        """Delete purged messages (and their id entries) in one transaction."""
+        with self._write_txn() as txn:
+            for entry in entries:
+                key = _U64.pack(entry.index)
+                txn.delete(key, db=self._messages)
+                if txn.get(entry.message_id, db=self._byid) == key:
+                    txn.delete(entry.message_id, db=self._byid)
+        self.delete_transactions += 1
+
+    # -- pool state -------------------------------------------------------------------------
+
+    def save_pool_state(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> None:
+        """Store exported per-pool state in its own transaction (a value of None deletes the key)."""
+        with self._write_txn() as txn:
+            self._put_pool_state(txn, items)
+
+    def load_pool_state(self) -> dict[Any, Any]:
+        """Every stored ``key -> value`` (CBOR round trip: tuples come back as lists)."""
+        with self._env.begin() as txn:
+            return {cbor2.loads(key): cbor2.loads(value) for key, value in txn.cursor(db=self._poolstate)}
+
+    def _put_pool_state(self, txn: lmdb.Transaction, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> None:
+        pairs = items.items() if isinstance(items, Mapping) else items
+        for pool, value in pairs:
+            key = cbor2.dumps(pool, canonical=True)
+            if value is None:
+                txn.delete(key, db=self._poolstate)
+            else:
+                txn.put(key, cbor2.dumps(value, canonical=True), db=self._poolstate)
+
+    def close(self) -> None:
+        self._env.close()
+

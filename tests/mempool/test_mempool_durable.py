@@ -1,0 +1,297 @@
+"""The LMDB-backed mempool: durability, restart, expiry deletion, pool state, group commit."""
+
+from __future__ import annotations
+
+import threading
+
+import lmdb
+import pytest
+import trio
+
+from dmq.clock import ManualClock
+from dmq.mempool import (
+    CorruptRecordWarning,
+    DurableMempool,
+    MempoolNotRunningError,
+    MempoolStoreFormatError,
+    MempoolWriteError,
+    open_durable_mempool,
+)
+
+from .messages import decode, make_message
+
+NOW = 1_800_000_000
+
+
+def open_mempool(path, clock, **options) -> DurableMempool:
+    return DurableMempool(path, clock, decode=decode, **options)
+
+
+def raw_env(path) -> lmdb.Environment:
+    """The store's environment opened directly, to inspect or damage it while the mempool is closed."""
+    return lmdb.open(str(path), subdir=True, max_dbs=4)
+
+
+def test_appended_messages_come_back_after_restart_at_the_same_indices(tmp_path):
+    clock = ManualClock(now=NOW)
+    messages = [make_message(i, NOW + 600, body_size=90 + 17 * i) for i in range(20)]
+    mempool = open_mempool(tmp_path, clock)
+    assert mempool.append(messages[:12]) == list(range(12))
+    assert mempool.append(messages[12:]) == list(range(12, 20))
+    mempool.close()
+
+    reopened = open_mempool(tmp_path, clock)
+    assert reopened.load_report.loaded == 20 and reopened.load_report.corrupt == ()
+    assert [(e.index, e.raw) for e in reopened] == [(i, m.raw) for i, m in enumerate(messages)]
+    assert all(reopened.contains(m.message_id) for m in messages)
+    assert reopened.bytes_held == sum(m.size for m in messages)
+    assert reopened.append([make_message(99, NOW + 600)]) == [20]
+    reopened.close()
+
+
+def test_indices_never_go_back_even_when_everything_expired(tmp_path):
+    clock = ManualClock(now=NOW)
+    mempool = open_mempool(tmp_path, clock)
+    mempool.append([make_message(i, NOW + 10) for i in range(5)])
+    mempool.close()
+    clock.advance(10)
+    reopened = open_mempool(tmp_path, clock)
+    assert len(reopened) == 0 and reopened.load_report.expired == 5
+    assert reopened.store.stored_indices() == []  # expired records were deleted at load
+    assert reopened.append([make_message(1, NOW + 600)]) == [5]
+    reopened.close()
+    again = open_mempool(tmp_path, clock)
+    assert again.append([make_message(2, NOW + 600)]) == [6]
+    again.close()
+
+
+async def test_restart_serves_everything_unexpired_and_nothing_expired(tmp_path):
+    clock = ManualClock(now=NOW)
+    mempool = open_mempool(tmp_path, clock)
+    messages = [make_message(i, NOW + (30 if i % 3 == 0 else 900)) for i in range(30)]
+    mempool.append(messages)
+    mempool.close()
+    clock.advance(30)
+    reopened = open_mempool(tmp_path, clock)
+    expected = [m.raw for m in messages if m.expires_at > clock.now()]
+    batch, has_more = await reopened.cursor().next_batch(blocking=True, limit=1000)
+    assert [e.raw for e in batch] == expected and not has_more
+    assert not any(reopened.contains(m.message_id) for m in messages if m.expires_at <= clock.now())
+    reopened.close()
+
+
+def test_expire_deletes_from_lmdb(tmp_path):
+    clock = ManualClock(now=NOW)
+    mempool = open_mempool(tmp_path, clock)
+    mempool.append([make_message(i, NOW + 10 + i) for i in range(6)])
+    clock.advance(12)
+    assert [e.index for e in mempool.expire()] == [0, 1, 2]
+    assert mempool.store.stored_indices() == [3, 4, 5]
+    assert mempool.store.delete_transactions == 1
+    mempool.close()
+    with raw_env(tmp_path) as env, env.begin() as txn:
+        assert txn.stat(env.open_db(b"byid", txn=txn))["entries"] == 3
+
+
+async def test_background_expiry_deletes_from_lmdb_while_running(tmp_path):
+    clock = ManualClock(now=NOW)
+    async with open_durable_mempool(tmp_path, clock, decode=decode, expiry_interval=0.001) as mempool:
+        await mempool.submit([make_message(i, NOW + 5 + i) for i in range(4)])
+        clock.advance(6)
+        with trio.fail_after(5):
+            while mempool.store.stored_indices() != [2, 3]:
+                await trio.sleep(0.002)
+        assert len(mempool) == 2
+
+
+def test_a_record_that_does_not_decode_is_reported_and_dropped(tmp_path):
+    clock = ManualClock(now=NOW)
+    mempool = open_mempool(tmp_path, clock)
+    good = [make_message(i, NOW + 600) for i in range(3)]
+    mempool.append(good)
+    mempool.close()
+    with raw_env(tmp_path) as env, env.begin(write=True) as txn:
+        messages_db = env.open_db(b"messages", txn=txn)
+        txn.put((1).to_bytes(8, "big"), good[1].raw[:200], db=messages_db)  # torn record
+        txn.put((7).to_bytes(8, "big"), b"\xff\x00garbage", db=messages_db)
+        txn.put(b"bad-key", good[0].raw, db=messages_db)
+
+    with pytest.warns(CorruptRecordWarning) as warned:
+        reopened = open_mempool(tmp_path, clock)
+    report = reopened.load_report
+    assert sorted(r.index for r in report.corrupt if r.index is not None) == [1, 7]
+    assert any(r.index is None for r in report.corrupt)
+    assert len(warned) == 3
+    assert [e.index for e in reopened] == [0, 2]
+    assert not reopened.contains(good[1].message_id)
+    assert reopened.store.stored_indices() == [0, 2]
+    assert reopened.append([make_message(50, NOW + 600)]) == [8]  # past the garbage at 7
+    reopened.close()
+
+
+def test_an_unknown_store_format_is_refused(tmp_path):
+    open_mempool(tmp_path, ManualClock(now=NOW)).close()
+    with raw_env(tmp_path) as env, env.begin(write=True) as txn:
+        txn.put(b"format", b"something-else/9", db=env.open_db(b"meta", txn=txn))
+    with pytest.raises(MempoolStoreFormatError, match="something-else"):
+        open_mempool(tmp_path, ManualClock(now=NOW))
+
+
+def test_pool_state_is_written_with_the_messages_and_survives_restart(tmp_path):
+    clock = ManualClock(now=NOW)
+    mempool = open_mempool(tmp_path, clock)
+    pool_a, pool_b = b"\xaa" * 28, b"\xbb" * 28
+    mempool.append([make_message(1, NOW + 600)], pool_state_updates={pool_a: [1000.5, 3]})
+    assert mempool.store.append_transactions == 1
+    mempool.append([make_message(2, NOW + 600)], pool_state_updates={pool_b: [1001.0, 0], pool_a: [1002.0, 4]})
+    mempool.save_pool_state({pool_b: None})
+    mempool.close()
+    reopened = open_mempool(tmp_path, clock)
+    assert reopened.load_pool_state() == {pool_a: [1002.0, 4]}
+    reopened.close()
+
+
+def test_a_failed_write_persists_neither_messages_nor_pool_state(tmp_path):
+    clock = ManualClock(now=NOW)
+    mempool = open_mempool(tmp_path, clock, map_size=256 * 1024)
+    small = make_message(0, NOW + 600)
+    mempool.append([small], pool_state_updates={b"p": [1, 1]})
+    too_many = [make_message(i, NOW + 600, body_size=2000) for i in range(1, 200)]
+    with pytest.raises(MempoolWriteError):
+        mempool.append(too_many, pool_state_updates={b"p": [2, 2]})
+    assert not any(mempool.contains(m.message_id) for m in too_many)
+    assert len(mempool) == 1 and mempool.bytes_held == small.size
+    assert [e.index for e in mempool.messages_after(-1, 1000)] == [0]
+    assert mempool.append([make_message(500, NOW + 600)]) == [200]
+    mempool.close()
+    reopened = open_mempool(tmp_path, clock, map_size=256 * 1024)
+    assert [e.index for e in reopened] == [0, 200]
+    assert reopened.load_pool_state() == {b"p": [1, 1]}
+    reopened.close()
+
+
+async def test_submit_failure_reaches_every_submitter_of_the_group(tmp_path):
+    clock = ManualClock(now=NOW)
+    async with open_durable_mempool(tmp_path, clock, decode=decode, map_size=256 * 1024) as mempool:
+        errors = []
+
+        async def submitter(seed):
+            try:
+                await mempool.submit([make_message(seed * 1000 + i, NOW + 600, body_size=2000) for i in range(40)])
+            except MempoolWriteError as exc:
+                errors.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for seed in range(5):
+                nursery.start_soon(submitter, seed)
+        assert len(errors) == 5
+        assert len(mempool) == 0
+        assert await mempool.submit([make_message(1, NOW + 600)]) == [200]
+
+
+async def test_submit_needs_the_writer(tmp_path):
+    mempool = open_mempool(tmp_path, ManualClock(now=NOW))
+    with pytest.raises(MempoolNotRunningError):
+        await mempool.submit([make_message(1, NOW + 600)])
+    mempool.close()
+
+
+async def test_group_commit_batches_concurrent_submitters(tmp_path):
+    clock = ManualClock(now=NOW)
+    submitters, rounds = 64, 5
+    results: dict[tuple[int, int], tuple[bytes, int]] = {}
+    async with open_durable_mempool(tmp_path, clock, decode=decode) as mempool:
+
+        async def submitter(number):
+            for round_ in range(rounds):
+                message = make_message(number * 1000 + round_, NOW + 600)
+                (index,) = await mempool.submit([message])
+                results[number, round_] = (message.message_id, index)
+                # a submitter only sees its own result once it is readable
+                assert mempool.lookup_unexpired(message.message_id).index == index
+                await trio.sleep(0)
+
+        async with trio.open_nursery() as nursery:
+            for number in range(submitters):
+                nursery.start_soon(submitter, number)
+        transactions = mempool.store.append_transactions
+        assert mempool.submissions == submitters * rounds
+        assert transactions * 8 <= mempool.submissions, (transactions, mempool.submissions)
+        assert sorted(index for _, index in results.values()) == list(range(submitters * rounds))
+    reopened = open_mempool(tmp_path, clock)
+    assert {e.message_id: e.index for e in reopened} == dict(results.values())
+    reopened.close()
+
+
+async def test_readers_see_a_message_only_once_it_is_on_disk(tmp_path):
+    clock = ManualClock(now=NOW)
+    release = threading.Event()
+    entered = threading.Event()
+    async with open_durable_mempool(tmp_path, clock, decode=decode) as mempool:
+        store = mempool.store
+        real_write = store.write
+
+        def held_write(*args):
+            entered.set()
+            release.wait(10)
+            real_write(*args)
+
+        store.write = held_write
+        message = make_message(1, NOW + 600)
+        cursor = mempool.cursor()
+        delivered = []
+
+        async def reader():
+            delivered.extend((await cursor.next_batch(blocking=True, limit=10))[0])
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            nursery.start_soon(mempool.submit, [message])
+            await trio.to_thread.run_sync(entered.wait, 10)
+            assert mempool.contains(message.message_id)  # a concurrent copy is already a duplicate
+            assert mempool.lookup_unexpired(message.message_id) is None
+            assert mempool.ids_after(-1, 10) == [] and delivered == []
+            release.set()
+        assert [e.message_id for e in delivered] == [message.message_id]
+        store.write = real_write
+
+
+def test_validation_pool_state_export_round_trips_through_the_store(tmp_path):
+    from dmq.validation.pool_state import PoolState
+
+    clock = ManualClock(now=NOW)
+    state = PoolState()
+    message = make_message(1, NOW + 600)
+    state.record_accepted(message.pool_id, 7, clock.monotonic(), clock.now())
+    mempool = open_mempool(tmp_path, clock)
+    mempool.append([message], pool_state_updates={message.pool_id.hex(): state.export_pool(message.pool_id)})
+    mempool.close()
+    clock.advance(30)
+    reopened = open_mempool(tmp_path, clock)
+    restored = PoolState.restore(reopened.load_pool_state(), clock)
+    reopened.close()
+    assert restored.export() == state.export()
+    assert restored.opcert_counter(message.pool_id) == 7
+    assert restored.last_accepted(message.pool_id) == clock.monotonic() - 30
+
+
+async def test_synchronous_writes_wait_for_an_in_flight_group_commit(tmp_path):
+    clock = ManualClock(now=NOW)
+    async with open_durable_mempool(tmp_path, clock, decode=decode) as mempool:
+
+        async def submitter(number):
+            for round_ in range(60):
+                await mempool.submit([make_message(number * 1000 + round_, NOW + 600)])
+
+        async def direct_writer():
+            for round_ in range(60):
+                mempool.append([make_message(10**6 + round_, NOW + 600)])
+                mempool.save_pool_state({f"pool-{round_}": [round_]})
+                await trio.sleep(0)
+
+        async with trio.open_nursery() as nursery:
+            for number in range(8):
+                nursery.start_soon(submitter, number)
+            nursery.start_soon(direct_writer)
+        assert len(mempool) == 8 * 60 + 60
+        assert len(mempool.load_pool_state()) == 60
