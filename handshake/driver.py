@@ -1,0 +1,134 @@
+"""Running a handshake over a bearer, with trio.
+
+The handshake runs on mini-protocol 0 before the mux starts, straight on the bearer:
+the client sends each message as one SDU with M = 0, the server answers with M = 1, and
+an SDU that has started must complete within the handshake's 10 s SDU timeout (the mux
+raises it to 30 s once it takes over).
+This module only moves bytes between the bearer and the sans-IO peers of
+:mod:`handshake.protocol`, and enforces the link's per-state limits (bytes per message,
+seconds per state).
+
+Whatever happens other than an agreed version (a refusal either way, a query, a
+protocol or bearer error, a time limit), the bearer is closed before the outcome is
+raised: the connection is of no further use, and the reference closes it too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import trio
+
+from ouroboros_mux.bearer import HANDSHAKE_SDU_TIMEOUT, Bearer
+from ouroboros_mux.channel import CborFramer, MalformedMessage, MessageTooLarge
+from ouroboros_mux.errors import MuxError
+from ouroboros_mux.sdu import SDU
+
+from .errors import (HandshakeBearerError, HandshakeCodecError, HandshakeQueryResult, HandshakeSizeLimitExceeded,
+                     HandshakeTimeLimitExceeded, UnexpectedHandshakeMessage)
+from .links import HandshakeLink, VersionTable
+from .protocol import HandshakeClient, HandshakeResult, HandshakeServer
+from .states import State
+
+__all__ = ["HANDSHAKE_PROTOCOL_NUM", "run_client", "run_server"]
+
+HANDSHAKE_PROTOCOL_NUM = 0
+
+
+async def _receive_message(bearer: Bearer, link: HandshakeLink, state: State) -> bytes:
+    """The raw bytes of the next handshake message, within the limits of ``state``.
+
+    A message normally fills exactly one SDU. Like the reference, a message continued in
+    further SDUs is still assembled (within the byte limit), and bytes after the message
+    in its last SDU are ignored. The SDU's M bit is not checked: in a simultaneous open
+    both sides send with M = 0.
+    """
+    framer = CborFramer()
+    size_limit = link.size_limits[state]
+    time_limit = link.time_limits[state]
+    with trio.move_on_after(math.inf if time_limit is None else time_limit):
+        while True:
+            try:
+                sdu = await bearer.read_sdu()
+            except MuxError as exc:
+                raise HandshakeBearerError(exc) from exc
+            if sdu.protocol_num != HANDSHAKE_PROTOCOL_NUM:
+                raise UnexpectedHandshakeMessage(
+                    f"SDU for mini-protocol {sdu.protocol_num} in {state.value}, before the handshake finished")
+            framer.feed(sdu.payload)
+            try:
+                message = framer.next_message(size_limit)
+            except MessageTooLarge as exc:
+                raise HandshakeSizeLimitExceeded(state.value, size_limit, exc.buffered) from None
+            except MalformedMessage as exc:
+                raise HandshakeCodecError(f"malformed handshake message in {state.value}: {exc}") from None
+            if message is not None:
+                return message
+    raise HandshakeTimeLimitExceeded(state.value, time_limit)
+
+
+async def _send(bearer: Bearer, data: bytes, *, from_responder: bool) -> None:
+    try:
+        await bearer.write_sdu(SDU(HANDSHAKE_PROTOCOL_NUM, from_responder, data))
+    except MuxError as exc:
+        raise HandshakeBearerError(exc) from exc
+
+
+async def _close(bearer: Bearer) -> None:
+    with trio.CancelScope(shield=True):
+        try:
+            await bearer.aclose()
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+
+async def _linger_for_close(bearer: Bearer, delay: float) -> None:
+    """Give the peer ``delay`` seconds to read a query reply and close first."""
+    with trio.move_on_after(delay):
+        try:
+            while True:
+                await bearer.read_sdu()
+        except MuxError:
+            return
+
+
+async def run_client(bearer: Bearer, table: VersionTable, link: HandshakeLink) -> HandshakeResult:
+    """Propose ``table`` and return the agreed version.
+
+    Raises :class:`~handshake.errors.HandshakeRefused` (``by_peer`` True when the server
+    refused), :class:`~handshake.errors.HandshakeQueryResult` when the server answered a
+    query, :class:`~handshake.errors.HandshakeProtocolError` and its subclasses
+    (``NotRecognisedVersion``, ``InvalidServerSelection``, codec errors, limits) or
+    :class:`~handshake.errors.HandshakeBearerError`.
+    """
+    client = HandshakeClient(link, table)
+    bearer.sdu_timeout = HANDSHAKE_SDU_TIMEOUT
+    try:
+        await _send(bearer, client.propose(), from_responder=False)
+        return client.receive(await _receive_message(bearer, link, client.state))
+    except BaseException:
+        await _close(bearer)
+        raise
+
+
+async def run_server(bearer: Bearer, table: VersionTable, link: HandshakeLink) -> HandshakeResult:
+    """Answer one proposal with ``table`` and return the agreed version.
+
+    When the agreed data asks for a query, the server sends its whole table, waits up to
+    ``link.query_shutdown_delay`` seconds for the client to close, closes, and raises
+    :class:`~handshake.errors.HandshakeQueryResult` with the client's proposal. A
+    refusal is sent and then raised as :class:`~handshake.errors.HandshakeRefused` with
+    ``by_peer`` False. Protocol, limit and bearer errors are raised as in
+    :func:`run_client`.
+    """
+    server = HandshakeServer(link, table)
+    bearer.sdu_timeout = HANDSHAKE_SDU_TIMEOUT
+    try:
+        reply = server.receive(await _receive_message(bearer, link, server.state))
+        await _send(bearer, reply.data, from_responder=True)
+        if isinstance(reply.outcome, HandshakeQueryResult):
+            await _linger_for_close(bearer, link.query_shutdown_delay)
+        return reply.result()
+    except BaseException:
+        await _close(bearer)
+        raise
