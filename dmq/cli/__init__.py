@@ -1,0 +1,47 @@
+"""Command-line front ends: ``dmq-node`` (the node) and ``dmq`` (the operator's tool box).
+
+Both print an operator's mistake as one line on stderr, ``<program>: <what happened>``, and
+exit with status 1 (ARCHITECTURE.md principle 9); a traceback means a bug. The helpers here
+give both commands that behaviour, including for mistyped flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import metadata
+from typing import NoReturn, TextIO
+
+from dmq.errors import one_line
+
+__all__ = ["OneLineArgumentParser", "USAGE_ERROR", "OPERATOR_ERROR", "INTERRUPTED", "report", "package_version"]
+
+#: Exit statuses. A bad flag exits 1 like the reference (optparse-applicative), not argparse's 2.
+OPERATOR_ERROR = 1
+USAGE_ERROR = 1
+INTERRUPTED = 130
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line pointing at ``--help``.
+
+    Sub-command parsers inherit the class, so ``dmq publish --bad`` reports as
+    ``dmq publish: unrecognized arguments: --bad (see dmq publish --help)``.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        report(self.prog, f"{message} (see {self.prog} --help)")
+        sys.exit(USAGE_ERROR)
+
+
+def report(program: str, message: str, stream: TextIO | None = None) -> None:
+    """Write ``program: message`` as exactly one line."""
+    print(f"{program}: {one_line(message)}", file=stream or sys.stderr, flush=True)
+
+
+def package_version() -> str:
+    """The installed distribution's version (``dmq-node`` in pyproject)."""
+    try:
+        return metadata.version("dmq-node")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"

@@ -1,0 +1,139 @@
+"""``dmq-node``: start a node with the reference node's flags (WIRE.md section 11.1).
+
+The flags, their defaults and the start-up refusals are those of the Haskell ``dmq-node``,
+so service files and scripts written for it work unchanged; ``--stake-source``,
+``--database-path``, ``--record-traffic`` and ``--prometheus-port`` are this node's additions.
+Each flag overrides one configuration key; the configuration module does all parsing, so a
+bad value reads the same whether it came from a flag or from the file.
+
+Start-up order: version, configuration (file, flags, refusals), cardano-node socket, topology,
+then the node runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import sys
+from dataclasses import dataclass
+from typing import Any, NoReturn, Sequence
+
+from dmq.cli import INTERRUPTED, OPERATOR_ERROR, OneLineArgumentParser, package_version, report
+from dmq.config import (
+    DEFAULT_CONFIG_FILE,
+    DEFAULT_TOPOLOGY_FILE,
+    NodeConfig,
+    check_cardano_node_socket,
+    load_config,
+)
+from dmq.errors import OperatorError
+from dmq.topology import Topology, load_topology
+
+__all__ = ["PROGRAM", "RUNTIME_MISSING", "build_parser", "run", "main"]
+
+PROGRAM = "dmq-node"
+#: Exit status when the package has no node runtime (``dmq.node``) to start.
+RUNTIME_MISSING = 2
+
+_DEFAULTS = NodeConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class _Flag:
+    """One command-line flag overriding one configuration key (``None``: hidden from help)."""
+
+    names: tuple[str, ...]
+    key: str
+    metavar: str
+    help: str | None
+    default: Any = None
+
+
+_FLAGS: tuple[_Flag, ...] = (
+    _Flag(("--host-addr",), "IPv4", "IPv4", "IPv4 that the node will bind to"),
+    _Flag(("--host-ipv6-addr",), "IPv6", "IPv6", "IPv6 that the node will bind to"),
+    _Flag(("-p", "--port"), "PortNumber", "PORT_NUMBER", "Port number that the node will bind to",
+          _DEFAULTS.port_number),
+    _Flag(("--local-socket",), "LocalAddress", "FILENAME", "Unix socket for node-to-client communication",
+          str(_DEFAULTS.local_address)),
+    _Flag(("-c", "--configuration-file"), "ConfigFile", "FILENAME", "Configuration file for DMQ Node",
+          DEFAULT_CONFIG_FILE),
+    _Flag(("-t", "--topology-file"), "TopologyFile", "FILENAME", "Topology file for DMQ Node",
+          DEFAULT_TOPOLOGY_FILE),
+    _Flag(("--cardano-node-socket",), "CardanoNodeSocket", "FILENAME",
+          "Used for local connections to Cardano node", str(_DEFAULTS.cardano_node_socket)),
+    _Flag(("--cardano-network-magic",), "CardanoNetworkMagic", "CARDANO_NETWORK_MAGIC",
+          "The network magic of cardano-node client for local connections", _DEFAULTS.cardano_network_magic),
+    _Flag(("--dmq-network-magic",), "NetworkMagic", "DMQ_NETWORK_MAGIC", "The network magic of the dmq network",
+          _DEFAULTS.network_magic),
+    _Flag(("--min-sig-delay",), "MinSigDelay", "SECONDS", None),
+    _Flag(("--stake-source",), "StakeSource", "SOURCE",
+          '"cardano-node", "genesis" (pools of the Shelley genesis file) or a JSON stake file',
+          str(_DEFAULTS.stake_source)),
+    _Flag(("--database-path",), "DatabasePath", "DIR", "Directory of the message store",
+          str(_DEFAULTS.database_path)),
+    _Flag(("--record-traffic",), "RecordTraffic", "DIR", "Record traffic into DIR for the capacity report"),
+    _Flag(("--prometheus-port",), "PrometheusPort", "PORT", "Serve Prometheus metrics on 127.0.0.1:PORT"),
+)
+
+
+def build_parser() -> OneLineArgumentParser:
+    parser = OneLineArgumentParser(prog=PROGRAM, description="Run the DMQ-Node", allow_abbrev=False)
+    for flag in _FLAGS:
+        if flag.help is None:
+            text = argparse.SUPPRESS
+        elif flag.default is None:
+            text = flag.help
+        else:
+            text = f"{flag.help} (default: {flag.default})"
+        parser.add_argument(*flag.names, dest=flag.key, metavar=flag.metavar, help=text)
+    parser.add_argument("-v", "--version", action="store_true", help="Show dmq-node version")
+    return parser
+
+
+def _start(config: NodeConfig, topology: Topology) -> int:
+    """Hand over to the node runtime, imported late so that a broken runtime cannot hide ``-v``."""
+    try:
+        runtime = importlib.import_module("dmq.node")
+    except ModuleNotFoundError as exc:
+        if exc.name != "dmq.node":
+            raise
+        report(PROGRAM, "the node runtime is not installed")
+        return RUNTIME_MISSING
+    if inspect.iscoroutinefunction(runtime.run_node):
+        import trio
+
+        result = trio.run(runtime.run_node, config, topology)
+    else:
+        result = runtime.run_node(config, topology)
+    return int(result or 0)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run ``dmq-node`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    args = vars(build_parser().parse_args(argv))
+    if args.pop("version"):
+        print(f"{PROGRAM} version: {package_version()}")
+        return 0
+    try:
+        config = load_config(args)
+        if args.get("ConfigFile") is not None and not config.config_file_found:
+            report(PROGRAM, f'warning: configuration file "{config.config_file}" not found, using defaults')
+        check_cardano_node_socket(config)
+        topology = load_topology(config.topology_file)
+        return _start(config, topology)
+    except OperatorError as exc:
+        report(PROGRAM, str(exc))
+        return OPERATOR_ERROR
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Console-script entry point: exits with :func:`run`'s status."""
+    sys.exit(run(argv))
+
+
+if __name__ == "__main__":
+    main()

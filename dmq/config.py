@@ -1,0 +1,673 @@
+"""The node's configuration: the reference node's keys and defaults, plus the project's extensions.
+
+An operator must be able to swap the Haskell ``dmq-node`` for this one with the same files and
+flags (ARCHITECTURE.md principle 8), so the JSON keys, their defaults and the precedence
+(command-line flags over the configuration file over defaults) follow
+``DMQ/Configuration.hs`` of the reference node (WIRE.md section 11). The project's own keys are
+additions with safe defaults; none renames a reference key.
+
+Every key is declared once, as metadata on its :class:`NodeConfig` field: the JSON key, the
+command-line flag that overrides it and the form its value must take. Loading, error messages
+and :meth:`NodeConfig.to_json` all read that one table.
+
+As in the reference: a missing configuration file means all defaults, unknown keys are
+ignored, ``null`` means "not set", and relative paths stay relative to the working directory
+(they are not resolved against the configuration file's folder).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import re
+from dataclasses import MISSING, dataclass, field, fields, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any, Mapping
+
+from dmq.errors import OperatorError
+from dmq.networks import CARDANO_MAINNET_MAGIC, DMQ_MAINNET_MAGIC, MAX_NETWORK_MAGIC
+
+__all__ = [
+    "ConfigError",
+    "DiffusionMode",
+    "AcceptedConnectionsLimit",
+    "StakeSourceKind",
+    "StakeSource",
+    "PrometheusEndpoint",
+    "NodeConfig",
+    "DEFAULT_CONFIG_FILE",
+    "DEFAULT_TOPOLOGY_FILE",
+    "DEFAULT_MIN_SIG_DELAY",
+    "NO_ADDRESS_MESSAGE",
+    "MAX_UNIX_SOCKET_PATH_BYTES",
+    "config_keys",
+    "read_config",
+    "load_config",
+    "check_node_startup",
+    "check_cardano_node_socket",
+]
+
+DEFAULT_CONFIG_FILE = "dmq.config.json"
+DEFAULT_TOPOLOGY_FILE = "dmq.topology.json"
+#: The reference's ``minSigDelay``; any other value is refused on the mainnet DMQ network.
+DEFAULT_MIN_SIG_DELAY = 60.0
+#: The reference node's exact text when neither bind address is configured.
+NO_ADDRESS_MESSAGE = "no ipv4 or ipv6 address specified, use --host-addr or --host-ipv6-addr"
+#: ``sun_path`` holds 108 bytes on Linux, one of which is the terminating NUL.
+MAX_UNIX_SOCKET_PATH_BYTES = 107
+#: Where a ``PrometheusSimple`` backend or ``PrometheusPort`` listens when no host is given.
+DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
+
+_PORT_RANGE = (0, 65535)
+_WORD32_RANGE = (0, MAX_NETWORK_MAGIC)
+_INT_RANGE = (0, 2**63 - 1)
+
+
+class ConfigError(OperatorError):
+    """The configuration (file, flags or their combination) cannot start a node."""
+
+
+class DiffusionMode(str, Enum):
+    """Whether the node accepts inbound node-to-node connections (JSON value = reference text)."""
+
+    INITIATOR_ONLY = "InitiatorOnly"
+    INITIATOR_AND_RESPONDER = "InitiatorAndResponder"
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptedConnectionsLimit:
+    """Inbound connection limits: above ``soft_limit`` accepts are delayed, at ``hard_limit`` refused."""
+
+    hard_limit: int = 512
+    soft_limit: int = 384
+    delay: float = 5.0
+
+
+class StakeSourceKind(str, Enum):
+    CARDANO_NODE = "cardano-node"
+    GENESIS = "genesis"
+    FILE = "file"
+
+
+@dataclass(frozen=True, slots=True)
+class StakeSource:
+    """Where the stake map comes from.
+
+    ``cardano-node`` (the reference's only source) queries the local cardano-node; ``genesis``
+    takes the stake pools of ``ShelleyGenesisFile`` (a devnet without a chain to query); any
+    other value is the path of a JSON stake file.
+    """
+
+    kind: StakeSourceKind
+    path: Path | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> StakeSource:
+        if text == StakeSourceKind.CARDANO_NODE.value:
+            return cls(StakeSourceKind.CARDANO_NODE)
+        if text == StakeSourceKind.GENESIS.value:
+            return cls(StakeSourceKind.GENESIS)
+        if not text:
+            raise ValueError("empty stake source")
+        return cls(StakeSourceKind.FILE, Path(text))
+
+    def __str__(self) -> str:
+        if self.kind is not StakeSourceKind.FILE:
+            return self.kind.value
+        text = str(self.path)
+        # A stake file named like a keyword must keep a "./" to read back as a file.
+        return f"./{text}" if text in {kind.value for kind in StakeSourceKind} else text
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusEndpoint:
+    """Where the metrics are served, and whether metric names drop their type suffixes."""
+
+    host: str
+    port: int
+    no_suffix: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Value forms: how a key's JSON value (or a flag's text) becomes a typed value, and back.
+
+
+class _Invalid(ValueError):
+    """A value does not have the form its key requires (the loader adds file and key).
+
+    A form may name a more precise expectation and the offending part of a larger value.
+    """
+
+    def __init__(self, expected: str | None = None, got: Any = MISSING) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.got = got
+
+
+class _Form:
+    #: Completes "must be ...": what the operator has to write.
+    expected: str = ""
+
+    def from_json(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def from_text(self, text: str) -> Any:
+        """A command-line flag's text; by default the same as a JSON string."""
+        return self.from_json(text)
+
+    def to_json(self, value: Any) -> Any:
+        return value
+
+
+class _Integer(_Form):
+    def __init__(self, low: int, high: int, expected: str) -> None:
+        self.low, self.high, self.expected = low, high, expected
+
+    def from_json(self, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _Invalid
+        if not self.low <= value <= self.high:
+            raise _Invalid
+        return value
+
+    def from_text(self, text: str) -> int:
+        if not re.fullmatch(r"\s*\+?[0-9]+\s*", text):
+            raise _Invalid
+        return self.from_json(int(text))
+
+
+class _Seconds(_Form):
+    """A duration in seconds; flags also take Haskell's ``DiffTime`` form (``0.01s``)."""
+
+    expected = "a number of seconds >= 0"
+
+    def from_json(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Invalid
+        if not math.isfinite(value) or value < 0:
+            raise _Invalid
+        return float(value)
+
+    def from_text(self, text: str) -> float:
+        number = text.strip().removesuffix("s")
+        try:
+            return self.from_json(float(number))
+        except ValueError:
+            raise _Invalid from None
+
+    def to_json(self, value: float) -> int | float:
+        return int(value) if value.is_integer() else value
+
+
+class _Boolean(_Form):
+    expected = "true or false"
+
+    def from_json(self, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise _Invalid
+        return value
+
+
+class _Text(_Form):
+    expected = "a string"
+
+    def from_json(self, value: Any) -> str:
+        if not isinstance(value, str):
+            raise _Invalid
+        return value
+
+
+class _FilePath(_Form):
+    expected = "a non-empty path string"
+
+    def from_json(self, value: Any) -> Path:
+        if not isinstance(value, str) or not value or "\0" in value:
+            raise _Invalid
+        return Path(value)
+
+    def to_json(self, value: Path) -> str:
+        return str(value)
+
+
+class _Address(_Form):
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self.expected = "an IPv4 address such as \"192.0.2.1\"" if version == 4 else (
+            "an IPv6 address such as \"2001:db8::1\""
+        )
+
+    def from_json(self, value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+        if not isinstance(value, str):
+            raise _Invalid
+        try:
+            return ipaddress.IPv4Address(value) if self.version == 4 else ipaddress.IPv6Address(value)
+        except ValueError:
+            raise _Invalid from None
+
+    def to_json(self, value: Any) -> str:
+        return str(value)
+
+
+class _Choice(_Form):
+    def __init__(self, enum: type[Enum]) -> None:
+        self.enum = enum
+        self.expected = " or ".join(f'"{member.value}"' for member in enum)
+
+    def from_json(self, value: Any) -> Enum:
+        try:
+            return self.enum(value)
+        except ValueError:
+            raise _Invalid from None
+
+    def to_json(self, value: Enum) -> str:
+        return value.value
+
+
+class _Hash32(_Form):
+    expected = "64 hexadecimal digits (a Blake2b-256 hash)"
+
+    def from_json(self, value: Any) -> bytes:
+        if not isinstance(value, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", value):
+            raise _Invalid
+        return bytes.fromhex(value)
+
+    def to_json(self, value: bytes) -> str:
+        return value.hex()
+
+
+class _FileMode(_Form):
+    """Permission bits as an octal string: a JSON number 660 would silently mean 0o1224."""
+
+    expected = 'an octal permission string such as "0660"'
+
+    def from_json(self, value: Any) -> int:
+        if not isinstance(value, str) or not re.fullmatch(r"0?[0-7]{3}", value):
+            raise _Invalid
+        return int(value, 8)
+
+    def to_json(self, value: int) -> str:
+        return f"{value:04o}"
+
+
+class _StakeSourceForm(_Form):
+    expected = '"cardano-node", "genesis" or the path of a JSON stake file'
+
+    def from_json(self, value: Any) -> StakeSource:
+        if not isinstance(value, str):
+            raise _Invalid
+        try:
+            return StakeSource.parse(value)
+        except ValueError:
+            raise _Invalid from None
+
+    def to_json(self, value: StakeSource) -> str:
+        return str(value)
+
+
+class _ConnectionsLimit(_Form):
+    expected = 'an object {"hardLimit": integer, "softLimit": integer, "delay": seconds}'
+
+    def from_json(self, value: Any) -> AcceptedConnectionsLimit:
+        if not isinstance(value, dict) or not {"hardLimit", "softLimit", "delay"} <= value.keys():
+            raise _Invalid
+        word32 = _Integer(*_WORD32_RANGE, "")
+        return AcceptedConnectionsLimit(
+            hard_limit=word32.from_json(value["hardLimit"]),
+            soft_limit=word32.from_json(value["softLimit"]),
+            delay=_Seconds().from_json(value["delay"]),
+        )
+
+    def to_json(self, value: AcceptedConnectionsLimit) -> dict[str, Any]:
+        return {
+            "hardLimit": value.hard_limit,
+            "softLimit": value.soft_limit,
+            "delay": _Seconds().to_json(value.delay),
+        }
+
+
+class _TraceOptions(_Form):
+    """Kept as compact JSON text: the tracing layer interprets it, the configuration stays frozen."""
+
+    expected = "an object of trace-dispatcher options"
+
+    def from_json(self, value: Any) -> str:
+        if not isinstance(value, dict):
+            raise _Invalid
+        for backend in _backends(value):
+            try:
+                _prometheus_simple(backend)
+            except _Invalid:
+                raise _Invalid(
+                    'a "PrometheusSimple [suffix|nosuffix] [host] port" backend', got=backend
+                ) from None
+        return json.dumps(value, separators=(",", ":"))
+
+    def to_json(self, value: str) -> Any:
+        return json.loads(value)
+
+
+def _backends(trace_options: Mapping[str, Any]) -> list[str]:
+    """Every backend string of every namespace, root namespace ``""`` first."""
+    names = sorted(trace_options, key=lambda name: name != "")
+    found: list[str] = []
+    for name in names:
+        options = trace_options[name]
+        backends = options.get("backends") if isinstance(options, dict) else None
+        if isinstance(backends, list):
+            found.extend(b for b in backends if isinstance(b, str))
+    return found
+
+
+def _prometheus_simple(backend: str) -> PrometheusEndpoint | None:
+    """Parse trace-dispatcher's ``PrometheusSimple [suffix|nosuffix] [host] port`` backend."""
+    words = backend.split()
+    if not words or words[0] != "PrometheusSimple":
+        return None
+    modifiers = {"suffix": False, "nosuffix": True}
+    no_suffix, host = False, DEFAULT_PROMETHEUS_HOST
+    if len(words) == 3:
+        if words[1] in modifiers:
+            no_suffix = modifiers[words[1]]
+        else:
+            host = words[1]
+    elif len(words) == 4:
+        if words[1] not in modifiers:
+            raise _Invalid
+        no_suffix, host = modifiers[words[1]], words[2]
+    elif len(words) != 2:
+        raise _Invalid
+    port_text = words[-1]
+    if not port_text.isdigit() or not 0 < int(port_text) <= 65535:
+        raise _Invalid
+    return PrometheusEndpoint(host=host, port=int(port_text), no_suffix=no_suffix)
+
+
+_PORT = _Integer(*_PORT_RANGE, "an integer 0..65535")
+_MAGIC = _Integer(*_WORD32_RANGE, f"an integer 0..{MAX_NETWORK_MAGIC}")
+_COUNT = _Integer(*_INT_RANGE, "a non-negative integer")
+
+
+def _key(
+    key: str | None,
+    form: _Form,
+    default: Any = MISSING,
+    *,
+    flag: str | None = None,
+    default_factory: Any = MISSING,
+) -> Any:
+    """A configuration field: its JSON key (``None`` for flag-only settings), form and flag."""
+    metadata = {"key": key, "form": form, "flag": flag}
+    if default_factory is not MISSING:
+        return field(default_factory=default_factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """Everything the node reads at start-up; ``NodeConfig()`` is the reference's defaults."""
+
+    # --- node-to-node and node-to-client endpoints
+    ipv4: ipaddress.IPv4Address | None = _key("IPv4", _Address(4), None, flag="--host-addr")
+    ipv6: ipaddress.IPv6Address | None = _key("IPv6", _Address(6), None, flag="--host-ipv6-addr")
+    port_number: int = _key("PortNumber", _PORT, 3141, flag="--port")
+    local_address: Path = _key("LocalAddress", _FilePath(), Path("dmq-node.socket"), flag="--local-socket")
+
+    # --- files named on the command line only
+    config_file: Path = _key(None, _FilePath(), Path(DEFAULT_CONFIG_FILE), flag="--configuration-file")
+    topology_file: Path = _key(None, _FilePath(), Path(DEFAULT_TOPOLOGY_FILE), flag="--topology-file")
+
+    # --- networks and the cardano-node link
+    network_magic: int = _key("NetworkMagic", _MAGIC, DMQ_MAINNET_MAGIC, flag="--dmq-network-magic")
+    cardano_network_magic: int = _key(
+        "CardanoNetworkMagic", _MAGIC, CARDANO_MAINNET_MAGIC, flag="--cardano-network-magic"
+    )
+    cardano_node_socket: Path = _key(
+        "CardanoNodeSocket", _FilePath(), Path("cardano-node.socket"), flag="--cardano-node-socket"
+    )
+    shelley_genesis_file: Path = _key(
+        "ShelleyGenesisFile", _FilePath(), Path("mainnet-shelley-genesis.json")
+    )
+    shelley_genesis_hash: bytes | None = _key("ShelleyGenesisHash", _Hash32(), None)
+
+    # --- diffusion
+    diffusion_mode: DiffusionMode = _key(
+        "DiffusionMode", _Choice(DiffusionMode), DiffusionMode.INITIATOR_AND_RESPONDER
+    )
+    peer_sharing: bool = _key("PeerSharing", _Boolean(), True)
+    ledger_peers: bool = _key("LedgerPeers", _Boolean(), False)
+    target_number_of_root_peers: int = _key("TargetNumberOfRootPeers", _COUNT, 60)
+    target_number_of_known_peers: int = _key("TargetNumberOfKnownPeers", _COUNT, 150)
+    target_number_of_established_peers: int = _key("TargetNumberOfEstablishedPeers", _COUNT, 30)
+    target_number_of_active_peers: int = _key("TargetNumberOfActivePeers", _COUNT, 20)
+    target_number_of_known_big_ledger_peers: int = _key("TargetNumberOfKnownBigLedgerPeers", _COUNT, 15)
+    target_number_of_established_big_ledger_peers: int = _key(
+        "TargetNumberOfEstablishedBigLedgerPeers", _COUNT, 10
+    )
+    target_number_of_active_big_ledger_peers: int = _key("TargetNumberOfActiveBigLedgerPeers", _COUNT, 5)
+    accepted_connections_limit: AcceptedConnectionsLimit = _key(
+        "AcceptedConnectionsLimit", _ConnectionsLimit(), default_factory=AcceptedConnectionsLimit
+    )
+    protocol_idle_timeout: float = _key("ProtocolIdleTimeout", _Seconds(), 5.0)
+    churn_interval: float = _key("ChurnInterval", _Seconds(), 3300.0)
+
+    # --- tracing (trace-dispatcher settings, kept for the tracing layer)
+    trace_options_json: str | None = _key("TraceOptions", _TraceOptions(), None)
+    trace_option_metrics_prefix: str = _key("TraceOptionMetricsPrefix", _Text(), "dmq_node_")
+
+    # --- validation
+    #: The per-pool rate limit; the reference's hidden ``--min-sig-delay`` (devnets use ``0.01s``).
+    min_sig_delay: float = _key("MinSigDelay", _Seconds(), DEFAULT_MIN_SIG_DELAY, flag="--min-sig-delay")
+
+    # --- project extensions (absent from the reference; defaults keep its behaviour)
+    #: Where the stake map comes from; only ``cardano-node`` needs ``CardanoNodeSocket``.
+    stake_source: StakeSource = _key(
+        "StakeSource",
+        _StakeSourceForm(),
+        default_factory=lambda: StakeSource(StakeSourceKind.CARDANO_NODE),
+        flag="--stake-source",
+    )
+    #: The LMDB store directory (mempool persistence, counters, topic state).
+    database_path: Path = _key("DatabasePath", _FilePath(), Path("dmq-db"), flag="--database-path")
+    #: Opt-in handling of the pre-0.5 message format (WIRE.md 5.5) still sent by released Mithril
+    #: signers; false keeps the reference behaviour (a legacy message is a decode failure).
+    legacy_message_format: bool = _key("LegacyMessageFormat", _Boolean(), False)
+    #: A directory to record traffic into for the capacity pipeline; ``None`` records nothing.
+    record_traffic: Path | None = _key("RecordTraffic", _FilePath(), None, flag="--record-traffic")
+    #: A Prometheus port on 127.0.0.1 without writing trace-dispatcher options; ``None``: off.
+    prometheus_port: int | None = _key("PrometheusPort", _PORT, None, flag="--prometheus-port")
+    #: Permission bits of the node-to-client socket: owner and group only, so that only the
+    #: operator's Mithril signer and aggregator can submit and read messages.
+    local_socket_mode: int = _key("LocalSocketMode", _FileMode(), 0o660)
+    #: Treat ``SigTooFrequent`` and ``SigExpiresAtTooFarInTheFuture`` from peers as trace-only
+    #: instead of disconnecting (WIRE.md 6.2 allows it; clock jitter otherwise drops honest peers).
+    trace_only_reactions: bool = _key("TraceOnlyReactions", _Boolean(), False)
+
+    # --- provenance, not configuration: whether ``config_file`` existed (defaults were used if not)
+    config_file_found: bool = field(default=False, compare=False)
+
+    @property
+    def trace_options(self) -> dict[str, Any]:
+        """The ``TraceOptions`` object as written (a fresh copy; empty when absent)."""
+        return json.loads(self.trace_options_json) if self.trace_options_json else {}
+
+    @property
+    def prometheus_endpoint(self) -> PrometheusEndpoint | None:
+        """Where to serve metrics: ``PrometheusPort`` if set, else the first ``PrometheusSimple``
+        backend of ``TraceOptions`` (how the reference is told), else nowhere."""
+        if self.prometheus_port is not None:
+            return PrometheusEndpoint(DEFAULT_PROMETHEUS_HOST, self.prometheus_port)
+        for backend in _backends(self.trace_options):
+            endpoint = _prometheus_simple(backend)
+            if endpoint is not None:
+                return endpoint
+        return None
+
+    @property
+    def uses_default_validation(self) -> bool:
+        return self.min_sig_delay == DEFAULT_MIN_SIG_DELAY
+
+    def to_json(self) -> dict[str, Any]:
+        """The configuration as a configuration file would state it (for the start-up trace).
+
+        Loading the result gives back an equal ``NodeConfig``; unset optional keys are omitted.
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            key = f.metadata.get("key")
+            value = getattr(self, f.name)
+            if key is None or value is None:
+                continue
+            out[key] = f.metadata["form"].to_json(value)
+        return out
+
+
+def config_keys() -> dict[str, str]:
+    """JSON key -> field name, for every key the configuration file may hold."""
+    return {f.metadata["key"]: f.name for f in fields(NodeConfig) if f.metadata.get("key")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def _shown(value: Any) -> str:
+    """A value as the operator wrote it, short enough for a one-line message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], bool]:
+    """The configuration object, or ``({}, False)`` when the file does not exist (reference)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}, False
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the configuration file: {exc.strerror or exc}") from None
+    try:
+        document = json.loads(data, parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the configuration file is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ConfigError(
+            f"{path}: the configuration must be a JSON object {{\"Key\": value, ...}}, got {_kind_of(document)}"
+        )
+    return document, True
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def read_config(cli_args: Mapping[str, str | None] | None = None) -> NodeConfig:
+    """Merge defaults, the configuration file and the command line, checking every value's form.
+
+    ``cli_args`` maps JSON keys (``"PortNumber"``), or ``"ConfigFile"`` / ``"TopologyFile"``
+    for the two flag-only settings, to the flags' raw text; ``None`` means "flag not given".
+    This is what tools that do not listen (``dmq publish`` …) use; :func:`load_config` adds the
+    start-up checks of the node itself.
+    """
+    cli = {name: text for name, text in (cli_args or {}).items() if text is not None}
+    by_key = {f.metadata["key"] or _flag_only_name(f.name): f for f in fields(NodeConfig) if "form" in f.metadata}
+    unknown = sorted(set(cli) - by_key.keys())
+    if unknown:
+        raise ValueError(f"unknown configuration keys on the command line: {', '.join(unknown)}")
+
+    values: dict[str, Any] = {}
+    for name, f in by_key.items():
+        if f.metadata["key"] is None and name in cli:
+            values[f.name] = _from_flag(f, cli[name])
+
+    config_path = values.get("config_file", Path(DEFAULT_CONFIG_FILE))
+    document, found = _read_file(config_path)
+
+    for name, f in by_key.items():
+        key = f.metadata["key"]
+        if key is None:
+            continue
+        if name in cli:
+            values[f.name] = _from_flag(f, cli[name])
+        elif document.get(key) is not None:
+            try:
+                values[f.name] = f.metadata["form"].from_json(document[key])
+            except _Invalid as exc:
+                expected, got = _explain(exc, f.metadata["form"], document[key])
+                raise ConfigError(f'{config_path}: "{key}" must be {expected}, got {got}') from None
+    return replace(NodeConfig(), config_file_found=found, **values)
+
+
+def _flag_only_name(field_name: str) -> str:
+    """``config_file`` -> ``ConfigFile``: the name flag-only settings take in ``cli_args``."""
+    return "".join(part.capitalize() for part in field_name.split("_"))
+
+
+def _from_flag(f: Any, text: str) -> Any:
+    try:
+        return f.metadata["form"].from_text(text)
+    except _Invalid as exc:
+        expected, got = _explain(exc, f.metadata["form"], text)
+        raise ConfigError(f"{f.metadata['flag'] or f.metadata['key']} must be {expected}, got {got}") from None
+
+
+def _explain(exc: _Invalid, form: _Form, value: Any) -> tuple[str, str]:
+    expected = exc.expected or form.expected
+    return expected, _shown(value if exc.got is MISSING else exc.got)
+
+
+def check_node_startup(config: NodeConfig) -> None:
+    """The start-up refusals of the reference that need no I/O (WIRE.md section 11.4)."""
+    if config.ipv4 is None and config.ipv6 is None:
+        raise ConfigError(NO_ADDRESS_MESSAGE)
+    if not config.uses_default_validation and config.network_magic == DMQ_MAINNET_MAGIC:
+        raise ConfigError(
+            f"min-sig-delay {_Seconds().to_json(config.min_sig_delay)}s (--min-sig-delay or \"MinSigDelay\") "
+            f"is refused on the mainnet DMQ network (NetworkMagic {DMQ_MAINNET_MAGIC}); "
+            f"remove it, or use another --dmq-network-magic"
+        )
+    socket_bytes = len(bytes(config.local_address))
+    if socket_bytes > MAX_UNIX_SOCKET_PATH_BYTES:
+        raise ConfigError(
+            f'"LocalAddress" / --local-socket {str(config.local_address)!r} is {socket_bytes} bytes long; '
+            f"a Unix socket path may have at most {MAX_UNIX_SOCKET_PATH_BYTES}: use a shorter or relative path"
+        )
+
+
+def load_config(cli_args: Mapping[str, str | None] | None = None) -> NodeConfig:
+    """The configuration a node starts with: :func:`read_config` plus :func:`check_node_startup`."""
+    config = read_config(cli_args)
+    check_node_startup(config)
+    return config
+
+
+def check_cardano_node_socket(config: NodeConfig) -> None:
+    """The reference exits when the cardano-node socket file is absent; only that source needs it."""
+    if config.stake_source.kind is not StakeSourceKind.CARDANO_NODE:
+        return
+    path = config.cardano_node_socket
+    if path.exists() and not path.is_dir():
+        return
+    raise ConfigError(
+        f'CardanoNodeSocket "{path}": file does not exist; start cardano-node or point '
+        f'"CardanoNodeSocket" / --cardano-node-socket at its socket '
+        f'(on a devnet without cardano-node, set "StakeSource": "genesis")'
+    )

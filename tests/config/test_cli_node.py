@@ -1,0 +1,168 @@
+"""``dmq-node``: the reference flags, ``-v``, and one-line refusals without a traceback."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+import types
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dmq.cli.node import RUNTIME_MISSING, build_parser, run
+from dmq.config import NodeConfig, StakeSourceKind
+from dmq.errors import OperatorError
+from dmq.topology import AccessPoint, Topology
+
+from .conftest import run_entry_point, write_json
+from .test_topology import MITHRIL_DEVNET
+
+VERSION = metadata.version("dmq-node")
+
+
+def test_version_flag_prints_the_reference_line(tmp_path: Path) -> None:
+    (tmp_path / "dmq.config.json").write_text("{ not json")  # -v is answered before configuration
+    for flag in ("-v", "--version"):
+        done = run_entry_point("node", [flag], cwd=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (0, f"dmq-node version: {VERSION}\n", "")
+
+
+def _devnet_files(folder: Path) -> None:
+    write_json(
+        folder / "node-pool1" / "config.dmq.json",
+        {"NetworkMagic": 2147483690, "CardanoNetworkMagic": 42, "CardanoNodeSocket": "node-pool1/ipc/node.sock",
+         "ShelleyGenesisFile": "node-pool1/shelley/genesis.json", "PeerSharing": True, "StakeSource": "genesis"},
+    )
+    write_json(folder / "node-pool1" / "topology.dmq.json", MITHRIL_DEVNET)
+
+
+DEVNET_ARGS = ["-c", "node-pool1/config.dmq.json", "-t", "node-pool1/topology.dmq.json",
+               "--local-socket", "node-pool1/ipc/dmq.node.sock", "--host-addr", "127.0.0.1", "--port", "4001"]
+
+# (files to write, arguments, exact stderr line after "dmq-node: ")
+REFUSALS = [
+    ({}, [], "no ipv4 or ipv6 address specified, use --host-addr or --host-ipv6-addr"),
+    ({"dmq.config.json": {"PortNumber": "abc"}}, ["--host-addr", "127.0.0.1"],
+     'dmq.config.json: "PortNumber" must be an integer 0..65535, got "abc"'),
+    ({}, ["--host-addr", "127.0.0.1", "--port", "65536"], '--port must be an integer 0..65535, got "65536"'),
+    ({}, ["--host-addr", "127.0.0.1", "--cardano-node-socket", "ipc/node.socket"],
+     'CardanoNodeSocket "ipc/node.socket": file does not exist; start cardano-node or point "CardanoNodeSocket" '
+     '/ --cardano-node-socket at its socket (on a devnet without cardano-node, set "StakeSource": "genesis")'),
+    ({}, ["--host-addr", "127.0.0.1", "--stake-source", "genesis"],
+     "dmq.topology.json: topology file not found; create it (cardano-node topology format) "
+     "or name it with -t/--topology-file"),
+    ({"topo.json": {"localRoots": [{"accessPoints": [], "valency": 1}], "publicRoots": [], "bootstrapPeers": [{"address": "a", "port": 1}]}},
+     ["--host-addr", "127.0.0.1", "--stake-source", "genesis", "-t", "topo.json"],
+     'topo.json: "bootstrapPeers" must be absent, null or empty (the DMQ node supports neither bootstrap peers '
+     'nor peer snapshots; list peers in localRoots and publicRoots), got [{"address": "a", "port": 1}]'),
+    ({}, ["--host-addr", "127.0.0.1", "--min-sig-delay", "0.01s"],
+     'min-sig-delay 0.01s (--min-sig-delay or "MinSigDelay") is refused on the mainnet DMQ network '
+     "(NetworkMagic 2912307721); remove it, or use another --dmq-network-magic"),
+    ({}, ["--host-adr", "127.0.0.1"], "unrecognized arguments: --host-adr 127.0.0.1 (see dmq-node --help)"),
+    ({}, ["--port"], "argument -p/--port: expected one argument (see dmq-node --help)"),
+]
+
+
+@pytest.mark.parametrize(("files", "args", "line"), REFUSALS)
+def test_a_refusal_is_one_line_on_stderr_and_status_1(
+    tmp_path: Path, files: dict[str, Any], args: list[str], line: str
+) -> None:
+    for name, document in files.items():
+        write_json(tmp_path / name, document)
+    done = run_entry_point("node", args, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"dmq-node: {line}\n")
+
+
+def test_the_hidden_flag_is_accepted_but_not_shown() -> None:
+    parser = build_parser()
+    assert "--min-sig-delay" not in parser.format_help()
+    assert vars(parser.parse_args(["--min-sig-delay", "0.01s"]))["MinSigDelay"] == "0.01s"
+    for flag in ("--host-addr", "--host-ipv6-addr", "--port", "--local-socket", "--configuration-file",
+                 "--topology-file", "--cardano-node-socket", "--cardano-network-magic", "--dmq-network-magic",
+                 "--version", "--stake-source", "--database-path", "--record-traffic", "--prometheus-port"):
+        assert flag in parser.format_help()
+
+
+# ---- handing over to the node runtime (``dmq.node``, a separate module) ------------------------
+
+
+def _install_runtime(monkeypatch: pytest.MonkeyPatch, run_node: Any) -> list[tuple[NodeConfig, Topology]]:
+    calls: list[tuple[NodeConfig, Topology]] = []
+    runtime = types.ModuleType("dmq.node")
+    runtime.run_node = run_node(calls)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "dmq.node", runtime)
+    return calls
+
+
+def test_a_missing_runtime_is_reported(in_tmp: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    _devnet_files(in_tmp)
+    monkeypatch.setitem(sys.modules, "dmq.node", None)
+    assert run(DEVNET_ARGS) == RUNTIME_MISSING == 2
+    assert capsys.readouterr().err == "dmq-node: the node runtime is not installed\n"
+
+
+def test_the_runtime_receives_the_loaded_configuration_and_topology(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _devnet_files(in_tmp)
+
+    def run_node(calls: list) -> Any:
+        def start(config: NodeConfig, topology: Topology) -> int:
+            calls.append((config, topology))
+            return 0
+        return start
+
+    calls = _install_runtime(monkeypatch, run_node)
+    assert run(DEVNET_ARGS) == 0
+    ((config, topology),) = calls
+    assert (config.network_magic, config.cardano_network_magic) == (2147483690, 42)
+    assert config.stake_source.kind is StakeSourceKind.GENESIS
+    assert (config.ipv4, config.port_number) == (ipaddress.IPv4Address("127.0.0.1"), 4001)
+    assert config.local_address == Path("node-pool1/ipc/dmq.node.sock")
+    assert topology.local_roots[0].access_points == (AccessPoint("127.0.0.1", 4002), AccessPoint("127.0.0.1", 4003))
+
+
+def test_an_async_runtime_runs_under_trio(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _devnet_files(in_tmp)
+
+    def run_node(calls: list) -> Any:
+        async def start(config: NodeConfig, topology: Topology) -> int:
+            import trio
+
+            await trio.sleep(0)
+            calls.append((config, topology))
+            return 3
+        return start
+
+    calls = _install_runtime(monkeypatch, run_node)
+    assert run(DEVNET_ARGS) == 3
+    assert len(calls) == 1
+
+
+def test_an_operator_error_from_the_runtime_is_one_line(in_tmp: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    _devnet_files(in_tmp)
+
+    def run_node(calls: list) -> Any:
+        def start(config: NodeConfig, topology: Topology) -> int:
+            raise OperatorError("node-pool1/shelley/genesis.json: cannot read the genesis file:\nNo such file")
+        return start
+
+    _install_runtime(monkeypatch, run_node)
+    assert run(DEVNET_ARGS) == 1
+    assert capsys.readouterr().err == (
+        "dmq-node: node-pool1/shelley/genesis.json: cannot read the genesis file: No such file\n"
+    )
+
+
+def test_an_explicit_configuration_file_that_is_missing_is_warned_about(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _devnet_files(in_tmp)
+    monkeypatch.setitem(sys.modules, "dmq.node", None)
+    args = [*DEVNET_ARGS, "--stake-source", "genesis", "-c", "nowhere.json"]
+    assert run(args) == RUNTIME_MISSING
+    assert capsys.readouterr().err.splitlines()[0] == (
+        'dmq-node: warning: configuration file "nowhere.json" not found, using defaults'
+    )
