@@ -50,7 +50,17 @@ class CborError(ValueError):
 
 
 class CborIncomplete(CborError):
-    """The bytes end before the item does: wait for more input."""
+    """The bytes end before the item does: wait for more input.
+
+    ``needed`` (when known) is an offset the input must reach before the item can be
+    complete: a lower bound, so a reader can wait for that many bytes instead of
+    rescanning on every arrival (a big byte string is then scanned twice, not once per
+    segment).
+    """
+
+    def __init__(self, message: str = "premature end of input", needed: int | None = None) -> None:
+        super().__init__(message)
+        self.needed = needed
 
 
 def _head(buf, pos: int, end: int) -> tuple[int, int, int | None, int]:
@@ -60,7 +70,7 @@ def _head(buf, pos: int, end: int) -> tuple[int, int, int | None, int]:
     indefinite marker (info 31).
     """
     if pos >= end:
-        raise CborIncomplete("premature end of input")
+        raise CborIncomplete(needed=pos + 1)
     ib = buf[pos]
     major = ib >> 5
     info = ib & 0x1F
@@ -69,19 +79,19 @@ def _head(buf, pos: int, end: int) -> tuple[int, int, int | None, int]:
         return major, info, info, pos
     if info == 24:
         if pos + 1 > end:
-            raise CborIncomplete("premature end of input")
+            raise CborIncomplete(needed=pos + 1)
         return major, info, buf[pos], pos + 1
     if info == 25:
         if pos + 2 > end:
-            raise CborIncomplete("premature end of input")
+            raise CborIncomplete(needed=pos + 2)
         return major, info, (buf[pos] << 8) | buf[pos + 1], pos + 2
     if info == 26:
         if pos + 4 > end:
-            raise CborIncomplete("premature end of input")
+            raise CborIncomplete(needed=pos + 4)
         return major, info, struct.unpack_from(">I", buf, pos)[0], pos + 4
     if info == 27:
         if pos + 8 > end:
-            raise CborIncomplete("premature end of input")
+            raise CborIncomplete(needed=pos + 8)
         return major, info, struct.unpack_from(">Q", buf, pos)[0], pos + 8
     if info == 31:
         if major in (MAJOR_UINT, MAJOR_NINT, MAJOR_TAG):
@@ -104,7 +114,7 @@ def item_end(buf, pos: int = 0, end: int | None = None) -> int:
     stack: list[int] = []
     while True:
         if pos >= end:
-            raise CborIncomplete("premature end of input")
+            raise CborIncomplete(needed=pos + 1)
         if stack and stack[-1] == -1 and buf[pos] == BREAK:
             pos += 1
             stack.pop()
@@ -120,7 +130,7 @@ def item_end(buf, pos: int = 0, end: int | None = None) -> int:
                     # Indefinite string: definite chunks of the same major type, then break.
                     while True:
                         if pos >= end:
-                            raise CborIncomplete("premature end of input")
+                            raise CborIncomplete(needed=pos + 1)
                         if buf[pos] == BREAK:
                             pos += 1
                             break
@@ -129,11 +139,11 @@ def item_end(buf, pos: int = 0, end: int | None = None) -> int:
                             raise CborError("invalid chunk in indefinite-length string")
                         pos += carg
                         if pos > end:
-                            raise CborIncomplete("premature end of input")
+                            raise CborIncomplete(needed=pos)
                 else:
                     pos += arg
                     if pos > end:
-                        raise CborIncomplete("premature end of input")
+                        raise CborIncomplete(needed=pos)
             elif major in (MAJOR_ARRAY, MAJOR_MAP):
                 if arg is None:
                     stack.append(-1)

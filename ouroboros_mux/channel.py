@@ -61,47 +61,75 @@ class CborFramer:
     Feed it bytes as they arrive (a message may span many SDUs, one SDU may hold several
     messages); :meth:`next_message` returns the raw span of each complete item in order.
     Bytes after the last complete item stay buffered.
+
+    Fed pieces are kept as they are and joined only when an item may be complete: the
+    scan of an incomplete item reports how many bytes it needs at least
+    (:attr:`wanted`), and nothing is joined or rescanned before that many are here. A
+    big message arriving in many segments is thus copied once and scanned twice.
     """
 
-    __slots__ = ("_buf", "_scanned_incomplete")
+    __slots__ = ("_chunks", "_buffered", "_wanted")
 
     def __init__(self) -> None:
-        self._buf = bytearray()
-        # Size of the buffer the last time we found it incomplete: skip rescanning until
-        # more bytes arrive.
-        self._scanned_incomplete = -1
+        # Received pieces in order: bytes, or read-only views of bytes.
+        self._chunks: list = []
+        self._buffered = 0
+        # Fewest buffered bytes with which another scan could find a complete item.
+        self._wanted = 1
 
     def feed(self, data: bytes) -> None:
-        self._buf += data
+        if not data:
+            return
+        if type(data) is not bytes and not (type(data) is memoryview and type(data.obj) is bytes):
+            data = bytes(data)  # the caller may reuse a mutable buffer
+        self._chunks.append(data)
+        self._buffered += len(data)
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return self._buffered
+
+    @property
+    def wanted(self) -> int:
+        """Until this many bytes are buffered, :meth:`next_message` can only return None."""
+        return self._wanted
 
     def next_message(self, max_size: int | None = None) -> bytes | None:
         """The next complete item, or None if more bytes are needed."""
-        n = len(self._buf)
-        if n == 0 or n == self._scanned_incomplete:
+        n = self._buffered
+        if n < self._wanted:
             self._check_limit(max_size)
             return None
+        chunks = self._chunks
+        if len(chunks) == 1:
+            buf = chunks[0]
+        else:
+            buf = b"".join(chunks)
+            self._chunks = chunks = [buf]
         try:
-            end = item_end(self._buf, 0, n)
-        except CborIncomplete:
-            self._scanned_incomplete = n
+            end = item_end(buf, 0, n)
+        except CborIncomplete as exc:
+            self._wanted = max(n + 1, exc.needed or 0)
             self._check_limit(max_size)
             return None
         except CborError as exc:
             raise MalformedMessage(str(exc)) from None
         if max_size is not None and end > max_size:
             raise MessageTooLarge(max_size, end)
-        item = bytes(self._buf[:end])
-        del self._buf[:end]
-        self._scanned_incomplete = -1
+        if end == n:
+            item = buf if type(buf) is bytes else bytes(buf)
+            chunks.clear()
+        else:
+            view = buf if type(buf) is memoryview else memoryview(buf)
+            item = bytes(view[:end])
+            chunks[0] = view[end:]
+        self._buffered = n - end
+        self._wanted = 1
         return item
 
     def _check_limit(self, max_size: int | None) -> None:
-        if max_size is not None and len(self._buf) > max_size:
-            raise MessageTooLarge(max_size, len(self._buf))
+        if max_size is not None and self._buffered > max_size:
+            raise MessageTooLarge(max_size, self._buffered)
 
 
 class _MemoryChannel:

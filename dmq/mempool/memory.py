@@ -12,7 +12,7 @@ peers and aggregators parked on it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import trio
@@ -37,6 +37,8 @@ class Mempool:
         self._log = MessageLog()
         self._expiry_interval = expiry_interval
         self._published = trio.Event()
+        #: Called with the entries each expiry pass removed (tracing, metrics, recording).
+        self.expiry_observers: list[Callable[[list[StoredMessage]], None]] = []
 
     @property
     def clock(self) -> Clock:
@@ -140,7 +142,10 @@ class Mempool:
         """Purge expired messages about every ``expiry_interval`` seconds, until cancelled."""
         task_status.started()
         while True:
-            self.expire()
+            removed = self.expire()
+            if removed:
+                for observe in self.expiry_observers:
+                    observe(removed)
             await trio.sleep(self._expiry_interval)
 
     def _publish(self, upto: int) -> None:

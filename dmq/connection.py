@@ -1,0 +1,95 @@
+"""Running the mini-protocols of one connection, and ending it the way the reference does.
+
+One trio nursery per connection: the mux's reader and writer, and one task per mini-protocol
+instance. A protocol that finishes marks its channel finished; when every one has, the
+connection closes cleanly. A protocol error, a validation error that calls for a disconnect,
+or a fatal mux error ends the whole connection (WIRE.md 2.6) and nothing else: the error is
+returned to the caller for tracing, never raised into the listener that accepted it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import trio
+
+from ouroboros_mux.channel import ChannelClosed
+from ouroboros_mux.errors import BearerClosed, MuxError
+from ouroboros_mux.mux import Mux, MuxChannel
+
+__all__ = ["ProtocolTask", "run_connection", "ConnectionEnd"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolTask:
+    """One mini-protocol instance: its channel and the coroutine that speaks it."""
+
+    channel: MuxChannel
+    run: Callable[[], Awaitable[None]]
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionEnd:
+    """How a connection ended: ``error`` is None for a clean end."""
+
+    error: BaseException | None
+
+    @property
+    def clean(self) -> bool:
+        return self.error is None
+
+    def describe(self) -> str | None:
+        if self.error is None:
+            return None
+        return f"{type(self.error).__name__}: {self.error}"
+
+
+async def run_connection(
+    mux: Mux,
+    tasks: Sequence[ProtocolTask],
+    *,
+    peer_close_is_clean: bool = False,
+) -> ConnectionEnd:
+    """Run ``tasks`` over ``mux`` until the connection ends; return how it ended.
+
+    ``peer_close_is_clean``: on local links a client may hang up whenever it is idle (a
+    Mithril signer closes right after MsgDone without ever starting notification), so the
+    peer closing the socket is not an error there.
+    """
+    first_error: list[BaseException] = []
+    remaining = len(tasks)
+
+    async def speak(task: ProtocolTask, cancel_scope: trio.CancelScope) -> None:
+        nonlocal remaining
+        try:
+            await task.run()
+        except ChannelClosed:
+            return  # the connection is ending; the mux knows why
+        except Exception as exc:  # a protocol or validation error ends this connection only
+            if not first_error:
+                first_error.append(exc)
+            cancel_scope.cancel()
+            return
+        task.channel.finish()
+        remaining -= 1
+        if remaining == 0:
+            mux.stop()
+
+    async with trio.open_nursery() as nursery:
+        for task in tasks:
+            nursery.start_soon(speak, task, nursery.cancel_scope)
+        try:
+            await mux.run()
+        except BearerClosed as exc:
+            if not peer_close_is_clean and not first_error:
+                first_error.append(exc)
+        except MuxError as exc:
+            if not first_error:
+                first_error.append(exc)
+        nursery.cancel_scope.cancel()
+    if not mux.bearer.closed:
+        with trio.CancelScope(shield=True):
+            await mux.bearer.aclose()
+    return ConnectionEnd(first_error[0] if first_error else None)

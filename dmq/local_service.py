@@ -1,0 +1,177 @@
+"""The node-to-client service on the local Unix socket: protocols 14 and 15 (WIRE.md 7, 8).
+
+Mithril signers open a connection per message (handshake 4097, one submission, MsgDone);
+aggregators keep one connection and ask for messages with blocking requests. Both patterns
+are served by the same code: each connection gets a DMQ N2C handshake, a mux with the two
+responder instances (unlimited ingress, as the reference), a submission server whose
+verdicts come from the shared :class:`~dmq.ingress.Ingress`, and a notification server
+reading its own cursor over the mempool.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket as stdlib_socket
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+
+from handshake.driver import run_server
+from handshake.errors import HandshakeError, HandshakeQueryResult
+from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
+from miniprotocols import local_msg_notification, local_msg_submission
+from miniprotocols.local_msg_submission import (
+    ACCEPTED,
+    InvalidMessageBytes,
+    RejectAlreadyReceived,
+    RejectExpired,
+    RejectInvalid,
+    RejectOther,
+    SubmitResult,
+)
+from ouroboros_mux.bearer import Bearer
+from ouroboros_mux.mux import Mode, Mux, Role
+
+from dmq.codec import MessageDecodeError
+from dmq.connection import ProtocolTask, run_connection
+from dmq.errors import OperatorError
+from dmq.ingress import Ingress
+from dmq.mempool import Mempool, MempoolCursor
+from dmq.recorder.recorder import NO_RECORDER, NullRecorder, TrafficRecorder
+from dmq.trace import ConnectionClosed, ConnectionOpened, MessageNotified, NodeListening, Tracer
+from dmq.validation import LocalRejectKind, SigValidationError, local_reject_reason
+
+__all__ = ["LocalService", "LocalSocketError", "N2C_INGRESS_LIMIT", "reject_reason_for"]
+
+#: Local protocols have no ingress limit in the reference (``maxBound :: Word32``).
+N2C_INGRESS_LIMIT = 0xFFFFFFFF
+
+
+class LocalSocketError(OperatorError):
+    """The local socket path cannot be used."""
+
+
+def reject_reason_for(error: SigValidationError) -> SubmitResult:
+    """The protocol-14 reject reason for a validation error (WIRE.md 7.2)."""
+    value = local_reject_reason(error)
+    kind = LocalRejectKind(value[0])
+    if kind is LocalRejectKind.INVALID:
+        return RejectInvalid(value[1])
+    if kind is LocalRejectKind.ALREADY_RECEIVED:
+        return RejectAlreadyReceived()
+    if kind is LocalRejectKind.EXPIRED:
+        return RejectExpired()
+    return RejectOther(value[1])
+
+
+class _CursorSource:
+    """A notification client's cursor, handing the server the messages' received bytes."""
+
+    def __init__(self, cursor: MempoolCursor, tracer: Tracer, client: str) -> None:
+        self._cursor = cursor
+        self._tracer = tracer
+        self._client = client
+
+    async def next_batch(self, blocking: bool, limit: int) -> tuple[Sequence[bytes], bool]:
+        entries, has_more = await self._cursor.next_batch(blocking, limit)
+        raws = [entry.raw for entry in entries]
+        if raws:
+            self._tracer.emit(MessageNotified(self._tracer.now(), len(raws), sum(map(len, raws)), self._client))
+        return raws, has_more
+
+
+def bind_unix_socket(path: Path, mode: int) -> trio.socket.SocketType:
+    """Bind and listen on ``path``, replacing a stale socket file but never a live one."""
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise LocalSocketError(f"local socket {path}: a file that is not a socket is in the way")
+        probe = stdlib_socket.socket(stdlib_socket.AF_UNIX, stdlib_socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # nobody listens: a leftover of a previous run
+        else:
+            raise LocalSocketError(f"local socket {path}: another process is already listening on it")
+        finally:
+            probe.close()
+    if not path.parent.is_dir():
+        raise LocalSocketError(f"local socket {path}: directory {path.parent} does not exist")
+    sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+    try:
+        # Create the file with the final permissions: no window where others may connect.
+        old_umask = os.umask(0o777 & ~mode)
+        try:
+            sock._sock.bind(str(path))  # synchronous bind of a path: no I/O to wait for
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, mode)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        reason = "path too long for a Unix socket" if exc.errno in (errno.ENAMETOOLONG, errno.EINVAL) else exc.strerror
+        raise LocalSocketError(f"local socket {path}: cannot bind: {reason}") from None
+    return sock
+
+
+class LocalService:
+    """Serves protocols 14 and 15 to every client of the local socket."""
+
+    def __init__(self, ingress: Ingress, mempool: Mempool, tracer: Tracer, network_magic: int,
+                 recorder: TrafficRecorder | NullRecorder = NO_RECORDER) -> None:
+        self.ingress = ingress
+        self.mempool = mempool
+        self.tracer = tracer
+        self.recorder = recorder
+        self.versions = dmq_node_to_client_versions(network_magic)
+        self._next_client = 0
+        self.connections = 0
+
+    async def submit(self, raw: bytes) -> SubmitResult:
+        try:
+            error = await self.ingress.submit_local(raw)
+        except MessageDecodeError as exc:
+            raise InvalidMessageBytes(str(exc)) from exc
+        return ACCEPTED if error is None else reject_reason_for(error)
+
+    async def serve_path(self, path: str | os.PathLike[str], *, mode: int = 0o660,
+                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen on the Unix socket at ``path`` until cancelled; remove it afterwards."""
+        path = Path(path)
+        sock = bind_unix_socket(path, mode)
+        listener = trio.SocketListener(sock)
+        self.tracer.emit(NodeListening(self.tracer.now(), str(path), "n2c"))
+        try:
+            async with listener:
+                task_status.started()
+                await trio.serve_listeners(self.handle_stream, [listener])
+        finally:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+    async def handle_stream(self, stream: trio.abc.Stream) -> None:
+        self._next_client += 1
+        client = f"local#{self._next_client}"
+        bearer = Bearer(stream)
+        try:
+            result = await run_server(bearer, self.versions, DMQ_NODE_TO_CLIENT)
+        except (HandshakeError, HandshakeQueryResult) as exc:
+            self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", f"handshake: {exc}"))
+            return
+        self.connections += 1
+        self.tracer.emit(ConnectionOpened(self.tracer.now(), client, "n2c", result.version))
+        mux = Mux(bearer, Role.RESPONDER)
+        submission = mux.register(local_msg_submission.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
+        notification = mux.register(local_msg_notification.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
+        source = _CursorSource(self.mempool.cursor(), self.tracer, client)
+        with self.recorder.watching(client, mux, "n2c"):
+            end = await run_connection(mux, [
+                ProtocolTask(submission, lambda: local_msg_submission.serve(submission, self.submit), "local-msg-submission"),
+                ProtocolTask(notification, lambda: local_msg_notification.serve(notification, source), "local-msg-notification"),
+            ], peer_close_is_clean=True)
+        self.connections -= 1
+        self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", end.describe()))

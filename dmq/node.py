@@ -1,0 +1,164 @@
+"""The node runtime: wires configuration to the stake view, mempool, ingress and servers.
+
+Start-up reads everything that can fail on an operator's input (genesis, stake file,
+database directory, socket path) before serving anyone, so a mistake is one line and an
+exit, never a half-started node. Then one nursery runs the mempool writer and expiry loop,
+the local service and, when configured, metrics and node-to-node diffusion.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from dmq.clock import Clock, SystemClock
+from dmq.config import NodeConfig, StakeSourceKind
+from dmq.diffusion import Diffusion, DiffusionPolicy
+from dmq.errors import OperatorError
+from dmq.ingress import Ingress
+from dmq.local_service import LocalService
+from dmq.mempool import DurableMempool
+from dmq.metrics import NodeMetrics, serve_metrics
+from dmq.recorder import node_label
+from dmq.recorder.recorder import NO_RECORDER, NullRecorder, RecorderError, TrafficRecorder
+from dmq.stake import StakeView
+from dmq.topology import Topology
+from dmq.trace import JsonLogSink, MessageExpired, NodeStopped, StakeViewUpdated, Tracer
+from dmq.validation import PoolState, ReactionPolicy, Validator
+
+__all__ = ["Node", "run_node", "NodeStartError", "load_stake_view"]
+
+
+class NodeStartError(OperatorError):
+    """Something the node needs at start-up is missing or unusable."""
+
+
+def load_stake_view(config: NodeConfig, clock: Clock) -> StakeView:
+    """The stake view named by ``StakeSource``, with the KES limits of the Shelley genesis."""
+    source = config.stake_source
+    expected = config.shelley_genesis_hash.hex() if config.shelley_genesis_hash else None
+    if source.kind is StakeSourceKind.GENESIS:
+        return StakeView.from_shelley_genesis(config.shelley_genesis_file, clock, expected_hash=expected)
+    if source.kind is StakeSourceKind.FILE:
+        return StakeView.from_json(source.path, clock)
+    # cardano-node: the genesis gives maxKESEvolutions; the stake map comes from the link.
+    return StakeView.from_shelley_genesis(config.shelley_genesis_file, clock, expected_hash=expected,
+                                          with_genesis_stake=False)
+
+
+@dataclass
+class Node:
+    """One running DMQ network instance."""
+
+    config: NodeConfig
+    topology: Topology | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    tracer: Tracer = field(default_factory=Tracer)
+    #: Extra tasks started with the node (diffusion, the cardano-node link), each ``fn(node)``.
+    services: list[Callable[["Node"], object]] = field(default_factory=list)
+    #: Timings of node-to-node diffusion (started when the configuration names an IPv4 or IPv6 address).
+    diffusion_policy: DiffusionPolicy = field(default_factory=DiffusionPolicy)
+
+    def __post_init__(self) -> None:
+        self.stake_view = load_stake_view(self.config, self.clock)
+        self.metrics = NodeMetrics(self.config.trace_option_metrics_prefix)
+        self.tracer.add_sink(self.metrics)
+        self.mempool: DurableMempool | None = None
+        self.ingress: Ingress | None = None
+        self.local_service: LocalService | None = None
+        self.metrics_port: int | None = None
+        self.diffusion: Diffusion | None = None
+        self.stake_link = None
+        if self.config.stake_source.kind is StakeSourceKind.CARDANO_NODE:
+            # The link lives in ``integrations`` (it needs the node's parts), hence the late import.
+            from integrations.cardano_node import CardanoNodeLink
+
+            link = self.stake_link = CardanoNodeLink.for_node(self)
+            self.services.append(lambda _node: link.run())
+
+    @property
+    def stake_link_status(self):
+        """The cardano-node link's :class:`~integrations.cardano_node.StakeLinkStatus`, if linked."""
+        return None if self.stake_link is None else self.stake_link.status
+        #: Connection code calls ``node.recorder.watching(peer, mux, link)``; a no-op when not recording.
+        self.recorder: TrafficRecorder | NullRecorder = NO_RECORDER
+
+    def _open_mempool(self) -> DurableMempool:
+        path = Path(self.config.database_path)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            return DurableMempool(path, self.clock)
+        except OSError as exc:
+            raise NodeStartError(f"database {path}: {exc.strerror or exc}") from None
+
+    def _open_recorder(self, mempool: DurableMempool) -> TrafficRecorder | NullRecorder:
+        if self.config.record_traffic is None:
+            return NO_RECORDER
+        try:
+            recorder = TrafficRecorder(self.config.record_traffic,
+                                       node_label(socket.gethostname(), self.config.port_number), now=self.tracer.now)
+        except RecorderError as exc:
+            raise NodeStartError(str(exc)) from None
+        recorder.bind_holdings(lambda: len(mempool), lambda: mempool.bytes_held)
+        self.tracer.add_sink(recorder)
+        return recorder
+
+    def _build(self) -> None:
+        mempool = self._open_mempool()
+        self.mempool = mempool
+        self.recorder = self._open_recorder(mempool)
+        try:
+            state = PoolState.restore(mempool.load_pool_state(), self.clock)
+        except ValueError as exc:
+            raise NodeStartError(f"database {self.config.database_path}: {exc}") from None
+        validator = Validator(self.stake_view, self.clock, min_sig_delay=self.config.min_sig_delay, state=state)
+        self.ingress = Ingress(mempool, validator, self.tracer,
+                               allow_legacy=self.config.legacy_message_format,
+                               reactions=ReactionPolicy(trace_timing_errors=self.config.trace_only_reactions))
+        self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
+                                          recorder=self.recorder)
+        self.metrics.bind_mempool(lambda: len(mempool), lambda: mempool.bytes_held)
+        now = self.tracer.now
+        mempool.expiry_observers.append(
+            lambda removed: [self.tracer.emit(MessageExpired(now(), e.message_id, e.size)) for e in removed])
+        view = self.stake_view
+        if view.ready:
+            self.tracer.emit(StakeViewUpdated(now(), str(self.config.stake_source), view.epoch,
+                                              len(view.pools), view.eligible_count))
+
+    async def run(self, *, task_status: trio.TaskStatus["Node"] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; the database is closed on the way out."""
+        self._build()
+        assert self.mempool is not None and self.local_service is not None
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.mempool.run)
+                if isinstance(self.recorder, TrafficRecorder):
+                    await nursery.start(self.recorder.run)
+                await nursery.start(lambda task_status: self.local_service.serve_path(
+                    self.config.local_address, mode=self.config.local_socket_mode, task_status=task_status))
+                if self.config.ipv4 is not None or self.config.ipv6 is not None:
+                    self.diffusion = await nursery.start(Diffusion(self, self.diffusion_policy).run)
+                if self.config.prometheus_port is not None:
+                    self.metrics_port = await nursery.start(serve_metrics, self.metrics, self.config.prometheus_port)
+                for service in self.services:
+                    nursery.start_soon(service, self)
+                task_status.started(self)
+        finally:
+            self.tracer.emit(NodeStopped(self.tracer.now(), "stopped"))
+            self.recorder.close()
+            self.mempool.close()
+
+
+async def run_node(config: NodeConfig, topology: Topology | None) -> int:
+    """The ``dmq-node`` entry point: run until interrupted."""
+    tracer = Tracer()
+    tracer.add_sink(JsonLogSink(sys.stdout))
+    node = Node(config, topology, tracer=tracer)
+    await node.run()
+    return 0

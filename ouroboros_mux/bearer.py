@@ -1,0 +1,250 @@
+"""A bearer: SDUs over one reliable byte stream (a TCP or Unix socket).
+
+The bearer knows the SDU framing and the SDU timeouts, nothing else. The handshake uses
+it directly (one message = one SDU, before any mux runs); afterwards the mux owns it.
+
+Timeouts follow the reference (WIRE.md 2.5): a read may wait forever for the *first*
+byte of the next SDU (an idle connection is legitimate; keep-alive deals with dead
+peers), but once that byte has arrived the rest of the header and the whole payload must
+follow within :attr:`Bearer.sdu_timeout`. Writes get the same budget.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterable
+
+import trio
+
+from .errors import BearerClosed, ConnectFailed, SDUDecodeError, SDUReadTimeout, SDUWriteTimeout
+from .sdu import (
+    MAX_PROTOCOL_NUM,
+    MAX_SDU_PAYLOAD,
+    SDU,
+    SDU_HEADER_SIZE,
+    monotonic_timestamp,
+)
+
+__all__ = ["Bearer", "connect_tcp", "connect_unix", "HANDSHAKE_SDU_TIMEOUT", "SDU_TIMEOUT"]
+
+#: SDU timeout while the handshake runs (``sduHandshakeTimeout``).
+HANDSHAKE_SDU_TIMEOUT = 10.0
+#: SDU timeout once the mux runs (``sduTimeout``).
+SDU_TIMEOUT = 30.0
+
+# One receive may bring several SDUs; large enough for a full-size ingress SDU with room
+# to spare, small enough that allocating it per call stays cheap.
+_RECEIVE_SIZE = 2 * (MAX_SDU_PAYLOAD + SDU_HEADER_SIZE)
+
+_unpack_header = struct.Struct(">IHH").unpack_from
+_pack_header = struct.Struct(">IHH").pack
+
+
+class Bearer:
+    """SDU reads and writes over a :class:`trio.abc.Stream`, with timeouts and counters.
+
+    Reads are buffered: one socket read may deliver several SDUs, and :meth:`read_sdu`
+    returns them one by one. Only one task may read and one task may write at a time
+    (the mux has exactly one reader task and one writer task).
+    """
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        *,
+        sdu_timeout: float = HANDSHAKE_SDU_TIMEOUT,
+        timestamp: Callable[[], int] = monotonic_timestamp,
+    ) -> None:
+        self.stream = stream
+        #: Seconds an SDU may take to arrive once its first byte is here (and a write to go out).
+        self.sdu_timeout = sdu_timeout
+        self._timestamp = timestamp
+        self._rbuf = b""
+        self._rpos = 0
+        self._closed = False
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.sdus_in = 0
+        self.sdus_out = 0
+
+    # -- reading -------------------------------------------------------------------
+    async def read_sdu(self) -> SDU:
+        """The next SDU from the peer.
+
+        Raises :class:`BearerClosed` at end of stream (also exactly between SDUs),
+        :class:`SDUDecodeError` for a zero-length SDU or a header cut off by the end of
+        the stream, and :class:`SDUReadTimeout` when an SDU started but did not finish in
+        time.
+        """
+        return await self._read(self._take_sdu)
+
+    async def read_frames(self) -> list[tuple[int, bytes]]:
+        """Every complete SDU already received, at least one, as ``(word, payload)`` pairs.
+
+        ``word`` is the second header word as sent, ``M << 15 | protocol_num``, which the
+        mux uses directly as its dispatch key; the timestamp is dropped. This is the
+        mux's hot path (one await for a whole socket read's worth of SDUs, no objects per
+        SDU); the errors are those of :meth:`read_sdu`, an SDU after which the stream is
+        bad is returned before the error is raised on the next call.
+        """
+        return await self._read(self._take_frames)
+
+    async def _read(self, take):
+        if self._rpos == len(self._rbuf):
+            await self._fill(None)
+        got = take()
+        if got:
+            return got
+        # The SDU has started but is not all here: the timeout runs from now.
+        with trio.move_on_after(self.sdu_timeout):
+            while True:
+                await self._fill(self._expected_size())
+                got = take()
+                if got:
+                    return got
+        raise SDUReadTimeout(self.sdu_timeout, len(self._rbuf) - self._rpos, self._expected_size())
+
+    def _expected_size(self) -> int | None:
+        """Header plus payload size of the SDU being received, once its header is here."""
+        if len(self._rbuf) - self._rpos < SDU_HEADER_SIZE:
+            return None
+        return SDU_HEADER_SIZE + _unpack_header(self._rbuf, self._rpos)[2]
+
+    def _take_sdu(self) -> SDU | None:
+        """Cut one complete SDU off the read buffer, if one is there."""
+        buf = self._rbuf
+        pos = self._rpos
+        start = pos + SDU_HEADER_SIZE
+        if len(buf) < start:
+            return None
+        timestamp, word, length = _unpack_header(buf, pos)
+        if length == 0:
+            raise SDUDecodeError(f"short SDU: zero-length payload for mini-protocol {word & MAX_PROTOCOL_NUM}")
+        stop = start + length
+        if len(buf) < stop:
+            return None
+        self._rpos = stop
+        self.sdus_in += 1
+        self.bytes_in += stop - pos
+        return SDU(word & MAX_PROTOCOL_NUM, word > MAX_PROTOCOL_NUM, buf[start:stop], timestamp)
+
+    def _take_frames(self) -> list[tuple[int, bytes]]:
+        """Cut every complete SDU off the read buffer."""
+        buf = self._rbuf
+        start = pos = self._rpos
+        size = len(buf)
+        frames = []
+        while size - pos >= SDU_HEADER_SIZE:
+            _, word, length = _unpack_header(buf, pos)
+            stop = pos + SDU_HEADER_SIZE + length
+            if not length:
+                if frames:
+                    break
+                raise SDUDecodeError(f"short SDU: zero-length payload for mini-protocol {word & MAX_PROTOCOL_NUM}")
+            if stop > size:
+                break
+            frames.append((word, buf[pos + SDU_HEADER_SIZE:stop]))
+            pos = stop
+        self._rpos = pos
+        self.sdus_in += len(frames)
+        self.bytes_in += pos - start
+        return frames
+
+    async def _fill(self, expected: int | None) -> None:
+        """Append the next chunk from the stream to the read buffer."""
+        try:
+            data = await self.stream.receive_some(_RECEIVE_SIZE)
+        except trio.BrokenResourceError as exc:
+            raise BearerClosed(f"connection broken while reading: {exc.__cause__ or exc}") from exc
+        except trio.ClosedResourceError:
+            raise BearerClosed("bearer closed locally while reading") from None
+        pending = len(self._rbuf) - self._rpos
+        if not data:
+            if pending == 0:
+                raise BearerClosed("end of stream between SDUs")
+            if pending < SDU_HEADER_SIZE:
+                raise SDUDecodeError(f"truncated SDU header: end of stream after {pending} of "
+                                     f"{SDU_HEADER_SIZE} bytes")
+            raise BearerClosed(f"end of stream inside an SDU: {pending} of {expected} bytes received")
+        if pending == 0:
+            self._rbuf = data
+        else:
+            self._rbuf = self._rbuf[self._rpos:] + data
+        self._rpos = 0
+
+    # -- writing -------------------------------------------------------------------
+    async def write_sdu(self, sdu: SDU) -> None:
+        """Send one SDU, stamped with the current transmission time."""
+        await self.write_many((sdu,))
+
+    async def write_many(self, sdus: Iterable[SDU]) -> None:
+        """Send several SDUs in one socket write (all stamped with the same time)."""
+        stamp = self._timestamp() & 0xFFFFFFFF
+        parts = []
+        count = 0
+        for sdu in sdus:
+            length = len(sdu.payload)
+            if not 0 < length <= MAX_SDU_PAYLOAD:
+                raise ValueError(f"SDU payload of {length} bytes outside 1..{MAX_SDU_PAYLOAD} (a zero-length SDU "
+                                 f"is fatal to the peer)")
+            num = sdu.protocol_num
+            if not 0 <= num <= MAX_PROTOCOL_NUM:
+                raise ValueError(f"protocol number {num} outside 0..{MAX_PROTOCOL_NUM}")
+            parts.append(_pack_header(stamp, num | 0x8000 if sdu.from_responder else num, length))
+            parts.append(sdu.payload)
+            count += 1
+        if count:
+            await self.write_bytes(b"".join(parts), count)
+
+    async def write_bytes(self, data: bytes, sdu_count: int) -> None:
+        """Send bytes that already hold ``sdu_count`` whole encoded SDUs.
+
+        For callers that encode SDUs themselves on a hot path; everything else should use
+        :meth:`write_sdu` or :meth:`write_many`.
+        """
+        with trio.move_on_after(self.sdu_timeout) as scope:
+            try:
+                await self.stream.send_all(data)
+            except trio.BrokenResourceError as exc:
+                raise BearerClosed(f"connection broken while writing: {exc.__cause__ or exc}") from exc
+            except trio.ClosedResourceError:
+                raise BearerClosed("bearer closed locally while writing") from None
+        if scope.cancelled_caught:
+            raise SDUWriteTimeout(self.sdu_timeout, len(data))
+        self.bytes_out += len(data)
+        self.sdus_out += sdu_count
+
+    def timestamp(self) -> int:
+        """The transmission time to stamp on SDUs written now."""
+        return self._timestamp() & 0xFFFFFFFF
+
+    # -- closing -------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close the stream (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.stream.aclose()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+async def connect_tcp(host: str, port: int, *, sdu_timeout: float = HANDSHAKE_SDU_TIMEOUT) -> Bearer:
+    """Open a TCP connection (with TCP_NODELAY, as trio sets it) and wrap it in a bearer."""
+    try:
+        stream = await trio.open_tcp_stream(host, port)
+    except OSError as exc:
+        raise ConnectFailed(f"{host}:{port} (TCP)", exc) from exc
+    return Bearer(stream, sdu_timeout=sdu_timeout)
+
+
+async def connect_unix(path: str | os.PathLike[str], *, sdu_timeout: float = HANDSHAKE_SDU_TIMEOUT) -> Bearer:
+    """Connect to a Unix stream socket and wrap it in a bearer."""
+    try:
+        stream = await trio.open_unix_socket(os.fspath(path))
+    except OSError as exc:
+        raise ConnectFailed(f"Unix socket {os.fspath(path)}", exc) from exc
+    return Bearer(stream, sdu_timeout=sdu_timeout)

@@ -1,0 +1,427 @@
+"""The multiplexer: many mini-protocol byte streams over one bearer (WIRE.md 2.2-2.6).
+
+Each registered mini-protocol instance gets a :class:`MuxChannel`, one ordered byte
+stream each way, identified on the wire by its protocol number and the M bit. The mux
+does not know what the bytes mean: it segments what channels send into SDUs, serves the
+channels round-robin so that one busy protocol cannot starve another, reassembles what
+arrives into whole CBOR items, and enforces the per-channel ingress limits that bound
+what a peer can make us buffer.
+
+A mux serves exactly one connection. Every fatal condition ends that connection, wakes
+all its channels with :class:`~ouroboros_mux.channel.ChannelClosed`, and is raised from
+:meth:`Mux.run` as a typed :class:`~ouroboros_mux.errors.MuxError`; nothing leaks to
+other connections because nothing is shared with them.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections import deque
+from dataclasses import dataclass
+
+import trio
+
+from .bearer import SDU_TIMEOUT, Bearer
+from .channel import ChannelClosed, CborFramer
+from .errors import BearerClosed, IngressQueueOverRun, MuxError, UnknownMiniProtocol, WrongDirection
+from .sdu import EGRESS_SDU_SIZE, MAX_PROTOCOL_NUM, SDU_HEADER_SIZE
+
+__all__ = [
+    "Mux",
+    "MuxChannel",
+    "Mode",
+    "Role",
+    "TrafficCounters",
+    "SEND_BUFFER_LIMIT",
+    "MAX_SDUS_PER_WRITE",
+    "MAX_BYTES_PER_WRITE",
+]
+
+#: A sender blocks while its channel holds this many unsent bytes (the reference's egress queue bound).
+SEND_BUFFER_LIMIT = 0x3FFFF
+#: At most this many SDUs, or about this many bytes, go out in one socket write.
+MAX_SDUS_PER_WRITE = 100
+MAX_BYTES_PER_WRITE = 131072
+
+_pack_header = struct.Struct(">IHH").pack
+_RESPONDER_BIT = 0x8000
+
+
+class Role(str, enum.Enum):
+    """Which side of the connection we are: who opened it, not who talks first."""
+
+    INITIATOR = "initiator"  # we opened the connection
+    RESPONDER = "responder"  # we accepted it
+
+
+class Mode(str, enum.Enum):
+    """Which instance of a mini-protocol a channel carries on our side."""
+
+    INITIATOR = "initiator"  # sends M = 0, receives the peer responder's M = 1 SDUs
+    RESPONDER = "responder"  # sends M = 1, receives the peer initiator's M = 0 SDUs
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficCounters:
+    """Traffic of one channel, headers included (8 bytes per SDU)."""
+
+    bytes_in: int
+    bytes_out: int
+    sdus_in: int
+    sdus_out: int
+
+
+class MuxChannel:
+    """One mini-protocol instance's view of the connection: whole CBOR messages in, bytes out.
+
+    Implements :class:`~ouroboros_mux.channel.MessageChannel`. Received bytes count
+    against the ingress limit until :meth:`recv_message` has framed them into a returned
+    message; bytes a terminated protocol never read stay queued (and still count).
+    """
+
+    __slots__ = (
+        "protocol_num",
+        "mode",
+        "ingress_limit",
+        "_mux",
+        "_framer",
+        "_recv_lot",
+        "_receiving",
+        "_recv_max",
+        "_send_chunks",
+        "_send_len",
+        "_send_lot",
+        "_scheduled",
+        "_egress_word",
+        "_finished",
+        "_closed",
+        "bytes_in",
+        "bytes_out",
+        "sdus_in",
+        "sdus_out",
+    )
+
+    def __init__(self, mux: Mux, protocol_num: int, mode: Mode, ingress_limit: int) -> None:
+        self.protocol_num = protocol_num
+        self.mode = mode
+        self.ingress_limit = ingress_limit
+        self._mux = mux
+        self._framer = CborFramer()
+        self._recv_lot = trio.lowlevel.ParkingLot()
+        self._receiving = False
+        self._recv_max: int | None = None
+        # Unsent bytes as the pieces the protocol passed in (joined only into socket writes).
+        self._send_chunks: deque = deque()
+        self._send_len = 0
+        self._send_lot = trio.lowlevel.ParkingLot()
+        self._scheduled = False
+        self._egress_word = protocol_num | _RESPONDER_BIT if mode is Mode.RESPONDER else protocol_num
+        self._finished = False
+        self._closed: ChannelClosed | None = None
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.sdus_in = 0
+        self.sdus_out = 0
+
+    def __repr__(self) -> str:
+        return f"<MuxChannel {self.protocol_num} {self.mode.value}>"
+
+    # -- MessageChannel ------------------------------------------------------------
+    async def send(self, data: bytes) -> None:
+        """Queue bytes for the peer; blocks while this channel's send buffer is full.
+
+        Message boundaries do not matter to the mux: the bytes are cut into SDUs as they
+        come, and one SDU may carry the end of one message and the start of the next.
+
+        While the buffer has room this only checks for cancellation and does not yield:
+        a protocol sending a burst of messages queues them all before the writer runs,
+        so they leave in a few large socket writes rather than one write per message.
+        The buffer bound limits how long a sender can run without yielding.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            if self._closed is not None:
+                raise self._closed_error()
+            if self._send_len < SEND_BUFFER_LIMIT:
+                break
+            await self._send_lot.park()
+        if data:
+            if type(data) is not bytes:
+                data = bytes(data)  # the caller may reuse a mutable buffer
+            self._send_chunks.append(data)
+            self._send_len += len(data)
+            if not self._scheduled:
+                self._scheduled = True
+                self._mux._schedule(self)
+
+    async def recv_message(self, max_size: int | None = None) -> bytes:
+        """The exact received bytes of the next complete CBOR item on this channel.
+
+        Raises :class:`ChannelClosed` once the connection has ended (the cause, if any,
+        is chained), :class:`MessageTooLarge` when ``max_size`` bytes are buffered
+        without completing an item, and :class:`MalformedMessage` when the stream is not
+        CBOR (the bytes stay queued; the protocol above decides what to do).
+
+        A message already buffered is returned after a cancellation check, without
+        yielding; the ingress limit bounds how many there can be.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._receiving:
+            raise trio.BusyResourceError(f"another task is already receiving on {self!r}")
+        self._receiving = True
+        try:
+            while True:
+                if self._closed is not None:
+                    raise self._closed_error()
+                item = self._framer.next_message(max_size)
+                if item is not None:
+                    return item
+                self._recv_max = max_size
+                await self._recv_lot.park()
+        finally:
+            self._receiving = False
+            self._recv_max = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def finish(self) -> None:
+        """Mark this protocol instance as terminated.
+
+        When every registered channel is finished, the peer closing the connection is a
+        clean end; before that it is :class:`BearerClosed`. Bytes already queued with
+        :meth:`send` are still delivered.
+        """
+        self._finished = True
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    @property
+    def queued_in(self) -> int:
+        """Received bytes not yet returned as messages (what the ingress limit bounds)."""
+        return self._framer.buffered
+
+    @property
+    def queued_out(self) -> int:
+        """Bytes sent by the protocol and not yet handed to the bearer."""
+        return self._send_len
+
+    def counters(self) -> TrafficCounters:
+        return TrafficCounters(self.bytes_in, self.bytes_out, self.sdus_in, self.sdus_out)
+
+    # -- used by the mux -----------------------------------------------------------
+    def _deliver(self, payload: bytes) -> None:
+        queued = self._framer.buffered
+        if queued + len(payload) > self.ingress_limit:
+            raise IngressQueueOverRun(self.protocol_num, self.mode is Mode.INITIATOR, self.ingress_limit,
+                                      queued, len(payload))
+        framer = self._framer
+        framer.feed(payload)
+        self.bytes_in += len(payload) + SDU_HEADER_SIZE
+        self.sdus_in += 1
+        # Wake the receiver only when it has something to do: a message may be complete,
+        # or its state's size limit is exceeded.
+        if self._recv_lot:
+            buffered = framer.buffered
+            if buffered >= framer.wanted or (self._recv_max is not None and buffered > self._recv_max):
+                self._recv_lot.unpark_all()
+
+    def _close(self, error: ChannelClosed) -> None:
+        if self._closed is None:
+            self._closed = error
+        self._recv_lot.unpark_all()
+        self._send_lot.unpark_all()
+
+    def _closed_error(self) -> ChannelClosed:
+        # A fresh exception per raise, so tracebacks of different callers do not pile up.
+        closed = self._closed
+        error = ChannelClosed(*closed.args)
+        error.__cause__ = closed.__cause__
+        return error
+
+
+class Mux:
+    """Runs the mini-protocol channels of one connection over its bearer.
+
+    Register every channel, then ``await mux.run()`` (typically in the connection's
+    nursery, beside the protocol tasks). ``run`` returns when the connection ends
+    cleanly (:meth:`stop`, or the peer closing after every channel finished) and raises
+    the :class:`MuxError` that ended it otherwise.
+    """
+
+    def __init__(self, bearer: Bearer, role: Role | str) -> None:
+        self.bearer = bearer
+        self.role = Role(role)
+        # Keyed by the second header word of incoming SDUs: M << 15 | protocol number.
+        self._by_ingress: dict[int, MuxChannel] = {}
+        self._numbers: set[int] = set()
+        self._ready: deque[MuxChannel] = deque()
+        self._writer_lot = trio.lowlevel.ParkingLot()
+        self._started = False
+        self._stopping = False
+        self._ended = False
+        self._cancel_scope: trio.CancelScope | None = None
+        #: The fatal error that ended the connection, once it has ended with one.
+        self.error: MuxError | None = None
+
+    # -- setup ---------------------------------------------------------------------
+    def register(self, protocol_num: int, mode: Mode | str, ingress_limit: int) -> MuxChannel:
+        """Add one mini-protocol instance; both modes may be registered for one number."""
+        if self._started:
+            raise RuntimeError("channels must be registered before the mux runs")
+        mode = Mode(mode)
+        if not 0 <= protocol_num <= MAX_PROTOCOL_NUM:
+            raise ValueError(f"protocol number {protocol_num} outside 0..{MAX_PROTOCOL_NUM}")
+        if ingress_limit < 1:
+            raise ValueError(f"ingress limit of mini-protocol {protocol_num} must be positive, got {ingress_limit}")
+        # Our responder instance receives what the peer's initiator sends (M = 0).
+        key = protocol_num | _RESPONDER_BIT if mode is Mode.INITIATOR else protocol_num
+        if key in self._by_ingress:
+            raise ValueError(f"mini-protocol {protocol_num} already registered as {mode.value}")
+        channel = MuxChannel(self, protocol_num, mode, ingress_limit)
+        self._by_ingress[key] = channel
+        self._numbers.add(protocol_num)
+        return channel
+
+    @property
+    def channels(self) -> list[MuxChannel]:
+        return list(self._by_ingress.values())
+
+    def counters(self) -> dict[tuple[int, Mode], TrafficCounters]:
+        """Bytes and SDUs in and out per (protocol number, our instance's mode), headers included."""
+        return {(ch.protocol_num, ch.mode): ch.counters() for ch in self._by_ingress.values()}
+
+    # -- running -------------------------------------------------------------------
+    async def run(self) -> None:
+        """Move SDUs until the connection ends; then close the bearer and every channel."""
+        if self._started:
+            raise RuntimeError("a mux runs once")
+        self._started = True
+        self.bearer.sdu_timeout = SDU_TIMEOUT
+        try:
+            async with trio.open_nursery() as nursery:
+                self._cancel_scope = nursery.cancel_scope
+                nursery.start_soon(self._guarded, self._read_loop)
+                nursery.start_soon(self._guarded, self._write_loop)
+        finally:
+            self._end()
+            with trio.CancelScope(shield=True):
+                await self.bearer.aclose()
+        if self.error is not None:
+            raise self.error
+
+    def stop(self) -> None:
+        """End the connection cleanly once every byte already sent by a channel is written."""
+        self._stopping = True
+        if self._writer_lot:
+            self._writer_lot.unpark_all()
+
+    @property
+    def running(self) -> bool:
+        return self._started and not self._ended
+
+    # -- internals -----------------------------------------------------------------
+    async def _guarded(self, loop) -> None:
+        try:
+            await loop()
+        except MuxError as exc:
+            if self.error is None:
+                self.error = exc
+        self._cancel_scope.cancel()
+
+    def _end(self) -> None:
+        self._ended = True
+        if self.error is not None:
+            closed = ChannelClosed(f"connection ended: {self.error}")
+            closed.__cause__ = self.error
+        elif self._stopping:
+            closed = ChannelClosed("connection closed by this side")
+        else:
+            closed = ChannelClosed("connection closed")
+        for channel in self._by_ingress.values():
+            channel._close(closed)
+        self._ready.clear()
+
+    def _schedule(self, channel: MuxChannel) -> None:
+        if self._ended:
+            return
+        self._ready.append(channel)
+        if self._writer_lot:
+            self._writer_lot.unpark_all()
+
+    async def _read_loop(self) -> None:
+        read_frames = self.bearer.read_frames
+        by_ingress = self._by_ingress
+        while True:
+            try:
+                frames = await read_frames()
+            except BearerClosed as exc:
+                running = [ch for ch in by_ingress.values() if not ch._finished]
+                if not running:
+                    return
+                names = ", ".join(f"{ch.protocol_num} ({ch.mode.value})" for ch in running)
+                raise BearerClosed(f"peer closed the connection while mini-protocols {names} were still "
+                                   f"running: {exc}") from exc
+            for word, payload in frames:
+                channel = by_ingress.get(word)
+                if channel is None:
+                    protocol_num, from_responder = word & MAX_PROTOCOL_NUM, word > MAX_PROTOCOL_NUM
+                    if protocol_num in self._numbers:
+                        raise WrongDirection(protocol_num, from_responder)
+                    raise UnknownMiniProtocol(protocol_num, from_responder)
+                channel._deliver(payload)
+
+    async def _write_loop(self) -> None:
+        ready = self._ready
+        bearer = self.bearer
+        while True:
+            if not ready:
+                if self._stopping:
+                    return
+                await self._writer_lot.park()
+                continue
+            # One SDU per channel per turn; a channel with bytes left goes to the back.
+            stamp = bearer.timestamp()
+            parts = []
+            sent = []
+            total = 0
+            while ready and len(sent) < MAX_SDUS_PER_WRITE and total < MAX_BYTES_PER_WRITE:
+                channel = ready.popleft()
+                chunks = channel._send_chunks
+                header_at = len(parts)
+                parts.append(b"")
+                room = EGRESS_SDU_SIZE
+                while chunks:
+                    piece = chunks[0]
+                    if len(piece) <= room:
+                        chunks.popleft()
+                        parts.append(piece)
+                        room -= len(piece)
+                        if not room:
+                            break
+                    else:
+                        view = piece if type(piece) is memoryview else memoryview(piece)
+                        parts.append(view[:room])
+                        chunks[0] = view[room:]
+                        room = 0
+                        break
+                size = EGRESS_SDU_SIZE - room
+                parts[header_at] = _pack_header(stamp, channel._egress_word, size)
+                channel._send_len -= size
+                sent.append((channel, size))
+                total += size + SDU_HEADER_SIZE
+                if chunks:
+                    ready.append(channel)
+                else:
+                    channel._scheduled = False
+                if channel._send_lot and channel._send_len < SEND_BUFFER_LIMIT:
+                    channel._send_lot.unpark_all()
+            await bearer.write_bytes(b"".join(parts), len(sent))
+            for channel, size in sent:
+                channel.bytes_out += size + SDU_HEADER_SIZE
+                channel.sdus_out += 1
