@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 import sys
-import types
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dmq.cli.node import RUNTIME_MISSING, build_parser, run
-from dmq.config import NodeConfig, StakeSourceKind
-from dmq.errors import OperatorError
-from dmq.topology import AccessPoint, Topology
+from dmq.cli.node import build_parser, run
 
 from .conftest import run_entry_point, write_json
 from .test_topology import MITHRIL_DEVNET
@@ -85,84 +80,26 @@ def test_the_hidden_flag_is_accepted_but_not_shown() -> None:
         assert flag in parser.format_help()
 
 
-# ---- handing over to the node runtime (``dmq.node``, a separate module) ------------------------
+# ---- handing over to the real node runtime (``dmq.node``) --------------------------------------
 
 
-def _install_runtime(monkeypatch: pytest.MonkeyPatch, run_node: Any) -> list[tuple[NodeConfig, Topology]]:
-    calls: list[tuple[NodeConfig, Topology]] = []
-    runtime = types.ModuleType("dmq.node")
-    runtime.run_node = run_node(calls)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "dmq.node", runtime)
-    return calls
-
-
-def test_a_missing_runtime_is_reported(in_tmp: Path, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_operator_error_from_the_runtime_is_one_line(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The devnet configuration names a genesis file that is not there: the runtime's own
+    refusal reaches the operator as one line, exit 1."""
     _devnet_files(in_tmp)
-    monkeypatch.setitem(sys.modules, "dmq.node", None)
-    assert run(DEVNET_ARGS) == RUNTIME_MISSING == 2
-    assert capsys.readouterr().err == "dmq-node: the node runtime is not installed\n"
-
-
-def test_the_runtime_receives_the_loaded_configuration_and_topology(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _devnet_files(in_tmp)
-
-    def run_node(calls: list) -> Any:
-        def start(config: NodeConfig, topology: Topology) -> int:
-            calls.append((config, topology))
-            return 0
-        return start
-
-    calls = _install_runtime(monkeypatch, run_node)
-    assert run(DEVNET_ARGS) == 0
-    ((config, topology),) = calls
-    assert (config.network_magic, config.cardano_network_magic) == (2147483690, 42)
-    assert config.stake_source.kind is StakeSourceKind.GENESIS
-    assert (config.ipv4, config.port_number) == (ipaddress.IPv4Address("127.0.0.1"), 4001)
-    assert config.local_address == Path("node-pool1/ipc/dmq.node.sock")
-    assert topology.local_roots[0].access_points == (AccessPoint("127.0.0.1", 4002), AccessPoint("127.0.0.1", 4003))
-
-
-def test_an_async_runtime_runs_under_trio(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _devnet_files(in_tmp)
-
-    def run_node(calls: list) -> Any:
-        async def start(config: NodeConfig, topology: Topology) -> int:
-            import trio
-
-            await trio.sleep(0)
-            calls.append((config, topology))
-            return 3
-        return start
-
-    calls = _install_runtime(monkeypatch, run_node)
-    assert run(DEVNET_ARGS) == 3
-    assert len(calls) == 1
-
-
-def test_an_operator_error_from_the_runtime_is_one_line(in_tmp: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    _devnet_files(in_tmp)
-
-    def run_node(calls: list) -> Any:
-        def start(config: NodeConfig, topology: Topology) -> int:
-            raise OperatorError("node-pool1/shelley/genesis.json: cannot read the genesis file:\nNo such file")
-        return start
-
-    _install_runtime(monkeypatch, run_node)
     assert run(DEVNET_ARGS) == 1
-    assert capsys.readouterr().err == (
-        "dmq-node: node-pool1/shelley/genesis.json: cannot read the genesis file: No such file\n"
-    )
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dmq-node: ")
+    assert "node-pool1/shelley/genesis.json" in err
 
 
 def test_an_explicit_configuration_file_that_is_missing_is_warned_about(
-    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _devnet_files(in_tmp)
-    monkeypatch.setitem(sys.modules, "dmq.node", None)
     args = [*DEVNET_ARGS, "--stake-source", "genesis", "-c", "nowhere.json"]
-    assert run(args) == RUNTIME_MISSING
-    assert capsys.readouterr().err.splitlines()[0] == (
-        'dmq-node: warning: configuration file "nowhere.json" not found, using defaults'
-    )
+    assert run(args) == 1  # then the default genesis file is missing: refused in one line
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == 'dmq-node: warning: configuration file "nowhere.json" not found, using defaults'
+    assert len(lines) == 2 and "mainnet-shelley-genesis.json" in lines[1]
+
