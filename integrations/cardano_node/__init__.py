@@ -1,0 +1,33 @@
+"""The link to cardano-node: stake snapshots over local state query (WIRE.md 10).
+
+:class:`CardanoNodeLink` is what a node with ``StakeSource: cardano-node`` runs; its
+:attr:`~CardanoNodeLink.status` says whether the stake view is ready, since when, for
+which epoch, and whether cardano-node is reachable.
+"""
+
+from .backoff import Backoff
+from .errors import CardanoLinkError, CardanoNodeUnreachable, MalformedResult, UnsupportedEra
+from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning
+from .link import DEFAULT_REFRESH_INTERVAL, STAKE_SOURCE, CardanoNodeLink, pool_stakes
+from .stake_round import RoundResult, query_stake_round
+from .status import StakeLinkStatus, register_gauges
+
+__all__ = [
+    "CardanoNodeLink",
+    "DEFAULT_REFRESH_INTERVAL",
+    "STAKE_SOURCE",
+    "CARDANO_LINK",
+    "Backoff",
+    "StakeLinkStatus",
+    "register_gauges",
+    "RoundResult",
+    "query_stake_round",
+    "pool_stakes",
+    "CardanoLinkError",
+    "CardanoNodeUnreachable",
+    "UnsupportedEra",
+    "MalformedResult",
+    "CardanoLinkRetry",
+    "CardanoEpochChanged",
+    "CardanoLinkWarning",
+]

@@ -1,0 +1,30 @@
+"""Small helpers shared by the cardano-node link tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+
+from dmq.trace import TraceEvent, Tracer
+
+
+async def eventually(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    """Wait until ``predicate()`` holds; fail the test after ``timeout`` seconds."""
+    with trio.move_on_after(timeout):
+        while not predicate():
+            await trio.sleep(0.005)
+        return
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class Recorder:
+    """A trace sink keeping every event, with a filter by type."""
+
+    def __init__(self, tracer: Tracer | None = None) -> None:
+        self.events: list[TraceEvent] = []
+        self.tracer = tracer if tracer is not None else Tracer()
+        self.tracer.add_sink(self.events.append)
+
+    def of(self, kind: type) -> list:
+        return [event for event in self.events if isinstance(event, kind)]
