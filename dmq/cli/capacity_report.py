@@ -1,0 +1,60 @@
+"""``dmq capacity-report``: the CIP-0137 capacity tables from recorded traffic, as Markdown + PNG.
+
+Runs the Spark pipeline (``spark.pipeline``) in local mode, or on ``--master``: reproduces
+the CIP's tables from its assumptions, ingests the recordings (``dmq-node --record-traffic
+DIR``), measures them, extrapolates to mainnet and writes ``capacity-report.md`` with its
+plots into the output directory. Spark is imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from dmq.errors import OperatorError
+
+__all__ = ["add_parser", "run", "write_report", "DEFAULT_OUTPUT"]
+
+DEFAULT_OUTPUT = Path("capacity-report")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "capacity-report", help="write the CIP-0137 capacity report from recorded traffic (Spark)",
+        description="Reproduce CIP-0137's capacity tables, measure recorded traffic and extrapolate it to mainnet.")
+    parser.add_argument("recordings", nargs="*", type=Path, metavar="RECORDING",
+                        help="directories written by dmq-node --record-traffic (one run each)")
+    parser.add_argument("--output", "-o", type=Path, default=DEFAULT_OUTPUT,
+                        help=f"where the report and its plots go (default: {DEFAULT_OUTPUT})")
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL (default: local[*]), e.g. spark://host:7077")
+    parser.add_argument("--parquet", type=Path, default=None,
+                        help="where the ingested Parquet dataset goes (default: OUTPUT/parquet)")
+    parser.add_argument("--synthetic", choices=("small", "full"), default=None,
+                        help="also generate and measure synthetic mainnet traffic (full: a month, 64.8 M messages)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+
+
+def write_report(recordings: Sequence[Path], output: Path = DEFAULT_OUTPUT, *, master: str | None = None,
+                 parquet: Path | None = None, synthetic: str | None = None, quiet: bool = False) -> Path:
+    """Run the pipeline; returns the report's path. Operator mistakes raise :class:`OperatorError`."""
+    try:
+        from spark.ingest import RecordingError
+        from spark.pipeline import capacity_report
+        from spark.progress import Progress
+        from spark.session import SparkUnavailable
+    except ImportError as exc:
+        raise OperatorError(f"the Spark pipeline is unavailable: {exc} (install the 'spark' extra)") from None
+    try:
+        return capacity_report(list(recordings), output, master=master, parquet=parquet, synthetic=synthetic,
+                               progress=Progress(enabled=not quiet))
+    except (RecordingError, SparkUnavailable) as exc:
+        raise OperatorError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    path = write_report(args.recordings, args.output, master=args.master, parquet=args.parquet,
+                        synthetic=args.synthetic, quiet=args.quiet)
+    print(f"capacity report: {path}")
+    return 0

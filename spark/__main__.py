@@ -1,0 +1,5 @@
+import sys
+
+from spark.cli import main
+
+sys.exit(main())

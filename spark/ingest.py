@@ -1,0 +1,142 @@
+"""Recordings (JSON lines) to partitioned Parquet, the layout every other job reads.
+
+A recording directory holds one or many nodes' sessions (CAPACITY.md section 4); each
+becomes one *run* in the Parquet dataset, named after the directory unless told otherwise::
+
+    <parquet>/<record type>/run=<run>/node=<node>[/day=<yyyy-mm-dd>]/part-*.parquet
+
+Every data file must belong to a session whose manifest states the schema version this
+reader knows: the manifests are read first, and a recording from another version, or data
+without a manifest, is refused before Spark reads a byte. A torn last line (a node killed
+mid-write, or a recording still being written) is dropped, not fatal. Ingesting a run again
+replaces that run's partitions only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dmq.recorder.schema import (
+    DATA_SUFFIX,
+    RECORD_TYPES,
+    RecordType,
+    decode_manifest,
+    parse_data_file_name,
+    safe_name,
+)
+from spark.progress import Progress
+from spark.structs import PARTITIONS, struct_type
+
+__all__ = ["RecordingError", "Recording", "find_recording", "ingest", "read_table", "with_day"]
+
+
+class RecordingError(ValueError):
+    """A recording directory cannot be ingested; the message names the file and the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """What a recording directory holds, from its manifests and file names."""
+
+    directory: Path
+    run: str
+    manifests: tuple[dict, ...]
+    files: dict[str, tuple[Path, ...]]
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(sorted({m["node"] for m in self.manifests}))
+
+
+def find_recording(directory: Path, run: str | None = None) -> Recording:
+    """Check a recording directory's manifests and list its data files."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise RecordingError(f"recording {directory}: not a directory")
+    manifests = []
+    for path in sorted(directory.glob("manifest.*.json")):
+        try:
+            manifests.append(decode_manifest(path.read_text(encoding="utf-8"), source=str(path)))
+        except ValueError as exc:
+            raise RecordingError(str(exc)) from None
+    if not manifests:
+        raise RecordingError(f"recording {directory}: no manifest.*.json (is this a --record-traffic directory?)")
+    known = {(safe_name(m["node"]), safe_name(m["session"])) for m in manifests}
+    files: dict[str, tuple[Path, ...]] = {}
+    for name in RECORD_TYPES:
+        found = []
+        folder = directory / name
+        for path in sorted(folder.glob(f"*{DATA_SUFFIX}")) if folder.is_dir() else ():
+            parsed = parse_data_file_name(path.name)
+            if parsed is None:
+                continue
+            if parsed[:2] not in known:
+                raise RecordingError(f"{path}: no manifest for node {parsed[0]} session {parsed[1]}")
+            if path.stat().st_size:
+                found.append(path)
+        files[name] = tuple(found)
+    return Recording(directory, run or directory.resolve().name, tuple(manifests), files)
+
+
+def with_day(frame: DataFrame) -> DataFrame:
+    """Add the ``day`` partition column (UTC date of ``t``)."""
+    return frame.withColumn("day", F.date_format(F.timestamp_seconds(F.col("t")), "yyyy-MM-dd"))
+
+
+def _read_json(spark: SparkSession, record_type: RecordType, paths: Sequence[Path]) -> DataFrame:
+    return (
+        spark.read.schema(struct_type(record_type))
+        .option("mode", "DROPMALFORMED")
+        .json([str(p) for p in paths])
+    )
+
+
+def write_table(frame: DataFrame, parquet_root: Path, record_type: str) -> None:
+    """Append or replace (per partition) a table of the Parquet dataset."""
+    if "day" in PARTITIONS[record_type] and "day" not in frame.columns:
+        frame = with_day(frame)
+    (frame.write.mode("overwrite").partitionBy(*PARTITIONS[record_type])
+     .parquet(str(Path(parquet_root) / record_type)))
+
+
+def ingest(
+    spark: SparkSession,
+    recordings: Sequence[Recording],
+    parquet_root: Path,
+    progress: Progress | None = None,
+) -> dict[str, dict[str, int]]:
+    """Convert recordings to Parquet; returns ``{run: {record type: rows}}``."""
+    progress = progress or Progress(enabled=False)
+    rows: dict[str, dict[str, int]] = {}
+    for recording in recordings:
+        counts = rows.setdefault(recording.run, {})
+        for name, record_type in RECORD_TYPES.items():
+            paths = recording.files.get(name, ())
+            if not paths:
+                counts[name] = 0
+                continue
+            with progress.stage(f"ingest {recording.run}: {name} ({len(paths)} files)"):
+                frame = _read_json(spark, record_type, paths).where(F.col("t").isNotNull())
+                frame = frame.withColumn("run", F.lit(recording.run)).cache()
+                counts[name] = frame.count()
+                write_table(frame, parquet_root, name)
+                frame.unpersist()
+    return rows
+
+
+def read_table(spark: SparkSession, parquet_root: Path, record_type: str, run: str | None = None) -> DataFrame:
+    """A table of the Parquet dataset, optionally one run's rows; empty if never written."""
+    path = Path(parquet_root) / record_type
+    if not path.is_dir():
+        schema = struct_type(RECORD_TYPES[record_type])
+        for column in PARTITIONS[record_type]:
+            if column not in schema.fieldNames():
+                schema = schema.add(column, "string")
+        return spark.createDataFrame([], schema)
+    frame = spark.read.parquet(str(path))
+    return frame.where(F.col("run") == run) if run is not None else frame
