@@ -1,0 +1,444 @@
+"""Local service throughput and memory of a ``dmq-node`` process, driven like Mithril drives it.
+
+The node runs as its own process (``python -m dmq.cli.node``: configuration file, topology,
+durable LMDB mempool, JSON log to a file), exactly as an operator starts it. The clients run
+in ANOTHER process, so node and clients each get a core of their own, and speak raw Pallas
+bytes (hand-built SDUs, no project protocol code on the client side):
+
+1. *publish*: P concurrent publishers (default 64) in the Mithril signer pattern: for every
+   message a new connection, handshake 4097, ``[0, msg]``, wait for the reply, ``[3]``,
+   close. Figure: accepted messages per second over the whole run (default 45 000
+   messages of 2 650 bytes, the CIP's mainnet mempool).
+2. *memory*: the node's resident set (``VmRSS``, and its anonymous / file-backed parts, from
+   ``/proc/<pid>/status``) before and after phase 1, against the wire bytes held, and the
+   mempool's own accounting (the ``dmq_node_mempool_bytes`` gauge, scraped from the node's
+   Prometheus endpoint).
+3. *replay*: A aggregators (default 10) connect at once and each drains everything held
+   with blocking requests, as Mithril aggregators do after a reconnect. Figure: messages
+   and megabytes delivered per second, all aggregators together.
+4. *live*: A aggregators subscribed with blocking requests while the P publishers send a
+   further batch: accepted per second, and every aggregator must receive every message.
+
+Messages: real signatures (Sum6KES, Ed25519 opcerts) of ``--pools`` generated pools, listed
+in a JSON stake file (``StakeSource``). Every pool publishes many times within a minute
+here, so the node runs with ``MinSigDelay`` 0 on the devnet magic (the reference's hidden
+``--min-sig-delay``, refused on mainnet); the opcert cache is therefore warm after each
+pool's first message, as on a real network where the same pools sign every round.
+
+    .venv/bin/python bench/local_service.py [--messages 45000] [--size 2650] [--pools 2048]
+        [--publishers 64] [--aggregators 10] [--live 5000] [--workdir DIR] [--profile FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import trio  # noqa: E402
+
+from dmq.codec import build_message  # noqa: E402
+from dmq.kes import KesSigningKey  # noqa: E402
+from dmq.message import pool_id_of  # noqa: E402
+from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
+from ouroboros_mux.cbor import CborIncomplete, item_end  # noqa: E402
+from tests.e2e.node_process import NodeProcess, read_rss  # noqa: E402
+
+MAGIC = 2147483690  # the DMQ devnet magic: MinSigDelay may be overridden there
+#: Non-minimal issue numbers and KES periods take 9 bytes each: that is how a message reaches
+#: 2 650 bytes with a body within 90..2000 (the largest real messages carry such integers).
+ISSUE_NUMBER = 2**40
+START_KES_PERIOD = 2**33
+HEADER = struct.Struct(">IHH")
+PROPOSE = bytes.fromhex("8200a1191001821a") + MAGIC.to_bytes(4, "big") + b"\xf4"
+ACCEPT_VERSION = bytes.fromhex("8301191001821a") + MAGIC.to_bytes(4, "big") + b"\xf4"
+
+
+# -- message generation (parent process) ---------------------------------------------------
+
+def generate_pools(count: int) -> list[tuple[KesSigningKey, object, bytes]]:
+    pools = []
+    for i in range(count):
+        kes_key = KesSigningKey.generate(i.to_bytes(4, "big") * 8)
+        cold_seed = (i + 1_000_003).to_bytes(4, "big") * 8
+        opcert = issue_opcert(cold_seed, kes_key.verification_key(), ISSUE_NUMBER, START_KES_PERIOD)
+        pools.append((kes_key, opcert, cold_verification_key(cold_seed)))
+    return pools
+
+
+def body_size_for(size: int, pool) -> int:
+    kes_key, opcert, cold_vk = pool
+    probe = build_message(bytes(1000), START_KES_PERIOD, 4_000_000_000, kes_key, opcert, cold_vk)
+    body = size - (len(probe.raw) - 1000)
+    if not 256 <= body <= 2000:
+        raise SystemExit(f"cannot build {size}-byte messages (body would be {body} bytes)")
+    return body
+
+
+def generate_messages(pools, count: int, size: int, expires_at: int, serial: int) -> list[bytes]:
+    body_size = body_size_for(size, pools[0])
+    out = []
+    for i in range(count):
+        kes_key, opcert, cold_vk = pools[i % len(pools)]
+        tag = (serial + i).to_bytes(8, "big")
+        body = (tag * (body_size // 8 + 1))[:body_size]
+        raw = build_message(body, START_KES_PERIOD, expires_at, kes_key, opcert, cold_vk).raw
+        assert len(raw) == size, len(raw)
+        out.append(raw)
+    return out
+
+
+def write_messages(path: Path, messages: list[bytes]) -> None:
+    with open(path, "wb") as f:
+        for raw in messages:
+            f.write(len(raw).to_bytes(4, "big") + raw)
+
+
+def read_messages(path: Path) -> list[bytes]:
+    data = Path(path).read_bytes()
+    out, pos = [], 0
+    while pos < len(data):
+        n = int.from_bytes(data[pos:pos + 4], "big")
+        out.append(data[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return out
+
+
+# -- the clients (child process): raw Pallas bytes --------------------------------------------
+
+def sdu(word: int, payload: bytes) -> bytes:
+    return HEADER.pack(0, word, len(payload)) + payload
+
+
+class RawConnection:
+    """A minimal raw-SDU reader: whole replies by header word, reassembled across SDUs."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+        self.pending: dict[int, bytearray] = {}
+
+    async def _sdu(self) -> tuple[int, bytes]:
+        while True:
+            if len(self.buf) >= 8:
+                _, word, length = HEADER.unpack_from(self.buf)
+                if len(self.buf) >= 8 + length:
+                    payload = bytes(self.buf[8:8 + length])
+                    del self.buf[:8 + length]
+                    return word, payload
+            chunk = await self.stream.receive_some(1 << 17)
+            if not chunk:
+                raise ConnectionError("the node closed the connection")
+            self.buf += chunk
+
+    async def _more(self, word: int, pending: bytearray) -> None:
+        got, payload = await self._sdu()
+        if got != word:
+            raise AssertionError(f"SDU on {got:#06x} while waiting for {word:#06x}")
+        pending += payload
+
+    async def reply(self, word: int) -> bytes:
+        """A whole small reply (handshake, submission)."""
+        pending = self.pending.setdefault(word, bytearray())
+        while True:
+            if pending:
+                try:
+                    end = item_end(pending, 0, len(pending))
+                except CborIncomplete:
+                    end = None
+                if end is not None:
+                    out = bytes(pending[:end])
+                    del pending[:end]
+                    return out
+            await self._more(word, pending)
+
+    async def blocking_reply(self) -> tuple[int, int]:
+        """``[2, [_ msg...]]`` scanned message by message as its SDUs arrive (a reply of 1 000
+        messages is 2.6 MB; rescanning it from the start on every SDU would be quadratic).
+        Returns the number of messages and the reply's size."""
+        word = 0x800F
+        pending = self.pending.setdefault(word, bytearray())
+        while len(pending) < 3:
+            await self._more(word, pending)
+        if pending[:3] != b"\x82\x02\x9f":
+            raise AssertionError(f"not a blocking reply: {bytes(pending[:8]).hex()}")
+        pos, count = 3, 0
+        while True:
+            while pos >= len(pending):
+                await self._more(word, pending)
+            if pending[pos] == 0xFF:
+                size = pos + 1
+                del pending[:size]
+                return count, size
+            try:
+                pos = item_end(pending, pos, len(pending))
+                count += 1
+            except CborIncomplete:
+                await self._more(word, pending)
+
+    async def handshake(self) -> None:
+        await self.stream.send_all(sdu(0x0000, PROPOSE))
+        word, payload = await self._sdu()
+        if (word, payload) != (0x8000, ACCEPT_VERSION):
+            raise AssertionError(f"handshake answer {word:#06x} {payload.hex()}")
+
+
+async def publish_all(socket_path: str, messages: list[bytes], publishers: int) -> dict:
+    """Mithril signer pattern, ``publishers`` at a time; returns counts and the elapsed time."""
+    queue = iter(messages)
+    replies: dict[str, int] = {}
+
+    async def publisher() -> None:
+        for raw in queue:
+            stream = await trio.open_unix_socket(socket_path)
+            try:
+                conn = RawConnection(stream)
+                await conn.handshake()
+                await stream.send_all(sdu(0x000E, b"\x82\x00" + raw))
+                reply = await conn.reply(0x800E)
+                await stream.send_all(sdu(0x000E, b"\x81\x03"))
+            finally:
+                await stream.aclose()
+            key = "accepted" if reply == b"\x81\x01" else reply.hex()[:40]
+            replies[key] = replies.get(key, 0) + 1
+
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for _ in range(publishers):
+            nursery.start_soon(publisher)
+    return {"elapsed": time.perf_counter() - started, "replies": replies}
+
+
+async def aggregate(socket_path: str, expected: int, results: list, *, held: int = 0,
+                    caught_up: trio.Event | None = None) -> None:
+    """A Mithril aggregator: one connection, blocking requests, until ``expected`` messages.
+
+    ``caught_up`` is set once the first ``held`` messages (those already in the mempool when
+    it connected) have arrived."""
+    stream = await trio.open_unix_socket(socket_path)
+    conn = RawConnection(stream)
+    await conn.handshake()
+    received = nbytes = 0
+    started = time.perf_counter()
+    try:
+        while received < expected:
+            if caught_up is not None and received >= held:
+                caught_up.set()
+            await stream.send_all(sdu(0x000F, b"\x82\x00\xf5"))
+            count, size = await conn.blocking_reply()
+            received += count
+            nbytes += size
+        await stream.send_all(sdu(0x000F, b"\x81\x03"))
+    finally:
+        await stream.aclose()
+    finished = time.perf_counter()
+    results.append({"received": received, "bytes": nbytes, "elapsed": finished - started, "finished": finished})
+
+
+async def replay(socket_path: str, expected: int, aggregators: int) -> dict:
+    results: list = []
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for _ in range(aggregators):
+            nursery.start_soon(aggregate, socket_path, expected, results)
+    return {"elapsed": time.perf_counter() - started, "aggregators": results}
+
+
+async def live(socket_path: str, messages: list[bytes], publishers: int, aggregators: int, held: int) -> dict:
+    """Aggregators first drain what is held, then follow while the publishers send ``messages``."""
+    results: list = []
+    async with trio.open_nursery() as nursery:
+        caught_up = []
+        for _ in range(aggregators):
+            event = trio.Event()
+            caught_up.append(event)
+            nursery.start_soon(partial(aggregate, socket_path, held + len(messages), results,
+                                       held=held, caught_up=event))
+        for event in caught_up:
+            await event.wait()
+        started = time.perf_counter()
+        published = await publish_all(socket_path, messages, publishers)
+    published["delivered_all"] = max(r["finished"] for r in results) - started
+    published["aggregators"] = results
+    return published
+
+
+def client_main(args: argparse.Namespace) -> None:
+    """The child process: run one phase, print its figures as JSON."""
+    messages = read_messages(Path(args.messages_file)) if args.messages_file else []
+    cpu_before = os.times()
+    if args.phase == "publish":
+        result = trio.run(publish_all, args.socket, messages, args.publishers)
+    elif args.phase == "replay":
+        result = trio.run(replay, args.socket, args.expected, args.aggregators)
+    else:
+        result = trio.run(live, args.socket, messages, args.publishers, args.aggregators, args.expected)
+    cpu_after = os.times()
+    result["cpu"] = (cpu_after.user - cpu_before.user) + (cpu_after.system - cpu_before.system)
+    print(json.dumps(result))
+
+
+def run_client(phase: str, socket: Path, **options) -> dict:
+    command = [sys.executable, __file__, "--client", phase, "--socket", str(socket)]
+    for name, value in options.items():
+        command += [f"--{name.replace('_', '-')}", str(value)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+# -- the parent: node process, phases, figures ------------------------------------------------
+
+def scrape(port: int, name: str) -> float | None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return None
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_line(elapsed: float, node_cpu: float, client_cpu: float) -> str:
+    return (f"   CPU over {elapsed:.1f} s: node {node_cpu:.1f} s ({node_cpu / elapsed:.0%} of a core), "
+            f"clients {client_cpu:.1f} s ({client_cpu / elapsed:.0%})")
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=45_000)
+    parser.add_argument("--size", type=int, default=2_650)
+    parser.add_argument("--pools", type=int, default=2_048)
+    parser.add_argument("--publishers", type=int, default=64)
+    parser.add_argument("--aggregators", type=int, default=10)
+    parser.add_argument("--live", type=int, default=5_000, help="messages of the live phase (0: skip)")
+    parser.add_argument("--workdir", help="keep the node's directory here (default: a temporary one)")
+    parser.add_argument("--profile", help="run the node under cProfile, writing the stats to this file")
+    parser.add_argument("--client", choices=("publish", "replay", "live"), dest="phase", help=argparse.SUPPRESS)
+    parser.add_argument("--socket", help=argparse.SUPPRESS)
+    parser.add_argument("--messages-file", help=argparse.SUPPRESS)
+    parser.add_argument("--expected", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase:
+        client_main(args)
+        return
+
+    with tempfile.TemporaryDirectory(prefix="dmq-local-bench-") as tmp:
+        workdir = Path(args.workdir) if args.workdir else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        bench(args, workdir)
+
+
+def bench(args: argparse.Namespace, workdir: Path) -> None:
+    print(f"Local service: {args.messages:,} messages of {args.size:,} bytes from {args.pools:,} pools, "
+          f"{args.publishers} publishers (Mithril signer pattern), {args.aggregators} aggregators")
+    t = time.perf_counter()
+    pools = generate_pools(args.pools)
+    expires_at = int(time.time()) + 1700
+    main_batch = generate_messages(pools, args.messages, args.size, expires_at, serial=0)
+    live_batch = generate_messages(pools, args.live, args.size, expires_at, serial=10**9)
+    write_messages(workdir / "publish.bin", main_batch)
+    write_messages(workdir / "live.bin", live_batch)
+    stake = {"epoch": 1, "maxKESEvolutions": 62,
+             "pools": {pool_id_of(cold_vk).hex(): 1_000_000 for _, _, cold_vk in pools}}
+    (workdir / "stake.json").write_text(json.dumps(stake))
+    print(f"  generated keys and signed messages in {time.perf_counter() - t:.1f} s")
+
+    metrics_port = free_port()
+    config = {"NetworkMagic": MAGIC, "StakeSource": "stake.json", "DatabasePath": "db",
+              "LocalAddress": "dmq.socket", "MinSigDelay": 0, "PrometheusPort": metrics_port}
+    node = NodeProcess(workdir / "node", config)
+    (workdir / "node").mkdir(exist_ok=True)
+    os.replace(workdir / "stake.json", workdir / "node" / "stake.json")
+    if args.profile:
+        profile = str(Path(args.profile).resolve())
+        node.command = lambda: [sys.executable, "-m", "cProfile", "-o", profile, "-m", "dmq.cli.node",
+                                "--configuration-file", "dmq.config.json", "--topology-file", "dmq.topology.json",
+                                "--host-addr", "127.0.0.1", "--port", "0"]
+    node.start()
+    try:
+        time.sleep(0.5)
+        before = read_rss(node.pid)
+        held_before = scrape(metrics_port, "dmq_node_mempool_bytes") or 0.0
+
+        cpu = cpu_seconds(node.pid)
+        published = run_client("publish", node.socket_path, messages_file=workdir / "publish.bin",
+                               publishers=args.publishers)
+        accepted = published["replies"].get("accepted", 0)
+        after = read_rss(node.pid)
+        held = (scrape(metrics_port, "dmq_node_mempool_bytes") or 0.0) - held_before
+        wire = accepted * args.size
+        rate = accepted / published["elapsed"]
+        print(f"\n1. publish: {accepted:,} accepted of {args.messages:,} in {published['elapsed']:.1f} s "
+              f"= {rate:,.0f} accepted/s  (target >= 1,500: {'met' if rate >= 1500 else 'NOT met'})")
+        print(cpu_line(published["elapsed"], cpu_seconds(node.pid) - cpu, published["cpu"]))
+        others = {k: v for k, v in published["replies"].items() if k != "accepted"}
+        if others:
+            print(f"   other replies: {others}")
+
+        growth = after["VmRSS"] - before["VmRSS"]
+        anon = after["RssAnon"] - before["RssAnon"]
+        filed = after["RssFile"] - before["RssFile"]
+        print(f"\n2. memory for {mb(wire)} of wire bytes held (mempool's own count: {mb(held)})")
+        print(f"   node VmRSS {mb(before['VmRSS'])} -> {mb(after['VmRSS'])}: growth {mb(growth)} "
+              f"= {growth / wire:.3f} x wire  (target <= 1.3: {'met' if growth / wire <= 1.3 else 'NOT met'})")
+        print(f"   of which anonymous (Python heap) {mb(anon)} = {anon / wire:.3f} x wire, "
+              f"file-backed (LMDB map) {mb(filed)} = {filed / wire:.3f} x wire")
+        data_mdb = workdir / "node" / "db" / "data.mdb"
+        if data_mdb.exists():
+            print(f"   LMDB data file {mb(data_mdb.stat().st_size)}")
+
+        cpu = cpu_seconds(node.pid)
+        replayed = run_client("replay", node.socket_path, expected=accepted, aggregators=args.aggregators)
+        delivered = sum(a["received"] for a in replayed["aggregators"])
+        nbytes = sum(a["bytes"] for a in replayed["aggregators"])
+        print(f"\n3. replay: {args.aggregators} aggregators each drained {accepted:,} messages: "
+              f"{delivered:,} delivered in {replayed['elapsed']:.1f} s = {delivered / replayed['elapsed']:,.0f} "
+              f"messages/s, {nbytes / replayed['elapsed'] / 1e6:,.0f} MB/s")
+        print(cpu_line(replayed["elapsed"], cpu_seconds(node.pid) - cpu, replayed["cpu"]))
+
+        if args.live:
+            cpu = cpu_seconds(node.pid)
+            followed = run_client("live", node.socket_path, messages_file=workdir / "live.bin",
+                                  publishers=args.publishers, aggregators=args.aggregators, expected=accepted)
+            live_accepted = followed["replies"].get("accepted", 0)
+            complete = sum(1 for a in followed["aggregators"] if a["received"] >= accepted + live_accepted)
+            print(f"\n4. live: {live_accepted:,} accepted in {followed['elapsed']:.1f} s = "
+                  f"{live_accepted / followed['elapsed']:,.0f} accepted/s with {args.aggregators} aggregators "
+                  f"following; {complete}/{args.aggregators} aggregators received every message, the last "
+                  f"{followed['delivered_all'] - followed['elapsed']:.2f} s after the last acknowledgement "
+                  f"({live_accepted * args.aggregators / followed['delivered_all']:,.0f} notifications/s)")
+            print(cpu_line(followed["delivered_all"], cpu_seconds(node.pid) - cpu, followed["cpu"]))
+        final = read_rss(node.pid)
+        print(f"\n   node peak RSS (VmHWM) {mb(final['VmHWM'])}")
+    finally:
+        node.kill(2 if args.profile else 9)  # SIGINT lets cProfile write its stats
+
+
+if __name__ == "__main__":
+    main()

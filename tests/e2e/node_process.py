@@ -1,0 +1,169 @@
+"""The ``dmq-node`` program as an operator runs it: a separate process, files, flags, a socket.
+
+End-to-end tests and the local-service benchmark start the real entry point
+(``python -m dmq.cli.node``, the same ``main`` as the ``dmq-node`` script) in its own working
+directory with a configuration file, a topology file and the reference's flags, and talk to
+it only through its Unix socket. Readiness is the socket accepting a connection, with a
+deadline; the process is killed on the way out whatever happened, and its JSON log and
+standard error are kept in the working directory for the failure report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["NodeProcess", "NodeStartTimeout", "NodeExited", "read_rss"]
+
+#: The flags a node needs beyond its configuration file. ``--host-addr`` is required by the
+#: reference CLI; port 0 lets the system pick a free one, so runs never collide.
+BASE_FLAGS = ("--host-addr", "127.0.0.1", "--port", "0")
+
+
+class NodeStartTimeout(Exception):
+    """The node did not accept connections on its socket in time."""
+
+
+class NodeExited(Exception):
+    """The node process ended while it was expected to run."""
+
+
+@dataclass
+class NodeProcess:
+    """One ``dmq-node`` process in ``workdir``; ``start`` again after ``kill`` to restart it.
+
+    ``config`` is written as ``dmq.config.json``; ``LocalAddress`` and ``DatabasePath`` are
+    relative to ``workdir`` (kept short: a Unix socket path is limited to 107 bytes).
+    """
+
+    workdir: Path
+    config: dict[str, Any]
+    extra_flags: tuple[str, ...] = ()
+    start_timeout: float = 20.0
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    starts: int = field(default=0, init=False)
+
+    @property
+    def socket_path(self) -> Path:
+        return self.workdir / self.config.get("LocalAddress", "dmq-node.socket")
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "the node is not running"
+        return self.process.pid
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / f"node-{self.starts}.log"
+
+    @property
+    def stderr_path(self) -> Path:
+        return self.workdir / f"node-{self.starts}.stderr"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "dmq.cli.node",
+                "--configuration-file", "dmq.config.json",
+                "--topology-file", "dmq.topology.json",
+                *BASE_FLAGS, *self.extra_flags]
+
+    def start(self) -> NodeProcess:
+        """Spawn the node and return once its socket accepts connections."""
+        if self.running:
+            raise RuntimeError(f"node {self.pid} is already running")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "dmq.config.json").write_text(json.dumps(self.config, indent=2))
+        topology = self.workdir / "dmq.topology.json"
+        if not topology.exists():
+            topology.write_text(json.dumps({"localRoots": [], "publicRoots": []}))
+        self.starts += 1
+        with open(self.log_path, "wb") as log, open(self.stderr_path, "wb") as err:
+            # Output goes to files, never to a pipe nobody reads: a full pipe would stall the node.
+            self.process = subprocess.Popen(self.command(), cwd=self.workdir, stdout=log, stderr=err,
+                                            stdin=subprocess.DEVNULL)
+        try:
+            self._wait_until_listening()
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def _wait_until_listening(self) -> None:
+        """Until the socket file exists AND accepts: after a crash a stale file is left behind,
+        and it refuses connections until the new process has replaced it."""
+        deadline = time.monotonic() + self.start_timeout
+        path = os.fspath(self.socket_path)
+        while True:
+            self.check_running()
+            if os.path.exists(path):
+                probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    probe.connect(path)
+                    return
+                except OSError:
+                    pass
+                finally:
+                    probe.close()
+            if time.monotonic() > deadline:
+                raise NodeStartTimeout(
+                    f"dmq-node did not listen on {path} within {self.start_timeout} s; {self.diagnostics()}")
+            time.sleep(0.02)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def check_running(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise NodeExited(f"dmq-node exited with status {self.process.returncode}; {self.diagnostics()}")
+
+    def diagnostics(self) -> str:
+        parts = []
+        for path in (self.stderr_path, self.log_path):
+            if path.exists():
+                text = path.read_text(errors="replace").strip()
+                if text:
+                    parts.append(f"{path.name}: {text[-2000:]}")
+        return " | ".join(parts) or "no output"
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` (SIGKILL by default: no clean-up at all) and reap the process."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def trace_events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """The JSON log lines of the current run (optionally of one event kind)."""
+        events = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if kind is None or event.get("kind") == kind:
+                events.append(event)
+        return events
+
+
+def read_rss(pid: int) -> dict[str, int]:
+    """``VmRSS``, ``RssAnon`` and ``RssFile`` of a process, in bytes (from /proc/<pid>/status)."""
+    values = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, rest = line.partition(":")
+            if name in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
+                values[name] = int(rest.split()[0]) * 1024
+    return values
