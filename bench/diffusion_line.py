@@ -60,6 +60,23 @@ CIP_REDUNDANCY = 2.0
 BODY_SIZE = 451  # a Mithril signature body (conformance mithril_body)
 
 
+#: ``dmq-node`` under cProfile, counting CPU time (not wall time: the machine may be shared)
+#: and leaving the imports out of the figures.
+PROFILED_NODE = """
+import cProfile, sys, time
+import dmq.node
+from dmq.cli.node import run
+out = sys.argv.pop(1)
+profiler = cProfile.Profile(time.process_time)
+profiler.enable()
+try:
+    run(sys.argv[1:])
+finally:
+    profiler.disable()
+    profiler.dump_stats(out)
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,7 +99,7 @@ def make_messages(count: int, pools: int, ttl: int) -> list:
 
 
 class NodeProcess:
-    def __init__(self, name: str, workdir: Path, stake: Path, upstream: int | None) -> None:
+    def __init__(self, name: str, workdir: Path, stake: Path, upstream: int | None, profile: bool = False) -> None:
         self.name = name
         self.dir = workdir / name
         self.dir.mkdir()
@@ -93,7 +110,10 @@ class NodeProcess:
                                                 "valency": 1}]
         (self.dir / "topology.json").write_text(json.dumps({"localRoots": roots, "publicRoots": []}))
         self.log = self.dir / "log.jsonl"
-        args = [sys.executable, "-m", "dmq.cli.node",
+        #: cProfile statistics, written when the node exits (``--profile``).
+        self.profile = self.dir / "profile.pstats" if profile else None
+        runner = ["-c", PROFILED_NODE, str(self.profile)] if profile else ["-m", "dmq.cli.node"]
+        args = [sys.executable, *runner,
                 "--host-addr", "127.0.0.1", "--port", str(self.port), "--local-socket", str(self.socket),
                 "--configuration-file", str(self.dir / "absent.json"), "--topology-file",
                 str(self.dir / "topology.json"), "--stake-source", str(stake), "--database-path",
@@ -105,6 +125,16 @@ class NodeProcess:
     def connected(self, link: str) -> bool:
         return self.log.exists() and f'"link":"{link}"' in self.log.read_text() and \
             '"kind":"ConnectionOpened"' in self.log.read_text()
+
+    def accepted_at(self) -> dict[str, float]:
+        """When the node accepted each message (its ``MessageAccepted`` log lines, after the disk commit)."""
+        times = {}
+        with open(self.log, encoding="utf-8") as log:
+            for line in log:
+                if '"kind":"MessageAccepted"' in line:
+                    event = json.loads(line)
+                    times[event["message_id"]] = event["at"]
+        return times
 
     def scrape(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as reply:
@@ -248,11 +278,27 @@ async def run_bench(args: argparse.Namespace, nodes: list[NodeProcess], messages
         results["latency"] = {
             "messages": len(paced),
             "p50_ms": statistics.median(latencies),
-            "p99_ms": latencies[max(0, int(round(0.99 * len(latencies))) - 1)],
+            "p99_ms": percentile(latencies, 0.99),
             "max_ms": latencies[-1],
         }
         nursery.cancel_scope.cancel()
     return results
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, int(round(q * len(ordered))) - 1)]
+
+
+def hop_latencies(nodes: list[NodeProcess], ids: list[str]) -> list[tuple[str, float, float]]:
+    """Per hop of the paced run: ``(hop, p50 ms, p99 ms)`` from acceptance at one node to the next."""
+    accepted = [n.accepted_at() for n in nodes]
+    hops = []
+    for (a, at_a), (b, at_b) in zip(zip(nodes, accepted), zip(nodes[1:], accepted[1:])):
+        gaps = [(at_b[i] - at_a[i]) * 1000 for i in ids if i in at_a and i in at_b]
+        if gaps:
+            hops.append((f"{a.name} -> {b.name}", percentile(gaps, 0.5), percentile(gaps, 0.99)))
+    return hops
 
 
 def main() -> None:
@@ -262,6 +308,8 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32, help="concurrent signer connections to node 1")
     parser.add_argument("--pools", type=int, default=100)
     parser.add_argument("--keep", action="store_true", help="keep the working directory (logs, databases)")
+    parser.add_argument("--profile", type=int, choices=(1, 2, 3), metavar="N",
+                        help="run node N under cProfile and print its hottest functions")
     args = parser.parse_args()
 
     total = args.messages + int(args.latency_seconds * CIP_RATE) + 1
@@ -276,17 +324,28 @@ def main() -> None:
     nodes: list[NodeProcess] = []
     try:
         for name in ("node1", "node2", "node3"):
-            nodes.append(NodeProcess(name, workdir, stake, nodes[-1].port if nodes else None))
-        deadline = time.time() + 30
+            nodes.append(NodeProcess(name, workdir, stake, nodes[-1].port if nodes else None,
+                                     profile=args.profile == len(nodes) + 1))
+        deadline = time.time() + 120  # a loaded machine imports slowly
         while not (all(n.socket.exists() for n in nodes) and nodes[1].connected("n2n-out")
                    and nodes[2].connected("n2n-out")):
             if time.time() > deadline or any(n.process.poll() is not None for n in nodes):
-                raise RuntimeError(f"nodes did not start; see the logs in {workdir}")
+                tails = "\n".join(f"{n.name}: {n.log.read_text()[-500:]}" for n in nodes if n.log.exists())
+                raise RuntimeError(f"nodes did not start in time:\n{tails}")
             time.sleep(0.1)
         results = trio.run(run_bench, args, nodes, messages)
+        paced = messages[args.messages:args.messages + results["latency"]["messages"]]
+        results["hops"] = hop_latencies(nodes, [m.message_id.hex() for m in paced])
     finally:
         for node in nodes:
             node.stop()
+        for node in nodes:
+            if node.profile is not None and node.profile.exists():
+                import pstats
+                print(f"{node.name} profile (cumulative, then own time):")
+                stats = pstats.Stats(str(node.profile))
+                stats.sort_stats("cumulative").print_stats(30)
+                stats.sort_stats("tottime").print_stats(30)
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
@@ -304,6 +363,8 @@ def main() -> None:
     print(f"latency at the CIP mainnet rate ({CIP_RATE:.1f} msg/s, {lat['messages']} messages):")
     print(f"  p50 {lat['p50_ms']:.1f} ms   p99 {lat['p99_ms']:.1f} ms   max {lat['max_ms']:.1f} ms   "
           f"(target p99 < 100 ms)")
+    for hop, p50, p99 in results["hops"]:
+        print(f"  hop {hop} (accepted to accepted): p50 {p50:.1f} ms   p99 {p99:.1f} ms")
     print(f"wire bytes per message, hop node 1 <-> node 2 (both directions, SDU headers included):")
     print(f"  {tp['hop_bytes_per_message']:.0f} B per message = {factor:.2f} x the message size "
           f"(CIP assumes {CIP_REDUNDANCY:.0f} x; ratio to the CIP {factor / CIP_REDUNDANCY:.2f})")

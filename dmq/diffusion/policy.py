@@ -67,11 +67,16 @@ class DiffusionPolicy:
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     #: Seed of the governor's jitter (None: from the system); tests fix it.
     seed: int | None = None
+    #: Node-to-node versions offered and accepted. Both by default, like the reference; ``{1}``
+    #: makes the node behave as a release that only knows V1, to run a mixed-version network.
+    versions: frozenset[int] = frozenset({1, 2})
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "keep_alive_interval", "blocking_reply_timeout", "peer_share_interval"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not self.versions or not self.versions <= {1, 2}:
+            raise ValueError(f"node-to-node versions are a non-empty subset of {{1, 2}}, got {set(self.versions)}")
         if self.blocking_reply_timeout >= 20.0:
             raise ValueError("the V2 outbound must answer a blocking request before the peer's 20 s limit, "
                              f"got {self.blocking_reply_timeout}")

@@ -17,6 +17,7 @@ across all peers), the mempool source, the peer table behind the per-peer metric
 from __future__ import annotations
 
 import random
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import trio
@@ -74,12 +75,13 @@ class Diffusion:
         return self.addresses[0][1] if self.addresses else None
 
     def versions(self, initiator_only: bool = False) -> VersionTable:
-        """The version table this node proposes and serves (versions 1 and 2)."""
-        return dmq_node_to_node_versions(
+        """The version table this node proposes and serves (versions 1 and 2, unless the policy narrows it)."""
+        table = dmq_node_to_node_versions(
             self.config.network_magic,
             initiator_only=initiator_only or not self.responder,
             peer_sharing=self.config.peer_sharing,
         )
+        return MappingProxyType({v: data for v, data in table.items() if v in self.policy.versions})
 
     def update_topology(self, topology: Topology) -> None:
         """Adopt a new topology (as on a reload): new roots are dialled, removed ones wind down."""

@@ -26,7 +26,7 @@ from .policy import (
     MAX_UNACKNOWLEDGED_IDS,
     SIZE_TOLERANCE,
 )
-from .sig_message import carried_id
+from .sig_message import checked_id
 
 __all__ = ["InboundWindow", "BodyBatch", "BodiesOutcome"]
 
@@ -185,7 +185,7 @@ class InboundWindow:
         received: dict[bytes, bytes] = {}
         unrequested: list[bytes] = []
         for raw in messages:
-            message_id = carried_id(raw)
+            message_id = checked_id(raw)
             if message_id not in batch._entries:
                 unrequested.append(message_id)
             elif message_id not in received:

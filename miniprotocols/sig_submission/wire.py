@@ -16,9 +16,8 @@ from ouroboros_mux.cbor import Cursor
 
 from ..framework import CodecError
 from ..framework import cbor_write as w
-from ..framework.envelope import raw_items
 from .policy import ID_SIZE, MAX_WORD16, MAX_WORD32
-from .sig_message import carried_id
+from .sig_message import read_message
 
 __all__ = [
     "check_id",
@@ -106,7 +105,10 @@ def decode_ids(cursor: Cursor) -> tuple[bytes, ...]:
 
 def decode_messages(cursor: Cursor) -> tuple[bytes, ...]:
     """Raw message spans; each must have a message's outer shape, as the reference decoder demands."""
-    messages = raw_items(cursor)
-    for raw in messages:
-        carried_id(raw)
-    return messages
+    if cursor.array_header() is not None:
+        raise CodecError("expected an indefinite-length list")
+    messages = []
+    while not cursor.at_break():
+        messages.append(read_message(cursor)[0])
+    cursor.read_break()
+    return tuple(messages)

@@ -126,6 +126,10 @@ class RunningNode:
         """Ids of the unexpired messages readers can see (durable, published)."""
         return {entry.message_id for entry in self.node.mempool.messages_after(-1, 1 << 30)}
 
+    def accepted(self) -> set[bytes]:
+        """Ids whose acceptance the node traced, from its local clients or its peers."""
+        return {e.message_id for e in self.events if isinstance(e, MessageAccepted)}
+
     def accepted_from_peers(self) -> Counter:
         return Counter(e.message_id for e in self.events if isinstance(e, MessageAccepted) and e.origin != "local")
 

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from dmq.config import DiffusionMode
-from dmq.diffusion import BackoffPolicy, Governor, PeerSource, PeerState
+from dmq.diffusion import BackoffPolicy, DiffusionPolicy, Governor, PeerSource, PeerState
 from dmq.topology import AccessPoint, LocalRootGroup, PublicRootGroup, Topology
 
 NO_JITTER = BackoffPolicy(base=1.0, cap=8.0, jitter=0.0, stable_after=30.0, forget_after=3)
@@ -172,3 +172,10 @@ def test_a_local_root_group_may_ask_to_be_dialled_initiator_only():
 def test_backoff_policy_rejects_nonsense(bad):
     with pytest.raises(ValueError):
         BackoffPolicy(**bad)
+
+
+@pytest.mark.parametrize("versions", [frozenset(), frozenset({3}), frozenset({1, 2, 3})])
+def test_diffusion_policy_offers_only_known_versions(versions):
+    with pytest.raises(ValueError, match="versions"):
+        DiffusionPolicy(versions=versions)
+    assert DiffusionPolicy().versions == {1, 2}

@@ -70,7 +70,7 @@ async def test_a_peer_pulls_the_mempool_byte_for_byte_and_serves_new_messages(pa
         async with trio.open_nursery() as inner:
             inner.start_soon(serving.run)
             ids = {m.message_id for m in fresh}
-            await wait_until(lambda: ids <= pair.x.held() and ids <= pair.b.held(), 10,
+            await wait_until(lambda: ids <= pair.x.accepted() and ids <= pair.b.held(), 10,
                              what="the rogue's messages at X and relayed to B")
             inner.cancel_scope.cancel()
         # Keep-alive both ways: X pings the rogue; the rogue's ping is answered by X.
@@ -256,6 +256,6 @@ async def test_an_id_in_flight_from_one_peer_or_already_held_is_not_fetched_from
         assert isinstance(follow_up, d.request_ids)
         assert (follow_up.blocking, follow_up.ack) == (True, 2)
         await one.send(d.reply_bodies((wanted.raw,)))
-        await wait_until(lambda: wanted.message_id in pair.x.held(), 5, what="the message from the first peer")
+        await wait_until(lambda: wanted.message_id in pair.x.accepted(), 5, what="the message from the first peer")
         assert pair.x.node.diffusion.peers.get(first.label, Direction.INBOUND).messages_accepted == 1
         assert pair.x.node.diffusion.peers.get(second.label, Direction.INBOUND).messages_accepted == 0

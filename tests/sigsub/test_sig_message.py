@@ -7,6 +7,8 @@ import pytest
 
 from miniprotocols.framework import CodecError
 from miniprotocols.sig_submission import carried_id, computed_id, payload_span
+from miniprotocols.sig_submission.sig_message import checked_id, read_message
+from ouroboros_mux.cbor import Cursor
 
 from .helpers import make_message, message_id
 
@@ -40,6 +42,19 @@ def test_non_shortest_payload_bytes_are_hashed_as_received():
     assert computed_id(padded) != computed_id(raw)
 
 
+def test_a_reply_is_cut_into_exact_spans_and_ids_in_one_walk():
+    first, second = make_message(1), make_message(2)
+    # The same message with a non-shortest array head and id head: still a message, the id not at byte 3.
+    odd = b"\x98\x05\x59\x00\x20" + second[3:]
+    cursor = Cursor(first + odd + second)
+    assert read_message(cursor) == (first, message_id(first))
+    assert read_message(cursor) == (odd, message_id(second))
+    assert read_message(cursor) == (second, message_id(second))
+    assert cursor.at_end()
+    assert checked_id(first) == carried_id(first) == message_id(first)
+    assert checked_id(odd) == carried_id(odd) == message_id(second)
+
+
 @pytest.mark.parametrize("raw", [
     cbor2.dumps([bytes(32), [1], 2, 3]),  # four items: the legacy shape's length
     cbor2.dumps([[bytes(32), b"body", 1, 2], bytes(448), [], bytes(32)]),  # legacy format
@@ -50,3 +65,5 @@ def test_non_shortest_payload_bytes_are_hashed_as_received():
 def test_what_is_not_a_message(raw):
     with pytest.raises(CodecError):
         carried_id(raw)
+    with pytest.raises(CodecError):
+        read_message(Cursor(raw))
