@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dmq.errors import OperatorError
-from dmq.networks import CARDANO_MAINNET_MAGIC, DMQ_MAINNET_MAGIC, MAX_NETWORK_MAGIC
+from dmq.networks import CARDANO_MAINNET_MAGIC, DMQ_MAINNET_MAGIC, MAX_NETWORK_MAGIC, NETWORK_MAGICS
 
 __all__ = [
     "ConfigError",
@@ -35,6 +35,7 @@ __all__ = [
     "AcceptedConnectionsLimit",
     "StakeSourceKind",
     "StakeSource",
+    "TopicBucket",
     "PrometheusEndpoint",
     "NodeConfig",
     "DEFAULT_CONFIG_FILE",
@@ -327,6 +328,45 @@ class _ConnectionsLimit(_Form):
         }
 
 
+class _Names(_Form):
+    expected = 'a list of names, e.g. ["raw", "upsycle"]'
+
+    def from_json(self, value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise _Invalid
+        return tuple(dict.fromkeys(value))
+
+    def from_text(self, text: str) -> tuple[str, ...]:
+        return self.from_json([part.strip() for part in text.split(",") if part.strip()])
+
+    def to_json(self, value: tuple[str, ...]) -> list[str]:
+        return list(value)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicBucket:
+    """The per-pool token bucket of topic networks (TOPICS.md 2.1.4, P numbers)."""
+
+    capacity: int = 8
+    refill_seconds: float = 10.0
+
+
+class _TopicBucketForm(_Form):
+    expected = 'an object {"Capacity": integer >= 1, "RefillSeconds": seconds > 0}'
+
+    def from_json(self, value: Any) -> TopicBucket:
+        if not isinstance(value, dict) or not {"Capacity", "RefillSeconds"} <= value.keys():
+            raise _Invalid
+        capacity = _COUNT.from_json(value["Capacity"])
+        refill = _Seconds().from_json(value["RefillSeconds"])
+        if capacity < 1 or not refill > 0:
+            raise _Invalid
+        return TopicBucket(capacity, refill)
+
+    def to_json(self, value: TopicBucket) -> dict[str, Any]:
+        return {"Capacity": value.capacity, "RefillSeconds": _Seconds().to_json(value.refill_seconds)}
+
+
 class _TraceOptions(_Form):
     """Kept as compact JSON text: the tracing layer interprets it, the configuration stays frozen."""
 
@@ -483,6 +523,19 @@ class NodeConfig:
     #: Treat ``SigTooFrequent`` and ``SigExpiresAtTooFarInTheFuture`` from peers as trace-only
     #: instead of disconnecting (WIRE.md 6.2 allows it; clock jitter otherwise drops honest peers).
     trace_only_reactions: bool = _key("TraceOnlyReactions", _Boolean(), False)
+    #: What this instance carries (TOPICS.md 2.1): "raw" and/or adapter names. Adapters are
+    #: refused on a Mithril magic (``MithrilNetworkMagics``).
+    topics_carried: tuple[str, ...] = _key("TopicsCarried", _Names(), ("raw",), flag="--topics")
+    #: Whether this instance's magic carries Mithril traffic (then raw only). Not set: the
+    #: DMQ magics of the named networks (mainnet, preprod, preview, devnet) are Mithril's.
+    mithril_network: bool | None = _key("MithrilNetwork", _Boolean(), None)
+    #: The per-pool token bucket that replaces ``MinSigDelay`` on topic networks.
+    topic_token_bucket: TopicBucket = _key("TopicTokenBucket", _TopicBucketForm(), default_factory=TopicBucket)
+    #: The pool's KES signing key and operational certificate, for publication by the node
+    #: (protocol 1000 ``MsgPublish``); without them the node answers ``no_signer``.
+    topic_kes_key: Path | None = _key("TopicKesKey", _FilePath(), None, flag="--topic-kes-key")
+    topic_operational_certificate: Path | None = _key(
+        "TopicOperationalCertificate", _FilePath(), None, flag="--topic-operational-certificate")
 
     # --- provenance, not configuration: whether ``config_file`` existed (defaults were used if not)
     config_file_found: bool = field(default=False, compare=False)
@@ -503,6 +556,24 @@ class NodeConfig:
             if endpoint is not None:
                 return endpoint
         return None
+
+    @property
+    def is_mithril_network(self) -> bool:
+        """Whether the instance carries Mithril traffic, so raw bodies only (TOPICS.md 2.1).
+
+        The mainnet DMQ magic always does; others follow ``MithrilNetwork`` when set, else
+        the named networks' magics do.
+        """
+        if self.network_magic == DMQ_MAINNET_MAGIC:
+            return True
+        if self.mithril_network is not None:
+            return self.mithril_network
+        return any(n.dmq == self.network_magic for n in NETWORK_MAGICS.values())
+
+    @property
+    def has_topics(self) -> bool:
+        """Whether any adapter is carried (the topic pipeline and protocol 1000 run)."""
+        return any(name != "raw" for name in self.topics_carried)
 
     @property
     def uses_default_validation(self) -> bool:
@@ -643,6 +714,12 @@ def check_node_startup(config: NodeConfig) -> None:
             f"min-sig-delay {_Seconds().to_json(config.min_sig_delay)}s (--min-sig-delay or \"MinSigDelay\") "
             f"is refused on the mainnet DMQ network (NetworkMagic {DMQ_MAINNET_MAGIC}); "
             f"remove it, or use another --dmq-network-magic"
+        )
+    adapters = [name for name in config.topics_carried if name != "raw"]
+    if adapters and config.is_mithril_network:
+        raise ConfigError(
+            f'"TopicsCarried": adapter {adapters[0]!r} cannot run on NetworkMagic {config.network_magic}, '
+            f"a Mithril network (raw only); give the topic network its own magic"
         )
     socket_bytes = len(bytes(config.local_address))
     if socket_bytes > MAX_UNIX_SOCKET_PATH_BYTES:

@@ -14,15 +14,16 @@ import errno
 import os
 import socket as stdlib_socket
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import trio
 
 from handshake.driver import run_server
 from handshake.errors import HandshakeError, HandshakeQueryResult
-from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
-from miniprotocols import local_msg_notification, local_msg_submission
+from handshake.links import DMQ_N2C_TOPICS_V1, DMQ_NODE_TO_CLIENT, DMQ_NODE_TO_CLIENT_TOPICS, dmq_node_to_client_versions
+from miniprotocols import local_msg_notification, local_msg_submission, local_topic_subscription
 from miniprotocols.local_msg_submission import (
     ACCEPTED,
     InvalidMessageBytes,
@@ -70,14 +71,22 @@ def reject_reason_for(error: SigValidationError) -> SubmitResult:
 class _CursorSource:
     """A notification client's cursor, handing the server the messages' received bytes."""
 
-    def __init__(self, cursor: MempoolCursor, tracer: Tracer, client: str) -> None:
+    def __init__(self, cursor: MempoolCursor, tracer: Tracer, client: str,
+                 keep: Callable[[bytes], bool] | None = None) -> None:
         self._cursor = cursor
         self._tracer = tracer
         self._client = client
+        self._keep = keep
 
     async def next_batch(self, blocking: bool, limit: int) -> tuple[Sequence[bytes], bool]:
         entries, has_more = await self._cursor.next_batch(blocking, limit)
         raws = [entry.raw for entry in entries]
+        if self._keep is not None:
+            # A topic instance stores tagged messages too; protocol 15 serves raw ones only.
+            raws = [raw for raw in raws if self._keep(raw)]
+            while blocking and not raws:
+                entries, has_more = await self._cursor.next_batch(blocking, limit)
+                raws = [entry.raw for entry in entries if self._keep(entry.raw)]
         if raws:
             self._tracer.emit(MessageNotified(self._tracer.now(), len(raws), sum(map(len, raws)), self._client))
         return raws, has_more
@@ -120,12 +129,18 @@ class LocalService:
     """Serves protocols 14 and 15 to every client of the local socket."""
 
     def __init__(self, ingress: Ingress, mempool: Mempool, tracer: Tracer, network_magic: int,
-                 recorder: TrafficRecorder | NullRecorder = NO_RECORDER) -> None:
+                 recorder: TrafficRecorder | NullRecorder = NO_RECORDER, *, topics: Any = None,
+                 notify_filter: Callable[[bytes], bool] | None = None) -> None:
         self.ingress = ingress
         self.mempool = mempool
         self.tracer = tracer
         self.recorder = recorder
-        self.versions = dmq_node_to_client_versions(network_magic)
+        #: The instance's topic service (``session(client)`` per protocol 1000 connection), or
+        #: None: then only 4097 is offered, exactly the reference's table.
+        self.topics = topics
+        self.notify_filter = notify_filter
+        self.versions = dmq_node_to_client_versions(network_magic, topics=topics is not None)
+        self.link = DMQ_NODE_TO_CLIENT if topics is None else DMQ_NODE_TO_CLIENT_TOPICS
         self._next_client = 0
         self.connections = 0
 
@@ -158,7 +173,7 @@ class LocalService:
         client = f"local#{self._next_client}"
         bearer = Bearer(stream)
         try:
-            result = await run_server(bearer, self.versions, DMQ_NODE_TO_CLIENT)
+            result = await run_server(bearer, self.versions, self.link)
         except (HandshakeError, HandshakeQueryResult) as exc:
             self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", f"handshake: {exc}"))
             return
@@ -167,11 +182,17 @@ class LocalService:
         mux = Mux(bearer, Role.RESPONDER)
         submission = mux.register(local_msg_submission.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
         notification = mux.register(local_msg_notification.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
-        source = _CursorSource(self.mempool.cursor(), self.tracer, client)
+        source = _CursorSource(self.mempool.cursor(), self.tracer, client, self.notify_filter)
+        tasks = [
+            ProtocolTask(submission, lambda: local_msg_submission.serve(submission, self.submit), "local-msg-submission"),
+            ProtocolTask(notification, lambda: local_msg_notification.serve(notification, source), "local-msg-notification"),
+        ]
+        if self.topics is not None and result.version == DMQ_N2C_TOPICS_V1:
+            channel = mux.register(local_topic_subscription.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
+            session = self.topics.session(client)
+            tasks.append(ProtocolTask(channel, lambda: local_topic_subscription.serve(channel, session),
+                                      "local-topic-subscription"))
         with self.recorder.watching(client, mux, "n2c"):
-            end = await run_connection(mux, [
-                ProtocolTask(submission, lambda: local_msg_submission.serve(submission, self.submit), "local-msg-submission"),
-                ProtocolTask(notification, lambda: local_msg_notification.serve(notification, source), "local-msg-notification"),
-            ], peer_close_is_clean=True)
+            end = await run_connection(mux, tasks, peer_close_is_clean=True)
         self.connections -= 1
         self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", end.describe()))

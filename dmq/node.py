@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import lmdb
 import trio
 
 from dmq.clock import Clock, SystemClock
@@ -23,6 +24,7 @@ from dmq.errors import OperatorError
 from dmq.ingress import Ingress
 from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
+from dmq.mempool.integrity import DamagedDatabase, check_readable
 from dmq.metrics import NodeMetrics, serve_metrics
 from dmq.recorder import node_label
 from dmq.recorder.recorder import NO_RECORDER, NullRecorder, RecorderError, TrafficRecorder
@@ -71,6 +73,8 @@ class Node:
         self.mempool: DurableMempool | None = None
         self.ingress: Ingress | None = None
         self.local_service: LocalService | None = None
+        #: The topic service when the configuration carries an adapter (``topics.service``).
+        self.topics = None
         self.metrics_port: int | None = None
         self.diffusion: Diffusion | None = None
         self.stake_link = None
@@ -92,9 +96,13 @@ class Node:
         path = Path(self.config.database_path)
         try:
             path.mkdir(parents=True, exist_ok=True)
+            check_readable(path)
             return DurableMempool(path, self.clock)
         except OSError as exc:
             raise NodeStartError(f"database {path}: {exc.strerror or exc}") from None
+        except (DamagedDatabase, lmdb.Error) as exc:
+            raise NodeStartError(f"database {path} is damaged, {exc}; move the directory aside and start again "
+                                 "(peers resend every unexpired message)") from None
 
     def _open_recorder(self, mempool: DurableMempool) -> TrafficRecorder | NullRecorder:
         if self.config.record_traffic is None:
@@ -116,12 +124,30 @@ class Node:
             state = PoolState.restore(mempool.load_pool_state(), self.clock)
         except ValueError as exc:
             raise NodeStartError(f"database {self.config.database_path}: {exc}") from None
-        validator = Validator(self.stake_view, self.clock, min_sig_delay=self.config.min_sig_delay, state=state)
-        self.ingress = Ingress(mempool, validator, self.tracer,
-                               allow_legacy=self.config.legacy_message_format,
-                               reactions=ReactionPolicy(trace_timing_errors=self.config.trace_only_reactions))
-        self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
-                                          recorder=self.recorder)
+        reactions = ReactionPolicy(trace_timing_errors=self.config.trace_only_reactions)
+        # Topic code lives in ``topics`` (it builds on the node's parts), hence the late imports.
+        if self.config.has_topics:
+            from topics.node_setup import topic_service_for
+            from topics.raw import is_raw_message
+
+            # On a topic network the per-pool token bucket replaces the spacing rule (TOPICS.md 2.1.4).
+            validator = Validator(self.stake_view, self.clock, min_sig_delay=0, state=state)
+            self.topics = topic_service_for(self.config, mempool, validator, self.tracer, clock=self.clock,
+                                            stake_view=self.stake_view,
+                                            allow_legacy=self.config.legacy_message_format, reactions=reactions)
+            self.ingress = self.topics.ingress
+            self.services.append(lambda _node: self.topics.run())
+            self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
+                                              recorder=self.recorder, topics=self.topics,
+                                              notify_filter=is_raw_message)
+        else:
+            from topics.raw import RawOnlyScreen
+
+            validator = Validator(self.stake_view, self.clock, min_sig_delay=self.config.min_sig_delay, state=state)
+            self.ingress = Ingress(mempool, validator, self.tracer, allow_legacy=self.config.legacy_message_format,
+                                   reactions=reactions, screen=RawOnlyScreen(validator))
+            self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
+                                              recorder=self.recorder)
         self.metrics.bind_mempool(lambda: len(mempool), lambda: mempool.bytes_held)
         now = self.tracer.now
         mempool.expiry_observers.append(

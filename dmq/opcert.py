@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from nacl.bindings import crypto_sign, crypto_sign_open, crypto_sign_seed_keypair
 from nacl.exceptions import CryptoError
-from pycardano import PoolId, PoolKeyHash
-from pycardano.crypto import bech32
 
 from ouroboros_mux.cbor import CborError, Cursor
 
@@ -86,6 +84,11 @@ def pool_id_bech32(pool_id: bytes) -> str:
     """The ``pool1…`` form of a 28-byte pool id, as cardano-cli and explorers print it."""
     if len(pool_id) != POOL_ID_SIZE:
         raise ValueError(f"a pool id is {POOL_ID_SIZE} bytes (Blake2b-224 of the cold key), got {len(pool_id)}")
+    # Imported here: pycardano costs about a second of CPU to import, and the node, which
+    # never prints a pool1 id, must restart in under two seconds.
+    from pycardano import PoolId, PoolKeyHash
+    from pycardano.crypto import bech32
+
     key_hash = PoolKeyHash(bytes(pool_id))
     text = bech32.encode(_POOL_HRP, key_hash.payload)
     if text is None:
@@ -95,6 +98,8 @@ def pool_id_bech32(pool_id: bytes) -> str:
 
 def pool_id_from_bech32(text: str) -> bytes:
     """The 28 raw bytes of a ``pool1…`` id; ValueError if it is not one."""
+    from pycardano.crypto import bech32  # see pool_id_bech32
+
     hrp, _, _ = bech32.bech32_decode(text)
     if hrp != _POOL_HRP:
         raise ValueError(f"not a bech32 pool id (expected prefix 'pool1'): {text!r}")

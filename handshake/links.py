@@ -21,10 +21,12 @@ __all__ = [
     "HandshakeLink",
     "DMQ_NODE_TO_NODE",
     "DMQ_NODE_TO_CLIENT",
+    "DMQ_NODE_TO_CLIENT_TOPICS",
     "CARDANO_NODE_TO_CLIENT",
     "DMQ_N2N_V1",
     "DMQ_N2N_V2",
     "DMQ_N2C_V1",
+    "DMQ_N2C_TOPICS_V1",
     "CARDANO_N2C_VERSIONS",
     "MAX_HANDSHAKE_MESSAGE",
     "HANDSHAKE_TIME_LIMIT",
@@ -42,6 +44,9 @@ DMQ_N2N_V1 = 1
 DMQ_N2N_V2 = 2
 _N2C_BIT_DMQ = 1 << 12
 DMQ_N2C_V1 = 1 | _N2C_BIT_DMQ
+_N2C_BIT_TOPICS = 1 << 13
+#: DMQ N2C version 1 with the topic extension (bit 13): protocols 14, 15 and 1000 (TOPICS.md 3.1, P).
+DMQ_N2C_TOPICS_V1 = DMQ_N2C_V1 | _N2C_BIT_TOPICS
 _N2C_BIT_CARDANO = 1 << 15
 #: Cardano NodeToClientV_16 .. V_23.
 CARDANO_N2C_VERSIONS = tuple(v | _N2C_BIT_CARDANO for v in range(16, 24))
@@ -105,6 +110,16 @@ DMQ_NODE_TO_CLIENT = HandshakeLink(
     time_limits=_both_states(None),
 )
 
+#: The local link of a node (or client) with topics: 4097 and 12289 (TOPICS.md 3.1). A node
+#: without topics keeps :data:`DMQ_NODE_TO_CLIENT`, so 12289 is skipped as unknown exactly as
+#: the reference skips it.
+DMQ_NODE_TO_CLIENT_TOPICS = HandshakeLink(
+    name="DMQ node-to-client",
+    versions=frozenset({DMQ_N2C_V1, DMQ_N2C_TOPICS_V1}),
+    data_type=NodeToClientVersionData,
+    time_limits=_both_states(None),
+)
+
 CARDANO_NODE_TO_CLIENT = HandshakeLink(
     name="Cardano node-to-client",
     versions=frozenset(CARDANO_N2C_VERSIONS),
@@ -120,9 +135,16 @@ def dmq_node_to_node_versions(network_magic: int, *, initiator_only: bool = Fals
     return MappingProxyType({DMQ_N2N_V1: data, DMQ_N2N_V2: data})
 
 
-def dmq_node_to_client_versions(network_magic: int, *, query: bool = False) -> VersionTable:
-    """What the reference serves (and a Mithril client proposes) on the local socket."""
-    return MappingProxyType({DMQ_N2C_V1: NodeToClientVersionData(network_magic, query)})
+def dmq_node_to_client_versions(network_magic: int, *, query: bool = False, topics: bool = False) -> VersionTable:
+    """What the reference serves (and a Mithril client proposes) on the local socket.
+
+    ``topics``: also 12289, the same data, for an instance (or a client) with protocol 1000.
+    A node without topics offers exactly the reference's table.
+    """
+    data = NodeToClientVersionData(network_magic, query)
+    if topics:
+        return MappingProxyType({DMQ_N2C_V1: data, DMQ_N2C_TOPICS_V1: data})
+    return MappingProxyType({DMQ_N2C_V1: data})
 
 
 def cardano_node_to_client_versions(network_magic: int, *, query: bool = False) -> VersionTable:

@@ -35,7 +35,7 @@ from .entry import StoredMessage, default_decoder
 from .errors import MempoolNotRunningError, MempoolWriteError
 from .log import AppendableMessage
 from .memory import DEFAULT_EXPIRY_INTERVAL, Mempool
-from .store import DEFAULT_MAP_SIZE, LoadReport, MempoolStore
+from .store import DEFAULT_MAP_SIZE, InTxn, LoadReport, MempoolStore
 
 __all__ = ["DurableMempool", "open_durable_mempool", "DEFAULT_COMMIT_WINDOW"]
 
@@ -48,11 +48,13 @@ DEFAULT_COMMIT_WINDOW = 0.0
 class _PendingAppend:
     """One submitter's batch waiting for its transaction."""
 
-    __slots__ = ("entries", "pool_state_updates", "done", "error")
+    __slots__ = ("entries", "pool_state_updates", "in_txn", "done", "error")
 
-    def __init__(self, entries: list[StoredMessage], pool_state_updates: Mapping[Any, Any] | None) -> None:
+    def __init__(self, entries: list[StoredMessage], pool_state_updates: Mapping[Any, Any] | None,
+                 in_txn: InTxn | None = None) -> None:
         self.entries = entries
         self.pool_state_updates = pool_state_updates
+        self.in_txn = in_txn
         self.done = trio.Event()
         self.error: BaseException | None = None
 
@@ -103,6 +105,7 @@ class DurableMempool(Mempool):
         self,
         messages: Iterable[AppendableMessage],
         pool_state_updates: Mapping[Any, Any] | None = None,
+        in_txn: InTxn | None = None,
     ) -> list[int]:
         """Append and commit in the calling thread, one transaction, before returning.
 
@@ -111,10 +114,10 @@ class DurableMempool(Mempool):
         """
         self._check_open()
         entries = self._log.append(messages)
-        if not entries and not pool_state_updates:
+        if not entries and not pool_state_updates and in_txn is None:
             return []
         try:
-            self._store.write(entries, pool_state_updates, self._log.next_index)
+            self._store.write(entries, pool_state_updates, self._log.next_index, () if in_txn is None else (in_txn,))
         except Exception as exc:
             self._log.discard(entries)
             raise MempoolWriteError(f"writing {len(entries)} message(s) to {self._store.path} failed: {exc}") from exc
@@ -125,21 +128,24 @@ class DurableMempool(Mempool):
         self,
         messages: Iterable[AppendableMessage],
         pool_state_updates: Mapping[Any, Any] | None = None,
+        in_txn: InTxn | None = None,
     ) -> list[int]:
         """Append; return the indices once the group transaction holding them is on disk.
 
         ``pool_state_updates`` (exported per-pool validation state) is written in the same
-        transaction as the messages that changed it. Duplicates raise at once, before
+        transaction as the messages that changed it, and so is whatever ``in_txn`` writes
+        (topic state, TOPICS.md 2.5 step 7); if ``in_txn`` raises, nothing of the group is
+        written. Duplicates raise at once, before
         anything is queued. Cancelling the caller does not withdraw a queued batch.
         """
         self._check_open()
         if not self._writer_running:
             raise MempoolNotRunningError("submit needs the writer task: run DurableMempool.run() in a nursery first")
         entries = self._log.append(messages)
-        if not entries and not pool_state_updates:
+        if not entries and not pool_state_updates and in_txn is None:
             await trio.lowlevel.checkpoint()
             return []
-        pending = _PendingAppend(entries, pool_state_updates)
+        pending = _PendingAppend(entries, pool_state_updates, in_txn)
         self._queue.append(pending)
         self.submissions += 1
         self._work.set()
@@ -207,14 +213,14 @@ class DurableMempool(Mempool):
             batch, self._queue = self._queue, []
             deletes, self._deletes = self._deletes, []
             if batch:
-                entries, updates = self._merge(batch)
+                entries, updates, hooks = self._merge(batch)
                 self._in_flight = batch
                 error: BaseException | None = None
                 # Shielded: once a group is taken from the queue it is written and its
                 # submitters are answered, even if the writer is being cancelled.
                 with trio.CancelScope(shield=True):
                     try:
-                        await trio.to_thread.run_sync(self._store.write, entries, updates, self._log.next_index)
+                        await trio.to_thread.run_sync(self._store.write, entries, updates, self._log.next_index, hooks)
                     except Exception as exc:
                         error = exc
                     finally:
@@ -225,14 +231,17 @@ class DurableMempool(Mempool):
                     await trio.to_thread.run_sync(self._store.delete, deletes)
 
     @staticmethod
-    def _merge(batch: list[_PendingAppend]) -> tuple[list[StoredMessage], dict[Any, Any]]:
+    def _merge(batch: list[_PendingAppend]) -> tuple[list[StoredMessage], dict[Any, Any], list[InTxn]]:
         entries: list[StoredMessage] = []
         updates: dict[Any, Any] = {}
+        hooks: list[InTxn] = []
         for pending in batch:
             entries.extend(pending.entries)
             if pending.pool_state_updates:
                 updates.update(pending.pool_state_updates)
-        return entries, updates
+            if pending.in_txn is not None:
+                hooks.append(pending.in_txn)
+        return entries, updates, hooks
 
     def _finish(self, batch: list[_PendingAppend], error: BaseException | None) -> None:
         if error is not None:
@@ -247,10 +256,10 @@ class DurableMempool(Mempool):
         batch, self._queue = self._queue, []
         deletes, self._deletes = self._deletes, []
         if batch:
-            entries, updates = self._merge(batch)
+            entries, updates, hooks = self._merge(batch)
             error: BaseException | None = None
             try:
-                self._store.write(entries, updates, self._log.next_index)
+                self._store.write(entries, updates, self._log.next_index, hooks)
             except Exception as exc:
                 error = exc
             self._finish(batch, error)

@@ -23,6 +23,7 @@ for the writer thread's commit instead of failing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import threading
@@ -78,13 +79,20 @@ class LoadedMempool:
     report: LoadReport
 
 
+#: The mempool's four databases plus room for the topic adapters' named ones (TOPICS.md 2.9).
+_MAX_DBS = 64
+
+#: A function run inside an append's write transaction (topic state committed with the messages).
+InTxn = Callable[[lmdb.Transaction], None]
+
+
 class MempoolStore:
     """The LMDB environment holding the mempool log, its id index and the pool state."""
 
     def __init__(self, path: str | os.PathLike[str], *, map_size: int = DEFAULT_MAP_SIZE) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        self._env = lmdb.open(str(self.path), map_size=map_size, subdir=True, max_dbs=4, lock=True)
+        self._env = lmdb.open(str(self.path), map_size=map_size, subdir=True, max_dbs=_MAX_DBS, lock=True)
         self._messages = self._env.open_db(b"messages")
         self._byid = self._env.open_db(b"byid")
         self._meta = self._env.open_db(b"meta")
@@ -100,6 +108,20 @@ class MempoolStore:
         """A write transaction under the store's write lock (committed on success, else aborted)."""
         with self._write_lock, self._env.begin(write=True) as txn:
             yield txn
+
+    @property
+    def env(self) -> lmdb.Environment:
+        """The environment, for the topic adapters' named databases (one per instance)."""
+        return self._env
+
+    def write_transaction(self) -> contextlib.AbstractContextManager[lmdb.Transaction]:
+        """A write transaction under the store's write lock (topic pruning, start-up)."""
+        return self._write_txn()
+
+    def open_db(self, name: bytes) -> Any:
+        """A named database of this environment (created if absent)."""
+        with self._write_lock:
+            return self._env.open_db(name)
 
     def _check_format(self) -> None:
         with self._write_txn() as txn:
@@ -186,6 +208,8 @@ class MempoolStore:
             message = decode(raw)
         except Exception as exc:  # any decoder failure means the record is unusable
             return CorruptRecord(key, index, f"does not decode: {type(exc).__name__}: {exc}")
+        if not message.has_valid_id():  # bytes changed on disk: never serve them
+            return CorruptRecord(key, index, "its id does not match its payload")
         if message.message_id in by_id:
             return CorruptRecord(key, index, f"repeats the id of index {by_id[message.message_id]}")
         return index, message
@@ -197,9 +221,16 @@ class MempoolStore:
         entries: Sequence[StoredMessage],
         pool_state_updates: Mapping[Any, Any] | None,
         next_index: int,
+        in_txn: Sequence[InTxn] = (),
     ) -> None:
-        """Write messages, pool state and the index counter in ONE transaction, then fsync."""
+        """Write messages, pool state and the index counter in ONE transaction, then fsync.
+
+        ``in_txn`` functions run inside the same transaction: topic state lands together
+        with the messages that made it, or not at all.
+        """
         with self._write_txn() as txn:
+            for run in in_txn:
+                run(txn)
             for entry in entries:
                 key = _U64.pack(entry.index)
                 txn.put(key, entry.raw, db=self._messages)

@@ -32,6 +32,7 @@ __all__ = [
     "InvalidKESSignature",
     "SigDuplicate",
     "SigResultOther",
+    "TopicRejected",
     "ALL_ERROR_TYPES",
     "ED25519_FAILURE_REASON",
     "KES_HASH_FAILURE_REASON",
@@ -187,6 +188,28 @@ class SigResultOther(SigValidationError):
         return f"SigResultOther {show_string(self.text)}"
 
 
+class TopicRejected(SigValidationError):
+    """A topic rule refused a message that passed DMQ validation (TOPICS.md 2.5, 2.10).
+
+    Never a disconnect (reference nodes cannot check adapters); a local client reads
+    ``[3, "topic:<adapter>:<reason>"]``.
+    """
+
+    def __init__(self, adapter: str, reason: str, code: int = 0, detail: str = "") -> None:
+        super().__init__(adapter, reason, code, detail)
+        self.adapter = adapter
+        self.reason = reason
+        self.code = code
+        self.detail = detail
+
+    @property
+    def text(self) -> str:
+        return f"topic:{self.adapter}:{self.reason}"
+
+    def show(self) -> str:
+        return self.text
+
+
 #: Every concrete error type, in the order of WIRE.md section 6.2.
 ALL_ERROR_TYPES: tuple[type[SigValidationError], ...] = (
     SigExpired,
@@ -203,4 +226,5 @@ ALL_ERROR_TYPES: tuple[type[SigValidationError], ...] = (
     InvalidKESSignature,
     SigDuplicate,
     SigResultOther,
+    TopicRejected,
 )

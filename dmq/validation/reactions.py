@@ -36,6 +36,7 @@ from dmq.validation.errors import (
     SigResultOther,
     SigTooFrequent,
     SigValidationError,
+    TopicRejected,
     UnrecognizedPool,
 )
 from dmq.validation.haskell_show import show_string
@@ -93,6 +94,7 @@ REACTION_TABLE: Mapping[type[SigValidationError], Reaction] = MappingProxyType({
     InvalidKESSignature: _INVALID_DISCONNECT,
     SigDuplicate: Reaction(LocalRejectKind.ALREADY_RECEIVED, PeerReaction.TRACE),
     SigResultOther: Reaction(LocalRejectKind.OTHER, PeerReaction.DISCONNECT),
+    TopicRejected: Reaction(LocalRejectKind.OTHER, PeerReaction.TRACE),
 })
 
 #: The two errors that clock skew and network jitter can cause between honest nodes.
@@ -133,6 +135,8 @@ def local_reject_reason(error: SigValidationError) -> list[int | str]:
     kind = REACTION_TABLE[type(error)].local
     if kind is LocalRejectKind.INVALID:
         return [int(kind), error.show()]
+    if isinstance(error, TopicRejected):
+        return [int(kind), error.text]
     if kind is LocalRejectKind.OTHER:
         assert isinstance(error, SigResultOther)
         return [int(kind), show_string(error.text)]

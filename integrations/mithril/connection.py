@@ -127,14 +127,16 @@ class LocalConnection:
 
 
 @asynccontextmanager
-async def open_local_connection(socket_path: str | os.PathLike[str],
-                                network_magic: int) -> AsyncIterator[LocalConnection]:
+async def open_local_connection(socket_path: str | os.PathLike[str], network_magic: int, *,
+                                connection_class: type[LocalConnection] | None = None
+                                ) -> AsyncIterator[LocalConnection]:
     """A connection for the duration of a block: closed gracefully after it, aborted on error.
 
     Errors of the block and of connecting reach the caller as they are, not wrapped in the
-    exception group of the nursery that runs the mux.
+    exception group of the nursery that runs the mux. ``connection_class`` is a subclass
+    speaking more protocols (the topic client's).
     """
-    connection = await LocalConnection.connect(socket_path, network_magic)
+    connection = await (connection_class or LocalConnection).connect(socket_path, network_magic)
     failure: BaseException | None = None
     async with trio.open_nursery() as nursery:
         await connection.start(nursery)

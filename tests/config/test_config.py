@@ -20,6 +20,7 @@ from dmq.config import (
     PrometheusEndpoint,
     StakeSource,
     StakeSourceKind,
+    TopicBucket,
     check_cardano_node_socket,
     config_keys,
     load_config,
@@ -58,9 +59,12 @@ REFERENCE_DEFAULTS = {
     "LegacyMessageFormat": False,
     "LocalSocketMode": "0660",
     "TraceOnlyReactions": False,
+    "TopicsCarried": ["raw"],
+    "TopicTokenBucket": {"Capacity": 8, "RefillSeconds": 10},
 }
 #: Keys whose default is "not set" (omitted from ``to_json``).
-UNSET_BY_DEFAULT = {"IPv4", "IPv6", "ShelleyGenesisHash", "TraceOptions", "RecordTraffic", "PrometheusPort"}
+UNSET_BY_DEFAULT = {"IPv4", "IPv6", "ShelleyGenesisHash", "TraceOptions", "RecordTraffic", "PrometheusPort",
+                    "MithrilNetwork", "TopicKesKey", "TopicOperationalCertificate"}
 
 #: A configuration file giving every key a value different from its default.
 EVERY_KEY = {
@@ -99,6 +103,11 @@ EVERY_KEY = {
     "PrometheusPort": 12801,
     "LocalSocketMode": "0600",
     "TraceOnlyReactions": True,
+    "TopicsCarried": ["raw", "upsycle"],
+    "MithrilNetwork": False,
+    "TopicTokenBucket": {"Capacity": 4, "RefillSeconds": 2.5},
+    "TopicKesKey": "kes.skey",
+    "TopicOperationalCertificate": "node.cert",
 }
 
 EVERY_KEY_PARSED = {
@@ -134,6 +143,11 @@ EVERY_KEY_PARSED = {
     "prometheus_port": 12801,
     "local_socket_mode": 0o600,
     "trace_only_reactions": True,
+    "topics_carried": ("raw", "upsycle"),
+    "mithril_network": False,
+    "topic_token_bucket": TopicBucket(4, 2.5),
+    "topic_kes_key": Path("kes.skey"),
+    "topic_operational_certificate": Path("node.cert"),
 }
 
 

@@ -27,6 +27,7 @@ from dmq.validation import (
     SigResultOther,
     SigTooFrequent,
     SigValidationError,
+    TopicRejected,
     UnrecognizedPool,
     encode_local_reject_reason,
     local_reject_reason,
@@ -50,6 +51,7 @@ EXAMPLES = [
     (InvalidKESSignature(0, 5, "Reject"), 'InvalidKESSignature (KESPeriod 0) (KESPeriod 5) "Reject"'),
     (SigDuplicate(), "SigDuplicate"),
     (SigResultOther('say "hi"'), 'SigResultOther "say \\"hi\\""'),
+    (TopicRejected("upsycle", "malformed", 1), "topic:upsycle:malformed"),
 ]
 
 
@@ -91,6 +93,7 @@ def test_reference_reactions():
     assert local.pop(SigDuplicate) is LocalRejectKind.ALREADY_RECEIVED
     assert local.pop(SigExpired) is LocalRejectKind.EXPIRED
     assert local.pop(SigResultOther) is LocalRejectKind.OTHER
+    assert local.pop(TopicRejected) is LocalRejectKind.OTHER
     assert set(local.values()) == {LocalRejectKind.INVALID}
 
 

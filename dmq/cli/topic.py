@@ -1,0 +1,196 @@
+"""``dmq topic subscribe|join|leave|publish|pull``: a topic client on the node's local socket.
+
+Speaks the local topic subscription protocol (1000) under node-to-client version 12289
+(TOPICS.md 3); a node without topics answers 4097 and the command says so in one line.
+Keys for ``join``, ``leave``, ``pull`` and durable UPSYCLE subscriptions are Ed25519 seeds
+(a file of 64 hex digits). One line per delivered item::
+
+    sub=<id> dseq=<n> kind=<item kind> adapter=<n> key=<hex> inner=<hex> pool=<hex> size=<bytes>
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from dmq.cli.publish import add_connection_arguments, network_magic_of, socket_path_of
+from dmq.errors import OperatorError
+
+__all__ = ["add_parser", "run", "describe_item"]
+
+_ADAPTERS = {"raw": 0, "upsycle": 1, "blocklace": 2, "dmsg": 3}
+_STARTS = {"now": 0, "retained": 1, "state": 2}
+
+
+def _hex(text: str, what: str, size: int | None = None) -> bytes:
+    try:
+        value = bytes.fromhex(text)
+    except ValueError:
+        raise OperatorError(f"{what} {text!r}: expected hexadecimal bytes") from None
+    if size is not None and len(value) != size:
+        raise OperatorError(f"{what} {text!r}: expected {size} bytes, got {len(value)}")
+    return value
+
+
+def _signing_key(path: str | None, what: str):
+    from nacl.signing import SigningKey
+
+    if path is None:
+        raise OperatorError(f"{what} needs --key FILE (an Ed25519 seed: 64 hex digits)")
+    try:
+        text = Path(path).read_text().strip()
+    except OSError as exc:
+        raise OperatorError(f"--key {path}: {exc.strerror}") from None
+    return SigningKey(_hex(text, f"--key {path}", 32))
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("topic", help="subscribe, publish, join, leave and pull topics",
+                                   description="A topic client over the node's local socket (protocol 1000).")
+    commands = parser.add_subparsers(dest="topic_command", metavar="ACTION", required=True)
+
+    sub = commands.add_parser("subscribe", help="print items of a subscription as they arrive")
+    add_connection_arguments(sub)
+    sub.add_argument("--adapter", choices=sorted(_ADAPTERS), default="raw")
+    sub.add_argument("--group", action="append", default=[], metavar="HEX", help="UPSYCLE group key (repeat)")
+    sub.add_argument("--topic", action="append", default=[], metavar="HEX", help="Blocklace topic id (repeat)")
+    sub.add_argument("--start", choices=sorted(_STARTS), default="now")
+    sub.add_argument("--durable", metavar="NAME", help="a durable subscription of this name")
+    sub.add_argument("--key", metavar="FILE", help="subscriber key (durable UPSYCLE subscriptions)")
+    sub.add_argument("--count", metavar="N", type=int, help="stop after N items")
+    sub.add_argument("--non-blocking", action="store_true", help="take what is there and stop")
+
+    pub = commands.add_parser("publish", help="publish an adapter body, wrapped and signed by the node")
+    add_connection_arguments(pub)
+    body = pub.add_mutually_exclusive_group(required=True)
+    body.add_argument("--body", metavar="FILE", help="the body's bytes ('-': standard input)")
+    body.add_argument("--body-hex", metavar="HEX", help="the body as hexadecimal")
+
+    for name, text in (("join", "join an UPSYCLE group"), ("leave", "leave an UPSYCLE group")):
+        member = commands.add_parser(name, help=text)
+        add_connection_arguments(member)
+        member.add_argument("--group", required=True, metavar="HEX")
+        member.add_argument("--key", required=True, metavar="FILE")
+        if name == "join":
+            member.add_argument("--local", action="store_true", help="a node-local group")
+
+    pull = commands.add_parser("pull", help="ask for missed UPSYCLE messages")
+    add_connection_arguments(pull)
+    pull.add_argument("--group", required=True, metavar="HEX")
+    pull.add_argument("--key", required=True, metavar="FILE")
+    pull.add_argument("--id", action="append", required=True, metavar="HEX", help="message id (repeat, up to 16)")
+
+
+def describe_item(item: Any) -> str:
+    meta = item.meta or {}
+    parts = [f"sub={item.sub_id}", f"dseq={item.dseq}", f"kind={item.kind}"]
+    if meta:
+        parts.append(f"adapter={meta.get(0)}")
+        parts.append(f"key={bytes(meta.get(1, b'')).hex()}")
+        if 2 in meta:
+            parts.append(f"inner={meta[2].hex()}")
+        if 3 in meta:
+            parts.append(f"pool={meta[3].hex()}")
+    parts.append(f"size={len(item.raw)}")
+    return " ".join(parts)
+
+
+def _selector(args: argparse.Namespace) -> dict[int, Any]:
+    selector: dict[int, Any] = {0: _ADAPTERS[args.adapter]}
+    if args.group:
+        selector[1] = [_hex(g, "--group", 32) for g in args.group]
+    if args.topic:
+        selector[3] = [_hex(t, "--topic", 32) for t in args.topic]
+    return selector
+
+
+async def _subscribe(args: argparse.Namespace, conn: Any, magic: int) -> None:
+    from integrations.topics import Durable, decode_item, make_auth
+
+    durable = None
+    if args.durable is not None:
+        name = args.durable.encode()
+        auth = None
+        if args.adapter == "upsycle":
+            key = _signing_key(args.key, "a durable UPSYCLE subscription")
+            name = bytes(key.verify_key)
+            auth = make_auth(key, "attach", None, magic)
+        durable = Durable(name, auth)
+    subscribed = await conn.ask(conn.topics.subscribe([_selector(args)], _STARTS[args.start], durable))
+    printed, acks = 0, []
+    while args.count is None or printed < args.count:
+        reply = await conn.ask(conn.topics.next(blocking=not args.non_blocking, acks=acks))
+        acks = []
+        for raw in reply.items:
+            item = decode_item(raw)
+            print(describe_item(item), flush=True)
+            printed += 1
+            acks = [(subscribed.sub_id, item.dseq)]
+            if args.count is not None and printed >= args.count:
+                break
+        if args.non_blocking and not reply.has_more:
+            break
+    if acks:
+        await conn.ask(conn.topics.next(blocking=False, acks=acks, max_items=1))
+
+
+async def _run(args: argparse.Namespace, magic: int) -> None:
+    from integrations.topics import make_auth, open_topic_connection
+
+    async with open_topic_connection(socket_path_of(args), magic) as conn:
+        action = args.topic_command
+        if action == "subscribe":
+            await _subscribe(args, conn, magic)
+        elif action == "publish":
+            body = _hex(args.body_hex, "--body-hex") if args.body_hex is not None else _read_body(args.body)
+            published = await conn.ask(conn.topics.publish(body))
+            inner = "" if published.inner_id is None else f" inner={published.inner_id.hex()}"
+            dmq_id = "none (node-local)" if published.dmq_id is None else published.dmq_id.hex()
+            print(f"published id={dmq_id}{inner}")
+        elif action in ("join", "leave"):
+            key = _signing_key(args.key, action)
+            group = _hex(args.group, "--group", 32)
+            auth = make_auth(key, action, group, magic)
+            if action == "join":
+                ack = await conn.ask(conn.topics.join(bytes(key.verify_key), group, args.local, auth))
+            else:
+                ack = await conn.ask(conn.topics.leave(bytes(key.verify_key), group, auth))
+            detail = "" if ack.detail is None else f" detail={ack.detail}"
+            print(f"{action} group={group.hex()} result={'success' if ack.result == 0 else 'failure'}{detail}")
+            if ack.result != 0:
+                raise OperatorError(f"{action} refused by the node (detail {ack.detail})")
+        elif action == "pull":
+            key = _signing_key(args.key, "pull")
+            ids = [_hex(i, "--id", 32) for i in args.id]
+            if len(ids) > 16:
+                raise OperatorError(f"--id given {len(ids)} times: a pull names at most 16 ids")
+            reply = await conn.ask(conn.topics.pull(bytes(key.verify_key), _hex(args.group, "--group", 32), ids))
+            names = ["queued", "requested", "not_found", "expired", "not_member", "rate_limited"]
+            for ident, status in reply.statuses:
+                print(f"id={ident.hex()} status={names[status]}")
+
+
+def _read_body(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise OperatorError(f"--body {path}: {exc.strerror}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    from integrations.mithril import DmqClientError
+
+    if getattr(args, "count", None) is not None and args.count < 1:
+        raise OperatorError(f"--count {args.count}: expected a positive number of items")
+    magic = network_magic_of(args)
+    try:
+        trio.run(_run, args, magic)
+    except DmqClientError as exc:
+        raise OperatorError(str(exc)) from None
+    return 0

@@ -1,0 +1,16 @@
+"""A client for the node's topics: protocol 1000 over the local socket (TOPICS.md 3)."""
+
+from .client import (
+    Durable,
+    Item,
+    Resume,
+    TopicConnection,
+    TopicRequestRefused,
+    TopicsUnavailable,
+    decode_item,
+    make_auth,
+    open_topic_connection,
+)
+
+__all__ = ["Durable", "Item", "Resume", "TopicConnection", "TopicRequestRefused", "TopicsUnavailable",
+           "decode_item", "make_auth", "open_topic_connection"]

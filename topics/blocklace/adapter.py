@@ -1,0 +1,346 @@
+"""The Blocklace adapter: the hooks of TOPICS.md 2.4 over the lace (section 5).
+
+* ``validate`` asks :meth:`Lace.check` (no side effect on the store): a block whose pointers
+  are not all held is **deferred** on them; a block refused at closure is remembered in an
+  in-memory invalid memo, so that any later block pointing to it is refused
+  (``invalid_ancestor``) without waiting for pointers that will never be accepted.
+* ``on_accept`` runs :meth:`Lace.accept` inside the commit transaction and returns the items:
+  the block (kind 0, the original message bytes even when it came in a carry), proofs (kind 1)
+  and final epochs (kind 3). The same transaction writes the block, its chain slot, proofs
+  and certificates (:mod:`topics.blocklace.store`).
+* needs, carries and proof notices follow solicited re-publication (2.8): a carry is accepted
+  only for a held, unexpired need that asked for the block, with fewer than R answers; the
+  carried message is verified offline (:func:`~topics.blocklace.proofs.carried_block`) and its
+  block enters the lace as a *solicited* arrival.
+* ``prune`` applies 5.8 retention: blocks below F past their expiry and epoch close become
+  tombstones, tombstones go at F >= epoch + 3, expired needs go.
+
+The lace is a cache rebuilt from the databases at the first hook call after start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dmq.codec import decode_message
+from dmq.message import DmqMessage
+from dmq.stake import MAINNET_MAX_KES_EVOLUTIONS
+from topics.adapter import (
+    FLAG_ANSWER,
+    FLAG_LATE,
+    FLAG_LOCAL,
+    ITEM_EPOCH_FINAL,
+    ITEM_MESSAGE,
+    ITEM_PROOF,
+    OK,
+    Accepted,
+    AdapterRuntime,
+    AdapterTxn,
+    Defer,
+    Delivery,
+    Origin,
+    Reject,
+    Start,
+    StoreView,
+    TopicAdapter,
+    ValidationContext,
+    Verdict,
+)
+from topics.classify import TAG_BLOCKLACE, tag_of
+from topics.filters import matches
+from topics.raw import message_meta
+from topics.reasons import ANSWER_QUOTA, EXPIRY_EXCEEDS_BOUND, RATE_LIMITED, UNSOLICITED, RejectReason
+
+from . import store
+from .codec import AD, EPOCH, KIND_BLOCK, KIND_CARRY, KIND_NEED, KIND_PROOF_NOTICE, Block, Carry, Need, Proof, \
+    ProofNotice, decode_body
+from .lace import Lace, StakeOf
+from .proofs import carried_block
+from .reasons import EPOCH_CLOSED, EQUIVOCATOR_EXCLUDED, STALE_STAKE_SNAPSHOT, BlocklaceReject
+from .recovery import ANSWERS_PER_ITEM, REQUEST_LIFETIME, Recovery
+
+__all__ = ["BlocklaceAdapter", "BlocklaceInner", "ADAPTER_NUMBER", "REQUESTS_PER_WINDOW", "REQUEST_WINDOW",
+           "CARRY_WAIT", "SKEW"]
+
+ADAPTER_NUMBER = 2
+REQUESTS_PER_WINDOW = 6          # (P) needs per pool per topic ...
+REQUEST_WINDOW = 600             # ... per 10 minutes
+CARRY_WAIT = 30.0                # (P) an answer that overtook its need waits this long
+SKEW = 30                        # S (P)
+
+#: Refusals that depend on when or how a block arrived, not on the block: never memoized.
+_CIRCUMSTANTIAL = frozenset({EPOCH_CLOSED, EQUIVOCATOR_EXCLUDED, STALE_STAKE_SNAPSHOT})
+
+
+@dataclass(frozen=True, slots=True)
+class BlocklaceInner:
+    """A decoded Blocklace body; a carry also holds the carried message and its block."""
+
+    kind: int
+    content: Block | Need | Carry | ProofNotice
+    carried: DmqMessage | None = None
+    carried_block: Block | None = None
+
+    @property
+    def topic(self) -> bytes:
+        if self.carried_block is not None:
+            return self.carried_block.topic
+        return self.content.topic  # type: ignore[union-attr]
+
+
+class BlocklaceAdapter(TopicAdapter):
+    name = "blocklace"
+    tag = TAG_BLOCKLACE
+    number = ADAPTER_NUMBER
+    databases = store.DATABASES
+    pending_limit = 4096
+    convergent = True
+
+    def __init__(self, *, stake_of: StakeOf | None = None, max_kes_evolutions: int = MAINNET_MAX_KES_EVOLUTIONS,
+                 seed: int | None = None, pending_wait: float | None = None) -> None:
+        self.lace = Lace(stake_of)
+        self.max_kes_evolutions = max_kes_evolutions
+        options = {} if pending_wait is None else {"pending_wait": pending_wait}
+        self.recovery = Recovery(self.lace, seed=seed, **options)
+        self.runtime: AdapterRuntime | None = None
+        self._loaded = False
+
+    def start(self, runtime: AdapterRuntime) -> None:
+        self.runtime = runtime
+        self.recovery.can_publish = runtime.has_signer
+        self.recovery.pool_id = runtime.pool_id
+
+    # -- the lace as a cache of the store ---------------------------------------------------
+
+    def _ensure_loaded(self, view: StoreView) -> None:
+        """Rebuild the lace from the databases once (TOPICS.md 2.9: state survives restarts)."""
+        if self._loaded:
+            return
+        self._loaded = True
+        for tomb in store.tombs(view):
+            self.lace.tombs[tomb.id] = tomb
+        for topic, epoch, proposal, final_time in store.epochs(view):
+            state = self.lace.topic(topic)
+            state.certificates[epoch] = proposal
+            state.final_times[epoch] = final_time
+            state.final = max(state.final, epoch)
+        for row in store.blocks(view):
+            message = decode_message(row.raw)
+            _, block = decode_body(message.body)
+            self.lace.accept(message, block, row.arrival, row.solicited)
+        for proof in store.proofs(view):
+            self._remember_proof(proof)
+
+    def _remember_proof(self, proof: Proof) -> None:
+        from .lace import proof_key
+
+        self.lace.proofs[proof_key(proof)] = proof
+        if proof.kind == 0:
+            state = self.lace.topic(proof.topic)
+            proven = state.excluded.get(proof.culprit)
+            state.excluded[proof.culprit] = proof.where if proven is None else min(proven, proof.where)
+
+    # -- classification and decoding --------------------------------------------------------
+
+    def classify(self, body: bytes) -> bytes | None:
+        if tag_of(body) != TAG_BLOCKLACE:
+            return None
+        inner = self.decode(body)
+        return None if isinstance(inner, Reject) else inner.topic
+
+    def decode(self, body: bytes) -> BlocklaceInner | Reject:
+        try:
+            kind, content = decode_body(body)
+            if kind == KIND_CARRY:
+                message, block = carried_block(content.message, self.max_kes_evolutions)
+                return BlocklaceInner(kind, content, message, block)
+        except BlocklaceReject as exc:
+            return Reject(exc.reason, exc.detail)
+        return BlocklaceInner(kind, content)
+
+    def inner_id(self, inner: BlocklaceInner) -> bytes | None:
+        return inner.carried.message_id if inner.carried is not None else None
+
+    def provides(self, inner: BlocklaceInner) -> Iterable[bytes]:
+        """A carry makes its block available to blocks deferred on it."""
+        return () if inner.carried is None else (inner.carried.message_id,)
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def validate(self, inner: BlocklaceInner, ctx: ValidationContext) -> Verdict:
+        self._ensure_loaded(ctx.store)
+        facts, now = ctx.facts, ctx.now
+        if inner.kind == KIND_BLOCK:
+            return self._check_block(facts.dmq_id, facts.pool_id, inner.content, False, now)
+        if inner.kind == KIND_NEED:
+            return self._check_need(inner.content, ctx)
+        if inner.kind == KIND_CARRY:
+            return self._check_carry(inner, ctx)
+        return OK
+
+    def _check_block(self, ident: bytes, creator: bytes, block: Block, solicited: bool, now: float) -> Verdict:
+        if ident in self.lace.blocks:
+            return OK                      # held through a carry: the direct copy may still travel
+        memo = self.lace.invalid.get(ident)
+        if memo is not None:
+            return Reject(_reason_named(memo), "refused before")
+        try:
+            missing = self.lace.check(block, creator, solicited)
+        except BlocklaceReject as exc:
+            if exc.reason not in _CIRCUMSTANTIAL:
+                self.lace.invalid[ident] = exc.reason.name
+            return Reject(exc.reason, exc.detail)
+        if missing:
+            self.recovery.want(block.topic, missing, now)
+            return Defer(missing)
+        return OK
+
+    def _check_need(self, need: Need, ctx: ValidationContext) -> Verdict:
+        now = ctx.now
+        if ctx.facts.expires_at > now + REQUEST_LIFETIME + SKEW:
+            return Reject(EXPIRY_EXCEEDS_BOUND, f"a need lives at most {REQUEST_LIFETIME} s")
+        recent = store.requests_since(ctx.store, ctx.facts.pool_id, need.topic, int(now) - REQUEST_WINDOW)
+        if recent >= REQUESTS_PER_WINDOW:
+            return Reject(RATE_LIMITED, f"{recent} needs for this topic in {REQUEST_WINDOW} s", REQUEST_WINDOW)
+        return OK
+
+    def _check_carry(self, inner: BlocklaceInner, ctx: ValidationContext) -> Verdict:
+        carry: Carry = inner.content  # type: ignore[assignment]
+        item = inner.carried.message_id
+        req = store.request(ctx.store, carry.need)
+        if req is None:
+            return Defer([carry.need], max_wait=CARRY_WAIT)
+        if req.expires_at < ctx.now:
+            return Reject(UNSOLICITED, "the need has expired")
+        block = inner.carried_block
+        asked = item in req.ids or (req.anchors and block.payload.type in (AD, EPOCH))
+        if not asked or block.topic != req.topic:
+            return Reject(UNSOLICITED, "the carried block was not requested")
+        if store.answers(ctx.store, carry.need, item) >= ANSWERS_PER_ITEM:
+            return Reject(ANSWER_QUOTA, f"{ANSWERS_PER_ITEM} answers already accepted")
+        return self._check_block(item, inner.carried.pool_id, block, True, ctx.now)
+
+    def expires_at(self, inner: BlocklaceInner, now: float) -> int:
+        t = int(now)
+        if inner.kind == KIND_NEED:
+            return t + REQUEST_LIFETIME
+        return t + 1740
+
+    # -- acceptance ---------------------------------------------------------------------------
+
+    def on_accept(self, message: Accepted, txn: AdapterTxn) -> Sequence[Delivery]:
+        self._ensure_loaded(txn)
+        inner: BlocklaceInner = message.inner
+        facts = message.facts
+        flags = (FLAG_LATE if message.late else 0) | (0 if facts.origin is Origin.PEER else FLAG_LOCAL)
+        if inner.kind == KIND_BLOCK:
+            return self._accept_block(txn, message.message, inner.content, message.arrival, False, flags)
+        if inner.kind == KIND_CARRY:
+            store.count_answer(txn, inner.content.need, inner.carried.message_id)
+            return self._accept_block(txn, inner.carried, inner.carried_block, message.arrival, True,
+                                      flags | FLAG_ANSWER)
+        if inner.kind == KIND_NEED:
+            need: Need = inner.content  # type: ignore[assignment]
+            store.put_request(txn, facts.dmq_id, store.Request(need.topic, need.ids, need.anchors, facts.expires_at,
+                                                               facts.pool_id, message.arrival))
+            self.recovery.requested(facts.dmq_id, need, self._is_relay(need.topic), facts.origin is Origin.OWN,
+                                    message.arrival)
+            return ()
+        notice: ProofNotice = inner.content  # type: ignore[assignment]
+        self.recovery.noticed(notice)
+        self.recovery.want(notice.topic, [notice.a, notice.b], message.arrival, urgent=True)
+        return ()
+
+    def _is_relay(self, topic: bytes) -> bool:
+        pool = self.recovery.pool_id
+        ad = self.lace.ad_version(topic, max(self.lace.topic(topic).ads, default=-1))
+        return pool is not None and ad is not None and pool in ad.relays
+
+    def _accept_block(self, txn: AdapterTxn, message: DmqMessage, block: Block, arrival: int, solicited: bool,
+                      flags: int) -> list[Delivery]:
+        if message.message_id in self.lace.blocks:
+            return []
+        outcome = self.lace.accept(message, block, arrival, solicited)
+        store.write_accepted(txn, outcome.held, outcome.finals, outcome.proofs)
+        self.recovery.arrived(message.message_id)
+        items = [self._block_item(message.raw, outcome.held.creator, block, message.message_id, arrival, flags)]
+        for proof in outcome.proofs:
+            self.recovery.proven(proof, arrival)
+            items.append(self._proof_item(proof))
+        for epoch, proposal in outcome.finals:
+            items.append(Delivery(ADAPTER_NUMBER, [ITEM_EPOCH_FINAL, {0: block.topic, 1: epoch, 2: proposal}],
+                                  facets={3: frozenset({block.topic})}))
+        return items
+
+    @staticmethod
+    def _block_item(raw: bytes, creator: bytes, block: Block, ident: bytes, arrival: int, flags: int) -> Delivery:
+        meta = message_meta(ADAPTER_NUMBER, block.topic, arrival, inner_id=ident, pool=creator, flags=flags)
+        return Delivery(ADAPTER_NUMBER, [ITEM_MESSAGE, meta, raw],
+                        facets={3: frozenset({block.topic}), 4: frozenset({creator}), 6: frozenset(block.tags),
+                                9: frozenset({KIND_BLOCK}), 10: frozenset({block.payload.type})},
+                        dedup=ident)
+
+    @staticmethod
+    def _proof_item(proof: Proof) -> Delivery:
+        return Delivery(ADAPTER_NUMBER, [ITEM_PROOF, proof.wire()],
+                        facets={3: frozenset({proof.topic}), 9: frozenset({KIND_PROOF_NOTICE})})
+
+    # -- subscriptions --------------------------------------------------------------------------
+
+    def deliver(self, filters: Sequence[Mapping[int, Any]], start: Start, view: StoreView,
+                now: float) -> Iterable[Delivery]:
+        """``retained``: every held block in acceptance (causal) order; ``state``: the blocks of
+        each topic's current epoch. Both are followed by the proofs held."""
+        if start is Start.NOW:
+            return []
+        self._ensure_loaded(view)
+        items = []
+        for row in store.blocks(view):
+            held = self.lace.blocks.get(decode_message(row.raw).message_id)
+            if held is None:
+                continue
+            if start is Start.STATE and held.block.epoch < self.lace.topic(held.block.topic).final:
+                continue
+            flags = FLAG_ANSWER if row.solicited else 0
+            items.append(self._block_item(row.raw, held.creator, held.block, held.id, row.arrival, flags))
+        items += [self._proof_item(p) for p in self.lace.proofs.values()]
+        return [d for d in items if not filters or matches(filters, d)]
+
+    # -- the node's own publications ------------------------------------------------------------
+
+    def due_publications(self, view: StoreView, now: float) -> list[bytes]:
+        """Bodies this node should publish now (carries, needs, proof notices)."""
+        self._ensure_loaded(view)
+        return self.recovery.due(view, now)
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def equivocations(self) -> list[Proof]:
+        """Every proof held, in a stable order."""
+        return [self.lace.proofs[k] for k in sorted(self.lace.proofs)]
+
+    # -- retention ------------------------------------------------------------------------------
+
+    def prune(self, now: float, txn: AdapterTxn) -> None:
+        self._ensure_loaded(txn)
+        for topic in list(self.lace.topics):
+            ad = self.lace.ad_version(topic, max(self.lace.topic(topic).ads, default=-1))
+            grace = ad.params.grace if ad is not None else 0
+            gone = self.lace.prune(self.lace.prunable(topic, now, grace))
+            dropped = self.lace.drop_tombs(topic)
+            if gone or dropped:
+                store.write_tombs(txn, topic, gone, dropped)
+        for need_id in store.expired_requests(txn, now):
+            store.drop_request(txn, need_id)
+
+
+def _reason_named(name: str) -> RejectReason:
+    """The reason a memoized refusal was given (Blocklace reasons and ``malformed``)."""
+    from topics.reasons import CORE_REASONS
+
+    from . import reasons as bl
+
+    known = [v for v in vars(bl).values() if isinstance(v, RejectReason)] + list(CORE_REASONS)
+    return next((r for r in known if r.name == name), bl.INVALID_ANCESTOR)

@@ -1,0 +1,174 @@
+"""The Blocklace adapter's named databases and their records (TOPICS.md 5.8, 2.9).
+
+The in-memory :class:`~topics.blocklace.lace.Lace` is a cache of what these databases hold:
+every write happens inside the commit transaction of the message that caused it, and a
+restarted node rebuilds the lace by replaying ``block`` in acceptance order over the
+``tomb``, ``epoch`` and ``proof`` records. Keys start with the topic id so that one topic
+can be scanned or dropped on its own.
+
+=========  ==========================================  ==========================================
+database   key                                         value
+=========  ==========================================  ==========================================
+block      topic, id                                   [order, raw message, arrival, solicited]
+chain      topic, creator, seq (8)                     ids of the creator's blocks with that seq
+tomb       topic, id                                   [epoch, creator, seq]
+ad         topic, version (8)                          id of the first advertisement block
+epoch      topic, epoch (8)                            [proposal id, final time]
+proof      proof key (see ``lace.proof_key``)           encoded proof
+req        ``r`` need id                                [topic, ids, anchors, expiresAt, pool, arrival]
+           ``a`` need id, item id                       answers accepted (uint)
+           ``p`` pool, topic, arrival (8), need id      empty: the per-pool request budget
+meta       ``order``                                    next acceptance number
+=========  ==========================================  ==========================================
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from topics import cbor
+from topics.adapter import AdapterTxn, StoreView
+
+from .codec import Proof, decode_proof, encode_proof
+from .lace import Held, Tomb, proof_key
+
+__all__ = ["DATABASES", "Request", "BlockRow", "write_accepted", "write_tombs", "blocks", "tombs",
+           "epochs", "proofs", "request", "put_request", "answers", "count_answer", "requests_since",
+           "drop_request", "expired_requests"]
+
+DATABASES = ("block", "chain", "tomb", "ad", "epoch", "proof", "req", "meta")
+_U64 = struct.Struct(">Q")
+_ORDER = b"order"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRow:
+    order: int
+    raw: bytes
+    arrival: int
+    solicited: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A held ``need``: what was asked, until when, by which pool."""
+
+    topic: bytes
+    ids: tuple[bytes, ...]
+    anchors: bool
+    expires_at: int
+    pool: bytes
+    arrival: int
+
+
+# -- blocks ---------------------------------------------------------------------------------
+
+def write_accepted(txn: AdapterTxn, held: Held, finals: list[tuple[int, bytes]], proofs: list[Proof]) -> None:
+    """Everything one acceptance changes, in the caller's transaction."""
+    topic = held.block.topic
+    order_raw = txn.get("meta", _ORDER)
+    order = 0 if order_raw is None else _U64.unpack(order_raw)[0]
+    txn.put("meta", _ORDER, _U64.pack(order + 1))
+    txn.put("block", topic + held.id, cbor.encode([order, held.raw, held.arrival, held.solicited]))
+    slot = topic + held.creator + _U64.pack(held.block.seq)
+    ids = txn.get("chain", slot) or b""
+    if held.id not in [ids[i:i + 32] for i in range(0, len(ids), 32)]:
+        txn.put("chain", slot, ids + held.id)
+    if held.block.payload.type == 3:
+        key = topic + _U64.pack(held.block.payload.ad.body.version)
+        if txn.get("ad", key) is None:
+            txn.put("ad", key, held.id)
+    for epoch, proposal in finals:
+        txn.put("epoch", topic + _U64.pack(epoch), cbor.encode([proposal, held.arrival]))
+    for proof in proofs:
+        txn.put("proof", proof_key(proof), encode_proof(proof))
+
+
+def write_tombs(txn: AdapterTxn, topic: bytes, tombs_: list[Tomb], dropped: list[bytes]) -> None:
+    for tomb in tombs_:
+        txn.delete("block", topic + tomb.id)
+        txn.put("tomb", topic + tomb.id, cbor.encode([tomb.epoch, tomb.creator, tomb.seq]))
+    for ident in dropped:
+        txn.delete("tomb", topic + ident)
+
+
+def blocks(view: StoreView) -> list[BlockRow]:
+    """Every retained block, in acceptance order (a causal order)."""
+    rows = []
+    for _, value in view.scan("block"):
+        order, raw, arrival, solicited = cbor.decode(value)
+        rows.append(BlockRow(order, raw, arrival, bool(solicited)))
+    rows.sort(key=lambda r: r.order)
+    return rows
+
+
+def tombs(view: StoreView) -> Iterator[Tomb]:
+    for key, value in view.scan("tomb"):
+        epoch, creator, seq = cbor.decode(value)
+        yield Tomb(key[32:], epoch, creator, seq)
+
+
+def epochs(view: StoreView) -> Iterator[tuple[bytes, int, bytes, int]]:
+    """``(topic, epoch, proposal, final time)`` of every final epoch."""
+    for key, value in view.scan("epoch"):
+        proposal, final_time = cbor.decode(value)
+        yield key[:32], _U64.unpack(key[32:])[0], proposal, final_time
+
+
+def proofs(view: StoreView) -> Iterator[Proof]:
+    for _, value in view.scan("proof"):
+        yield decode_proof(value)
+
+
+# -- requests (needs) -------------------------------------------------------------------------
+
+def request(view: StoreView, need_id: bytes) -> Request | None:
+    raw = view.get("req", b"r" + need_id)
+    if raw is None:
+        return None
+    topic, ids, anchors, expires_at, pool, arrival = cbor.decode(raw)
+    return Request(topic, tuple(ids), bool(anchors), expires_at, pool, arrival)
+
+
+def put_request(txn: AdapterTxn, need_id: bytes, req: Request) -> None:
+    txn.put("req", b"r" + need_id, cbor.encode([req.topic, list(req.ids), req.anchors, req.expires_at,
+                                                 req.pool, req.arrival]))
+    txn.put("req", b"p" + req.pool + req.topic + _U64.pack(req.arrival) + need_id, b"")
+
+
+def answers(view: StoreView, need_id: bytes, item: bytes) -> int:
+    raw = view.get("req", b"a" + need_id + item)
+    return 0 if raw is None else _U64.unpack(raw)[0]
+
+
+def count_answer(txn: AdapterTxn, need_id: bytes, item: bytes) -> None:
+    txn.put("req", b"a" + need_id + item, _U64.pack(answers(txn, need_id, item) + 1))
+
+
+def requests_since(view: StoreView, pool: bytes, topic: bytes, since: int) -> int:
+    """Requests of ``pool`` for ``topic`` that arrived at ``since`` or later."""
+    count = 0
+    for key, _ in view.scan("req", b"p" + pool + topic):
+        if _U64.unpack(key[61:69])[0] >= since:
+            count += 1
+    return count
+
+
+def expired_requests(view: StoreView, now: float) -> list[bytes]:
+    out = []
+    for key, _ in view.scan("req", b"r"):
+        req = request(view, key[1:])
+        if req is not None and req.expires_at < now:
+            out.append(key[1:])
+    return out
+
+
+def drop_request(txn: AdapterTxn, need_id: bytes) -> None:
+    req = request(txn, need_id)
+    txn.delete("req", b"r" + need_id)
+    for key, _ in list(txn.scan("req", b"a" + need_id)):
+        txn.delete("req", key)
+    if req is not None:
+        txn.delete("req", b"p" + req.pool + req.topic + _U64.pack(req.arrival) + need_id)

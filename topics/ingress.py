@@ -1,0 +1,347 @@
+"""The topic ingress pipeline after DMQ decoding (TOPICS.md 2.5), for instances carrying adapters.
+
+Every way in (node-to-node, protocol 14, protocol 1000 publication, re-publication) runs the
+same ordered steps; the first failure wins:
+
+1. decode (the core's, keeps raw spans);
+2. duplicate: the DMQ store, every pending buffer, and the ids adapters rejected;
+3. DMQ validation in the core's order, with the per-pool token bucket in place of the 60 s
+   spacing (the validator of a topic instance runs with ``min_sig_delay = 0``);
+4. classification and the carried set; 5. adapter decode; 6. adapter validate;
+7. one LMDB write transaction: DMQ store insert, core state, ``on_accept``, queue appends;
+8. wake deliveries (peers are woken by the mempool itself).
+
+Adapter rejections never change core state, never close a connection (they are
+:class:`~dmq.validation.TopicRejected`, trace-only) and are remembered until the message's
+``expiresAt``. Messages are taken one at a time under one lock, so ``validate`` always
+sees the adapter state of every message accepted before it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from dmq.ingress import Ingress
+from dmq.mempool import DurableMempool
+from dmq.message import DmqMessage
+from dmq.trace import MessageAccepted, MessageRejected, Tracer
+from dmq.validation import (
+    Outcome,
+    ReactionPolicy,
+    SigDuplicate,
+    SigExpired,
+    SigExpiresAtTooFarInTheFuture,
+    SigValidationError,
+    TopicRejected,
+    Validator,
+)
+
+from .adapter import (
+    Accepted,
+    AdapterRuntime,
+    Defer,
+    Delivery,
+    DmqFacts,
+    Origin,
+    Reject,
+    TopicAdapter,
+    ValidationContext,
+)
+from .bucket import TokenBucket
+from .carried import CarriedSet
+from .classify import TopicClass, classify
+from .pending import Parked, PendingBuffer, RejectedCache
+from .raw import raw_delivery
+from .reasons import BUFFER_OVERFLOW, RATE_LIMITED, TOPIC_NOT_CARRIED, UNKNOWN_TOPIC, RejectReason
+from .store import AdapterDatabases
+from .subscriptions import HUB_DATABASES, SubscriptionHub
+from .trace import TopicAcceptedLate, TopicDeferred, TopicPendingDropped
+
+__all__ = ["TopicIngress", "TopicOutcome", "HUB_OWNER", "PRUNE_INTERVAL"]
+
+#: The framework's own databases (durable subscriptions) are registered under this name.
+HUB_OWNER = "topics"
+#: How often adapters prune and pending buffers expire (seconds).
+PRUNE_INTERVAL = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOutcome:
+    """One message's fate with the topic details protocol 1000 needs."""
+
+    message: DmqMessage
+    error: SigValidationError | None
+    deferred: bool = False
+    inner_id: bytes | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.error is None
+
+
+def _origin_of(origin: str) -> Origin:
+    return {"local": Origin.LOCAL, "own": Origin.OWN}.get(origin, Origin.PEER)
+
+
+def _reject_error(adapter: str, reject: Reject) -> TopicRejected:
+    return TopicRejected(adapter, reject.reason.name, reject.reason.code, reject.detail)
+
+
+def _reason_error(adapter: str, reason: RejectReason, detail: str = "") -> TopicRejected:
+    return TopicRejected(adapter, reason.name, reason.code, detail)
+
+
+class TopicIngress(Ingress):
+    """:class:`~dmq.ingress.Ingress` with the topic steps, for a topic network instance."""
+
+    def __init__(
+        self,
+        mempool: DurableMempool,
+        validator: Validator,
+        tracer: Tracer,
+        *,
+        adapters: Sequence[TopicAdapter],
+        carried: CarriedSet,
+        dbs: AdapterDatabases,
+        hub: SubscriptionHub | None = None,
+        bucket: TokenBucket | None = None,
+        stake: Any = None,
+        network_magic: int = 0,
+        params: Mapping[str, Any] | None = None,
+        allow_legacy: bool = False,
+        reactions: ReactionPolicy = ReactionPolicy(),
+        rejected: RejectedCache | None = None,
+    ) -> None:
+        super().__init__(mempool, validator, tracer, allow_legacy=allow_legacy, reactions=reactions)
+        self.adapters = {a.name: a for a in adapters if carried.carries(a.name)}
+        self.carried = carried
+        self.dbs = dbs
+        self.hub = hub if hub is not None else SubscriptionHub()
+        self.bucket = bucket if bucket is not None else TokenBucket()
+        self.stake = stake if stake is not None else validator.stake_view
+        self.network_magic = network_magic
+        self.params = dict(params or {})
+        self.rejected = rejected if rejected is not None else RejectedCache()
+        self._tags = {a.tag: a.name for a in adapters}
+        self.pending = {name: PendingBuffer(a.pending_limit) for name, a in self.adapters.items()}
+        self._lock = trio.Lock()
+        for name, adapter in self.adapters.items():
+            dbs.register(name, adapter.databases)
+        dbs.register(HUB_OWNER, HUB_DATABASES)
+        self._load()
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        """Drop retained state past its deadline, then reload durable subscriptions (2.9)."""
+        now = self.validator.clock.now()
+        for name, adapter in self.adapters.items():
+            self.dbs.write(name, lambda txn, a=adapter: a.prune(now, txn))
+        with self.dbs.reading(HUB_OWNER) as view:
+            expired = self.hub.load(view, now)
+        if expired:
+            self.dbs.write(HUB_OWNER, lambda txn: [txn.delete("queue", k) for k in expired])
+
+    def start_adapters(self, runtime: AdapterRuntime) -> None:
+        for adapter in self.adapters.values():
+            adapter.start(runtime)
+
+    # -- the pipeline -----------------------------------------------------------------------
+
+    def is_known(self, dmq_id: bytes, now: float) -> bool:
+        """Step 2: in the DMQ store, parked in a pending buffer, or rejected by an adapter."""
+        return (self.mempool.contains(dmq_id)
+                or any(buffer.holds(dmq_id) for buffer in self.pending.values())
+                or self.rejected.holds(dmq_id, now))
+
+    async def submit_own(self, raw: bytes) -> TopicOutcome:
+        """A message this node built and signed (publication, re-publication)."""
+        message = self.decode(raw)
+        async with self._lock:
+            outcome = await self._admit_one(message, "own", set())
+        self._trace(outcome, "own", 0)
+        return outcome
+
+    async def _admit(self, messages: list[DmqMessage], origin: str) -> list[Outcome]:
+        results: list[TopicOutcome] = []
+        seen: set[bytes] = set()
+        async with self._lock:
+            for message in messages:
+                started = time.perf_counter_ns()
+                outcome = await self._admit_one(message, origin, seen)
+                results.append(outcome)
+                self._trace(outcome, origin, time.perf_counter_ns() - started)
+        return [Outcome(r.message, r.error) for r in results]
+
+    def _trace(self, outcome: TopicOutcome, origin: str, elapsed_ns: int) -> None:
+        m = outcome.message
+        now = self.tracer.now()
+        if outcome.deferred:
+            return
+        if outcome.error is None:
+            self.tracer.emit(MessageAccepted(now, m.message_id, m.pool_id, m.size, origin, elapsed_ns))
+        else:
+            reaction = "reject" if origin in ("local", "own") else self.reactions.peer_reaction(outcome.error).value
+            self.tracer.emit(MessageRejected(now, m.message_id, m.pool_id, m.size, origin,
+                                             outcome.error.show(), reaction))
+
+    async def _admit_one(self, message: DmqMessage, origin: str, seen: set[bytes]) -> TopicOutcome:
+        clock = self.validator.clock
+        now, monotonic = clock.now(), clock.monotonic()
+        dmq_id = message.message_id
+        # 2. duplicates
+        if dmq_id in seen or self.is_known(dmq_id, now):
+            return TopicOutcome(message, SigDuplicate())
+        seen.add(dmq_id)
+        found = classify(message.body, self._tags)
+        label = "unknown" if found.kind is TopicClass.UNKNOWN else found.name
+        # 3. DMQ validation: cheap clock checks, the bucket, then the core's ordered checks.
+        if not now <= message.expires_at:
+            return TopicOutcome(message, SigExpired())
+        if not message.expires_at - self.validator.max_ttl < now:
+            return TopicOutcome(message, SigExpiresAtTooFarInTheFuture())
+        if not self.bucket.available(message.pool_id, monotonic):
+            retry = self.bucket.retry_after(message.pool_id, monotonic)
+            return TopicOutcome(message, _reason_error(label, RATE_LIMITED, f"retry after {retry} s"))
+        error = self.validator.check(message)
+        if error is not None:
+            return TopicOutcome(message, error)
+        # 4. classification and carried set
+        if found.kind is TopicClass.RAW:
+            if not self.carried.raw:
+                return TopicOutcome(message, _reason_error("raw", TOPIC_NOT_CARRIED))
+            await self._commit_raw(message, now, monotonic)
+            return TopicOutcome(message, None)
+        if found.kind is TopicClass.UNKNOWN:
+            return self._refuse(message, label, Reject(UNKNOWN_TOPIC), now)
+        adapter = self.adapters.get(found.name)
+        if adapter is None:
+            return self._refuse(message, found.name, Reject(TOPIC_NOT_CARRIED), now)
+        # 5. adapter decode
+        inner = adapter.decode(message.body)
+        if isinstance(inner, Reject):
+            return self._refuse(message, adapter.name, inner, now)
+        facts = DmqFacts(dmq_id, message.pool_id, message.kes_period, message.expires_at, _origin_of(origin),
+                         None if origin in ("local", "own") else origin)
+        return await self._validate_and_commit(adapter, message, inner, facts, now, monotonic, charged=False,
+                                               origin=origin)
+
+    def _refuse(self, message: DmqMessage, adapter: str, reject: Reject, now: float) -> TopicOutcome:
+        self.rejected.add(message.message_id, message.expires_at)
+        return TopicOutcome(message, _reject_error(adapter, reject))
+
+    def _context(self, adapter: TopicAdapter, facts: DmqFacts, view: Any) -> ValidationContext:
+        return ValidationContext(self.validator.clock, facts, self.stake, view, self.params, self.network_magic)
+
+    async def _validate_and_commit(self, adapter: TopicAdapter, message: DmqMessage, inner: Any, facts: DmqFacts,
+                                   now: float, monotonic: float, *, charged: bool, origin: str,
+                                   provided: list[bytes] | None = None) -> TopicOutcome:
+        """Steps 6 and 7; ids the commit makes available go to ``provided`` when given, else
+        parked messages waiting for them are released at once."""
+        # 6. adapter validate, against the committed adapter state
+        with self.dbs.reading(adapter.name) as view:
+            verdict = adapter.validate(inner, self._context(adapter, facts, view))
+        if isinstance(verdict, Reject):
+            return self._refuse(message, adapter.name, verdict, now)
+        if isinstance(verdict, Defer):
+            if not charged:
+                self.bucket.charge(message.pool_id, monotonic)
+            deadline = now + verdict.max_wait if verdict.max_wait is not None else float(message.expires_at)
+            missing = {m for m in verdict.missing}
+            parked = Parked(message, adapter.name, inner, facts, missing, deadline, origin)
+            for evicted in self.pending[adapter.name].park(parked):
+                self.tracer.emit(TopicPendingDropped(self.tracer.now(), evicted.facts.dmq_id, evicted.adapter,
+                                                     BUFFER_OVERFLOW.name))
+            self.tracer.emit(TopicDeferred(self.tracer.now(), facts.dmq_id, adapter.name, len(missing), origin))
+            return TopicOutcome(message, None, deferred=True, inner_id=adapter.inner_id(inner))
+        # 7. commit
+        await self._commit_topic(adapter, message, inner, facts, now, monotonic, charged=charged)
+        made_available = [facts.dmq_id, *adapter.provides(inner)]
+        if provided is not None:
+            provided.extend(made_available)
+        else:
+            await self._release(adapter, made_available)
+        return TopicOutcome(message, None, inner_id=adapter.inner_id(inner))
+
+    def _core_updates(self, message: DmqMessage, now: float, monotonic: float, charged: bool) -> dict[str, Any]:
+        if not charged:
+            self.bucket.charge(message.pool_id, monotonic)
+        state = self.validator.state
+        state.record_accepted(message.pool_id, message.opcert.issue_number, monotonic, now)
+        exported = state.export_pool(message.pool_id)
+        return {} if exported is None else {message.pool_id.hex(): exported}
+
+    async def _commit_raw(self, message: DmqMessage, now: float, monotonic: float) -> None:
+        updates = self._core_updates(message, now, monotonic, charged=False)
+        await self._commit([message], updates, None, lambda txn: [raw_delivery(message, int(now))], now)
+
+    async def _commit_topic(self, adapter: TopicAdapter, message: DmqMessage, inner: Any, facts: DmqFacts,
+                            now: float, monotonic: float, *, charged: bool) -> None:
+        late = now > message.expires_at
+        accepted = Accepted(message, facts, inner, int(now), late)
+
+        def on_accept(txn: Any) -> Iterable[Delivery]:
+            return adapter.on_accept(accepted, self.dbs.writer(txn, adapter.name)) or ()
+
+        if late:
+            # Accepted into the adapter store only: never stored for peers or protocol 15.
+            await self._commit([], {}, adapter.name, on_accept, now)
+            self.tracer.emit(TopicAcceptedLate(self.tracer.now(), facts.dmq_id, adapter.name))
+        else:
+            updates = self._core_updates(message, now, monotonic, charged)
+            await self._commit([message], updates, adapter.name, on_accept, now)
+
+    async def _commit(self, messages: list[DmqMessage], updates: Mapping[str, Any], adapter: str | None,
+                      make_deliveries: Any, now: float) -> None:
+        targets = self.hub.targets()
+        staged: list[Any] = []
+
+        def in_txn(txn: Any) -> None:
+            deliveries = list(make_deliveries(txn))
+            staged.append(self.hub.stage(self.dbs.writer(txn, HUB_OWNER), targets, deliveries, now))
+
+        assert isinstance(self.mempool, DurableMempool)
+        await self.mempool.submit(messages, pool_state_updates=updates or None, in_txn=in_txn)
+        if staged:
+            self.hub.apply(staged[0])
+
+    async def _release(self, adapter: TopicAdapter, provided: list[bytes]) -> None:
+        """Re-run validation and commit for parked messages whose dependencies arrived."""
+        work = list(provided)
+        while work:
+            ready = self.pending[adapter.name].satisfy(work)
+            work = []
+            for parked in ready:
+                clock = self.validator.clock
+                now, monotonic = clock.now(), clock.monotonic()
+                outcome = await self._validate_and_commit(adapter, parked.message, parked.inner, parked.facts,
+                                                          now, monotonic, charged=True, origin=parked.origin,
+                                                          provided=work)
+                self._trace(outcome, parked.origin, 0)
+
+    # -- housekeeping -----------------------------------------------------------------------
+
+    def expire_pending(self, now: float) -> None:
+        for name, buffer in self.pending.items():
+            for parked in buffer.expire(now):
+                self.tracer.emit(TopicPendingDropped(self.tracer.now(), parked.facts.dmq_id, name, "wait_expired"))
+
+    async def prune(self) -> None:
+        """Adapters drop state past retention, each in its own transaction; pending waits end."""
+        now = self.validator.clock.now()
+        self.expire_pending(now)
+        async with self._lock:
+            for name, adapter in self.adapters.items():
+                await trio.to_thread.run_sync(self.dbs.write, name, lambda txn, a=adapter: a.prune(now, txn))
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+                  interval: float = PRUNE_INTERVAL) -> None:
+        task_status.started()
+        while True:
+            await trio.sleep(interval)
+            await self.prune()

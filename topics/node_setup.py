@@ -1,0 +1,59 @@
+"""Building a node's topic service from its configuration (TOPICS.md 2.1, 2.7).
+
+Called by :class:`dmq.node.Node` only when the configuration carries an adapter; a raw-only
+instance gets :class:`~topics.raw.RawOnlyScreen` and the reference's behaviour otherwise.
+Errors are one line naming the key (``OperatorError``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dmq.config import NodeConfig
+from dmq.errors import OperatorError
+from dmq.keyfiles import KeyFileError
+from dmq.stake import load_shelley_genesis
+
+from .bucket import BucketPolicy
+from .carried import carried_set
+from .registry import build_adapter
+from .service import TopicService, build_topic_service
+from .signer import NodeSigner, SigningError
+
+__all__ = ["topic_service_for", "signer_for", "TopicSignerError"]
+
+
+class TopicSignerError(OperatorError):
+    """The signer files of a topic node cannot be used."""
+
+
+def signer_for(config: NodeConfig, clock: Any) -> NodeSigner | None:
+    """The node's signer from ``TopicKesKey`` and ``TopicOperationalCertificate`` (both or none)."""
+    kes, cert = config.topic_kes_key, config.topic_operational_certificate
+    if kes is None and cert is None:
+        return None
+    if kes is None or cert is None:
+        raise TopicSignerError('"TopicKesKey" and "TopicOperationalCertificate" go together: set both or neither')
+    from integrations.mithril.kes_period import GenesisClockKesPeriod, KesPeriodUnavailable
+
+    try:
+        genesis = load_shelley_genesis(config.shelley_genesis_file)
+        periods = GenesisClockKesPeriod.from_genesis(genesis, clock)
+        return NodeSigner.from_files(kes, cert, periods, clock)
+    except (KeyFileError, SigningError, KesPeriodUnavailable) as exc:
+        raise TopicSignerError(f'"TopicKesKey" / "TopicOperationalCertificate": {exc}') from None
+
+
+def topic_service_for(config: NodeConfig, mempool: Any, validator: Any, tracer: Any, *, clock: Any,
+                      stake_view: Any, allow_legacy: bool, reactions: Any) -> TopicService:
+    known = [name for name in config.topics_carried if name != "raw"]
+    mithril = {config.network_magic} if config.is_mithril_network else set()
+    carried = carried_set(config.topics_carried, config.network_magic, mithril_magics=mithril, known=known)
+    signer = signer_for(config, clock)
+    adapters = [build_adapter(name, network_magic=config.network_magic, can_publish=signer is not None,
+                              stake_of=getattr(stake_view, "stake_of", None))
+                for name in sorted(carried.adapters)]
+    bucket = BucketPolicy(config.topic_token_bucket.capacity, config.topic_token_bucket.refill_seconds)
+    return build_topic_service(mempool, validator, tracer, adapters=adapters, carried=carried,
+                               network_magic=config.network_magic, bucket=bucket, signer=signer,
+                               allow_legacy=allow_legacy, reactions=reactions)

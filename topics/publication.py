@@ -1,0 +1,195 @@
+"""Publication by the node (TOPICS.md 2.7): wrapping, signing, and the priority queue.
+
+A client (or an adapter) hands a complete adapter body; the node picks ``kesPeriod`` (now)
+and ``expiresAt`` (the adapter's ``expires_at`` hook, never past ``now + M``), signs with its
+pool's key and runs the message through the whole ingress pipeline as its own publication.
+All publications of the pool share its token bucket, so they wait in one queue served by
+priority (epoch messages first, refreshes last), in arrival order within a priority. A
+publication that cannot be scheduled within 30 s (P) is ``rate_limited`` with a retry-after.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from dmq.message import MAX_BODY_SIZE, MIN_BODY_SIZE
+from dmq.validation import TopicRejected
+
+from .adapter import PublishOutcome, Priority, Reject
+from .classify import TopicClass, classify
+from .ingress import TopicIngress
+from .reasons import (
+    MALFORMED,
+    NO_SIGNER,
+    NOT_AUTHORIZED,
+    RATE_LIMITED,
+    TOO_LARGE,
+    TOPIC_NOT_CARRIED,
+    UNKNOWN_TOPIC,
+    RejectReason,
+    reason_by_code,
+)
+from .signer import NodeSigner, SigningError
+
+__all__ = ["NodePublisher", "MAX_NETWORK_LIFETIME", "SCHEDULE_LIMIT", "PER_KEY_LIMIT"]
+
+#: M: the topic maximum network lifetime (P), below the core's strict 1800 s with room for skew.
+MAX_NETWORK_LIFETIME = 1740
+#: How long a client publication may wait for its pool's rate budget (P).
+SCHEDULE_LIMIT = 30.0
+#: Publications per local key per window (P: 20 per 10 minutes).
+PER_KEY_LIMIT = (20, 600.0)
+
+
+@dataclass(order=True)
+class _Queued:
+    priority: int
+    serial: int
+    body: bytes = field(compare=False)
+    expires_at: int = field(compare=False)
+    queued_at: float = field(compare=False)
+    done: trio.Event = field(compare=False, default_factory=trio.Event)
+    outcome: PublishOutcome | None = field(compare=False, default=None)
+
+
+class NodePublisher:
+    """Publishes on behalf of local clients and adapters; ``run()`` serves the queue."""
+
+    def __init__(self, ingress: TopicIngress, signer: NodeSigner | None, *,
+                 schedule_limit: float = SCHEDULE_LIMIT, per_key: tuple[int, float] = PER_KEY_LIMIT) -> None:
+        self.ingress = ingress
+        self.signer = signer
+        self.schedule_limit = schedule_limit
+        self.per_key = per_key
+        self._heap: list[_Queued] = []
+        self._serial = itertools.count()
+        self._wake = trio.Event()
+        self._per_key: dict[bytes, deque[float]] = {}
+
+    @property
+    def clock(self) -> Any:
+        return self.ingress.validator.clock
+
+    # -- preparing --------------------------------------------------------------------------
+
+    def _prepare(self, body: bytes) -> int | Reject:
+        """``expiresAt`` for ``body``, or why it cannot be published."""
+        if self.signer is None:
+            return Reject(NO_SIGNER, "this node has no KES key to sign with")
+        if len(body) > MAX_BODY_SIZE:
+            return Reject(TOO_LARGE, f"body of {len(body)} bytes exceeds {MAX_BODY_SIZE}")
+        if len(body) < MIN_BODY_SIZE:
+            return Reject(MALFORMED, f"body of {len(body)} bytes is below {MIN_BODY_SIZE}")
+        now = self.clock.now()
+        bound = math.floor(now) + MAX_NETWORK_LIFETIME
+        found = classify(body, self.ingress._tags)
+        if found.kind is TopicClass.RAW:
+            return bound if self.ingress.carried.raw else Reject(TOPIC_NOT_CARRIED)
+        if found.kind is TopicClass.UNKNOWN:
+            return Reject(UNKNOWN_TOPIC)
+        adapter = self.ingress.adapters.get(found.name)
+        if adapter is None:
+            return Reject(TOPIC_NOT_CARRIED)
+        inner = adapter.decode(body)
+        if isinstance(inner, Reject):
+            return inner
+        return min(bound, int(adapter.expires_at(inner, now)))
+
+    def _charge_key(self, key: bytes | None) -> Reject | None:
+        if key is None:
+            return None
+        limit, window = self.per_key
+        now = self.clock.monotonic()
+        times = self._per_key.setdefault(key, deque())
+        while times and times[0] <= now - window:
+            times.popleft()
+        if len(times) >= limit:
+            return Reject(RATE_LIMITED, "per-key publication limit",
+                          retry_after=math.ceil(times[0] + window - now))
+        times.append(now)
+        return None
+
+    # -- publishing -------------------------------------------------------------------------
+
+    async def publish(self, body: bytes, priority: Priority = Priority.CLIENT, *,
+                      key: bytes | None = None, allowed: bool = True) -> PublishOutcome:
+        """Wrap, sign and submit ``body``; the outcome once the pipeline has decided."""
+        if not allowed:
+            return PublishOutcome(None, Reject(NOT_AUTHORIZED))
+        expires_at = self._prepare(bytes(body))
+        if isinstance(expires_at, Reject):
+            return PublishOutcome(None, expires_at)
+        refused = self._charge_key(key)
+        if refused is not None:
+            return PublishOutcome(None, refused)
+        entry = _Queued(int(priority), next(self._serial), bytes(body), expires_at, self.clock.monotonic())
+        heapq.heappush(self._heap, entry)
+        self._wake.set()
+        await entry.done.wait()
+        assert entry.outcome is not None
+        return entry.outcome
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the queue: highest priority first, each when the pool's bucket has a token."""
+        task_status.started()
+        while True:
+            if not self._heap:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                continue
+            await self._serve_ready()
+
+    async def _serve_ready(self) -> None:
+        bucket = self.ingress.bucket
+        pool = self.signer.pool_id if self.signer is not None else b""
+        now = self.clock.monotonic()
+        self._expire_waiting(now)
+        if not self._heap:
+            return
+        if not bucket.available(pool, now):
+            with trio.move_on_after(max(0.01, bucket.retry_after(pool, now))):
+                await self._wake.wait()
+            self._wake = trio.Event()
+            return
+        entry = heapq.heappop(self._heap)
+        entry.outcome = await self._submit(entry)
+        entry.done.set()
+
+    def _expire_waiting(self, now: float) -> None:
+        """Client publications waiting past the schedule limit are refused with a retry-after."""
+        keep = []
+        for entry in self._heap:
+            if entry.priority >= Priority.CLIENT and now - entry.queued_at > self.schedule_limit:
+                pool = self.signer.pool_id if self.signer is not None else b""
+                retry = max(1, self.ingress.bucket.retry_after(pool, now))
+                entry.outcome = PublishOutcome(None, Reject(RATE_LIMITED, "no rate budget", retry_after=retry))
+                entry.done.set()
+            else:
+                keep.append(entry)
+        if len(keep) != len(self._heap):
+            self._heap = keep
+            heapq.heapify(self._heap)
+
+    async def _submit(self, entry: _Queued) -> PublishOutcome:
+        assert self.signer is not None
+        try:
+            message = self.signer.sign(entry.body, entry.expires_at)
+        except SigningError as exc:
+            return PublishOutcome(None, Reject(NO_SIGNER, str(exc)))
+        outcome = await self.ingress.submit_own(message.raw)
+        if outcome.error is None:
+            return PublishOutcome(message.message_id, None, outcome.inner_id)
+        error = outcome.error
+        if isinstance(error, TopicRejected):
+            reason = reason_by_code(error.code) or RejectReason(error.code, error.reason)
+            return PublishOutcome(None, Reject(reason, error.detail))
+        # A DMQ rule refused the node's own message (a duplicate, a key out of its period):
+        # there is no topic code for it, so it is reported as malformed with the core's text.
+        return PublishOutcome(None, Reject(MALFORMED, error.show()))

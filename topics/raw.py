@@ -1,0 +1,120 @@
+"""The raw topic: every body without an adapter tag (Mithril and any other opaque use).
+
+The framework serves it itself: raw items on protocol 1000 carry the exact message bytes
+(C2), protocol 15 serves raw messages only (:func:`is_raw_message`), and an instance that
+carries no adapter rejects tagged bodies with ``topic_not_carried`` (:func:`raw_only_screen`)
+without touching any state (C3).
+"""
+
+from __future__ import annotations
+
+from dmq.message import DmqMessage
+from dmq.validation import SigValidationError, TopicRejected, Validator
+
+from .adapter import ITEM_MESSAGE, Delivery
+from .classify import ADAPTER_NUMBERS, TopicClass, classify, tag_of
+from .reasons import TOPIC_NOT_CARRIED, UNKNOWN_TOPIC
+
+__all__ = ["raw_delivery", "message_meta", "message_body_of", "is_raw_message", "RawOnlyScreen",
+           "not_carried_error"]
+
+
+def message_meta(adapter: int, topic_key: bytes, arrival: int, *, inner_id: bytes | None = None,
+                 pool: bytes | None = None, flags: int = 0) -> dict[int, object]:
+    """``meta`` of an item (TOPICS.md 3.5)."""
+    meta: dict[int, object] = {0: adapter, 1: topic_key, 4: arrival}
+    if inner_id is not None:
+        meta[2] = inner_id
+    if pool is not None:
+        meta[3] = pool
+    if flags:
+        meta[5] = flags
+    return meta
+
+
+def raw_delivery(message: DmqMessage, arrival: int) -> Delivery:
+    """The protocol 1000 item of a raw message: its exact received bytes (C2).
+
+    The raw topic has no key; ``meta`` names the wrapping pool as the key.
+    """
+    meta = message_meta(ADAPTER_NUMBERS["raw"], b"", arrival, pool=message.pool_id)
+    return Delivery(adapter=ADAPTER_NUMBERS["raw"], body=[ITEM_MESSAGE, meta, message.raw],
+                    facets={4: frozenset({message.pool_id})}, deadline=float(message.expires_at))
+
+
+def message_body_of(raw: bytes) -> bytes:
+    """The body of a stored DMQ message, from its bytes (without the full decode).
+
+    ``[id, [body, kesPeriod, expiresAt], ...]``: walk the heads of the outer array, the id and
+    the payload array; the body is the first item of the payload.
+    """
+    pos = _body_offset(raw)
+    end = _item_end(raw, pos)
+    text = raw[pos:end]
+    # the body is a byte string: skip its head
+    return _bytes_content(text)
+
+
+def _head(raw: bytes, pos: int) -> tuple[int, int, int]:
+    ib = raw[pos]
+    major, info = ib >> 5, ib & 0x1F
+    if info < 24:
+        return major, info, pos + 1
+    size = 1 << (info - 24)
+    return major, int.from_bytes(raw[pos + 1:pos + 1 + size], "big"), pos + 1 + size
+
+
+def _body_offset(raw: bytes) -> int:
+    from ouroboros_mux.cbor import item_end
+
+    _, _, pos = _head(raw, 0)            # outer array
+    pos = item_end(raw, pos, len(raw))   # id
+    _, _, pos = _head(raw, pos)          # payload array
+    return pos
+
+
+def _item_end(raw: bytes, pos: int) -> int:
+    from ouroboros_mux.cbor import item_end
+
+    return item_end(raw, pos, len(raw))
+
+
+def _bytes_content(item: bytes) -> bytes:
+    major, length, pos = _head(item, 0)
+    if major != 2:
+        raise ValueError("the body is not a byte string")
+    return item[pos:pos + length]
+
+
+def is_raw_message(raw: bytes) -> bool:
+    """Whether a stored message's body is raw (protocol 15 serves only those, C2)."""
+    try:
+        return tag_of(message_body_of(raw)) is None
+    except (ValueError, IndexError):
+        return True
+
+
+def not_carried_error(body: bytes) -> TopicRejected:
+    """The reject of a tagged body on an instance that does not carry its adapter."""
+    found = classify(body)
+    if found.kind is TopicClass.UNKNOWN:
+        return TopicRejected("unknown", UNKNOWN_TOPIC.name, UNKNOWN_TOPIC.code)
+    return TopicRejected(found.name, TOPIC_NOT_CARRIED.name, TOPIC_NOT_CARRIED.code)
+
+
+class RawOnlyScreen:
+    """For an instance carrying raw only: refuse tagged bodies after DMQ validation (C3).
+
+    The DMQ checks run without changing state, so the first failure is reported as in the
+    core; a valid tagged message is ``topic_not_carried``, trace-only. Mithril bodies never
+    start with ``d9`` and pass untouched.
+    """
+
+    def __init__(self, validator: Validator) -> None:
+        self.validator = validator
+
+    def __call__(self, message: DmqMessage) -> SigValidationError | None:
+        if tag_of(message.body) is None:
+            return None
+        return self.validator.check(message) or not_carried_error(message.body)
+

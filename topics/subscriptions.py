@@ -1,0 +1,230 @@
+"""Subscriptions of protocol 1000: queues, delivery sequences, durable state (TOPICS.md 3.4).
+
+Every subscription has a gap-free ``dseq`` (0, 1, 2, ...) and a queue of encoded items not
+yet acknowledged. A connection reads its subscriptions' queues through one reply stream;
+acknowledgements are cumulative per subscription. Durable subscriptions keep their filter,
+counters and queue in LMDB: their queue appends are written in the same transaction as the
+message that produced them (C7), so a crash never loses an acknowledged-to-the-network item
+and never delivers an acknowledged one again. Ephemeral subscriptions live in memory.
+
+The hub is touched from the event loop only; the part that runs inside a commit
+(:meth:`SubscriptionHub.stage`) works on a snapshot taken before the commit and its effects
+are applied to memory after the commit succeeded (:meth:`SubscriptionHub.apply`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from . import cbor
+from .adapter import Delivery
+from .filters import matches
+
+__all__ = [
+    "QueuedItem",
+    "Subscription",
+    "SubscriptionHub",
+    "Staged",
+    "MAX_SUBSCRIPTIONS",
+    "MAX_UNACKED",
+    "DURABLE_DB",
+    "QUEUE_DB",
+    "HUB_DATABASES",
+]
+
+MAX_SUBSCRIPTIONS = 64          # per connection (P)
+MAX_UNACKED = 4000              # delivered, not acknowledged, per subscription (P)
+DEDUP_MEMORY = 4096             # inner ids remembered per subscription
+DURABLE_DB = "durable"
+QUEUE_DB = "queue"
+HUB_DATABASES = (DURABLE_DB, QUEUE_DB)
+_U64 = struct.Struct(">Q")
+
+
+@dataclass(slots=True)
+class QueuedItem:
+    dseq: int
+    item_body: bytes             # encoded itemBody
+    deadline: float | None
+    dedup: bytes | None = None
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One subscription; ``cursor`` is the next dseq to send, ``acked`` the last acknowledged."""
+
+    filter: list[dict[int, Any]]
+    name: bytes | None = None
+    next_dseq: int = 0
+    acked: int = -1
+    cursor: int = 0
+    queue: deque[QueuedItem] = field(default_factory=deque)
+    attached: bool = False
+    seen: OrderedDict[bytes, None] = field(default_factory=OrderedDict)
+
+    @property
+    def durable(self) -> bool:
+        return self.name is not None
+
+    def fresh(self, dedup: bytes | None) -> bool:
+        """Whether an item with inner id ``dedup`` was not queued before (and remember it)."""
+        if dedup is None:
+            return True
+        if dedup in self.seen:
+            return False
+        self.seen[dedup] = None
+        if len(self.seen) > DEDUP_MEMORY:
+            self.seen.popitem(last=False)
+        return True
+
+    def record(self) -> bytes:
+        return cbor.encode([self.filter_wire(), self.next_dseq, self.acked + 1])
+
+    def filter_wire(self) -> list[dict[int, Any]]:
+        return [{k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()} for s in self.filter]
+
+
+@dataclass(slots=True)
+class Staged:
+    """Items assigned inside a commit, applied to memory after it."""
+
+    items: list[tuple[Subscription, QueuedItem]] = field(default_factory=list)
+
+
+def _queue_key(name: bytes, dseq: int) -> bytes:
+    return bytes((len(name),)) + name + _U64.pack(dseq)
+
+
+class SubscriptionHub:
+    """All subscriptions of one instance, durable ones persisted in ``topics/*`` databases."""
+
+    def __init__(self) -> None:
+        self.durable: dict[bytes, Subscription] = {}
+        self.ephemeral: set[Subscription] = set()
+        self._changed = trio.Event()
+
+    # -- durable state ----------------------------------------------------------------------
+
+    def load(self, view: Any, now: float) -> list[bytes]:
+        """Reload durable subscriptions; return the queue keys past their deadline (to delete)."""
+        expired: list[bytes] = []
+        for name, raw in view.scan(DURABLE_DB):
+            filter_, next_dseq, first_unacked = cbor.decode(raw)
+            sub = Subscription(filter=[{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()}
+                                       for s in filter_],
+                               name=name, next_dseq=next_dseq, acked=first_unacked - 1)
+            sub.cursor = first_unacked
+            prefix = bytes((len(name),)) + name
+            for key, value in view.scan(QUEUE_DB, prefix):
+                dseq = _U64.unpack(key[len(prefix):])[0]
+                deadline, item_body = cbor.decode(value)
+                if dseq <= sub.acked or (deadline is not None and deadline < now):
+                    expired.append(key)
+                    continue
+                sub.queue.append(QueuedItem(dseq, item_body, deadline))
+            self.durable[name] = sub
+        return expired
+
+    # -- staging inside a commit ------------------------------------------------------------
+
+    def targets(self) -> list[Subscription]:
+        """Subscriptions an accepted message may feed (snapshot taken before a commit)."""
+        return [*self.durable.values(), *self.ephemeral]
+
+    def stage(self, txn: Any, targets: Sequence[Subscription], deliveries: Iterable[Delivery],
+              now: float) -> Staged:
+        """Assign dseqs for matching subscriptions; write durable queue records into ``txn``."""
+        staged = Staged()
+        offsets: dict[Subscription, int] = {}
+        for delivery in deliveries:
+            if delivery.deadline is not None and delivery.deadline < now:
+                continue
+            encoded = cbor.encode(delivery.body)
+            for sub in targets:
+                if not matches(sub.filter, delivery) or (delivery.dedup is not None and delivery.dedup in sub.seen):
+                    continue
+                dseq = sub.next_dseq + offsets.get(sub, 0)
+                offsets[sub] = offsets.get(sub, 0) + 1
+                item = QueuedItem(dseq, encoded, delivery.deadline, delivery.dedup)
+                staged.items.append((sub, item))
+                if sub.durable and txn is not None:
+                    txn.put(QUEUE_DB, _queue_key(sub.name, dseq), cbor.encode([delivery.deadline, encoded]))
+        if txn is not None:
+            for sub, count in offsets.items():
+                if sub.durable:
+                    txn.put(DURABLE_DB, sub.name, cbor.encode([sub.filter_wire(), sub.next_dseq + count, sub.acked + 1]))
+        return staged
+
+    def apply(self, staged: Staged) -> None:
+        """Make staged items visible (after their commit)."""
+        for sub, item in staged.items:
+            sub.next_dseq = max(sub.next_dseq, item.dseq + 1)
+            sub.queue.append(item)
+            sub.fresh(item.dedup)
+        if staged.items:
+            self.wake()
+
+    def add_initial(self, sub: Subscription, deliveries: Iterable[Delivery], now: float) -> Staged:
+        """Queue a new subscription's retained or snapshot items (memory only for ephemeral)."""
+        return self.stage(None, [sub], deliveries, now)
+
+    # -- waking readers ---------------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_changed(self) -> None:
+        await self._changed.wait()
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @staticmethod
+    def take(sub: Subscription, sub_id: int, limit: int, budget: int, now: float) -> tuple[list[bytes], int]:
+        """Encoded ``item``s of ``sub`` from its cursor, at most ``limit`` and ``budget`` bytes.
+
+        Items past their local deadline are skipped (never delivered, C6) and count as
+        acknowledged-away: they are dropped from the queue when the cursor passes them.
+        """
+        out: list[bytes] = []
+        used = 0
+        for item in sub.queue:
+            if len(out) >= limit or sub.cursor - sub.acked - 1 >= MAX_UNACKED:
+                break
+            if item.dseq < sub.cursor:
+                continue
+            if item.deadline is not None and item.deadline < now:
+                sub.cursor = item.dseq + 1
+                continue
+            encoded = cbor.head(4, 3) + cbor.encode(sub_id) + cbor.encode(item.dseq) + item.item_body
+            if out and used + len(encoded) > budget:
+                break
+            out.append(encoded)
+            used += len(encoded)
+            sub.cursor = item.dseq + 1
+        return out, used
+
+    @staticmethod
+    def has_ready(sub: Subscription, now: float) -> bool:
+        if sub.cursor - sub.acked - 1 >= MAX_UNACKED:
+            return False
+        return any(item.dseq >= sub.cursor and (item.deadline is None or item.deadline >= now) for item in sub.queue)
+
+    @staticmethod
+    def ack(sub: Subscription, dseq: int) -> list[bytes]:
+        """Acknowledge up to ``dseq``; return the durable queue keys to delete."""
+        removed: list[bytes] = []
+        if dseq <= sub.acked:
+            return removed
+        sub.acked = dseq
+        while sub.queue and sub.queue[0].dseq <= dseq:
+            item = sub.queue.popleft()
+            if sub.durable:
+                removed.append(_queue_key(sub.name, item.dseq))
+        return removed
