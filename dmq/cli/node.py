@@ -104,7 +104,13 @@ def _start(config: NodeConfig, topology: Topology) -> int:
     if inspect.iscoroutinefunction(runtime.run_node):
         import trio
 
-        result = trio.run(runtime.run_node, config, topology)
+        try:
+            result = trio.run(runtime.run_node, config, topology)
+        except BaseExceptionGroup as group:
+            # Ctrl-C lands inside the node's nurseries: an interrupt (exit 130), not a crash.
+            if group.split(KeyboardInterrupt)[1] is None:
+                raise KeyboardInterrupt from None
+            raise
     else:
         result = runtime.run_node(config, topology)
     return int(result or 0)

@@ -1,0 +1,163 @@
+"""One devnet node: its directory, its files, and the ``dmq-node`` process running in it.
+
+A node runs as the operator runs it: the real entry point (``python -m dmq.cli.node``, the
+``dmq-node`` command's ``main``) in its own working directory with ``dmq.config.json`` and
+``dmq.topology.json``, its paths relative to that directory (a Unix socket path must stay
+under 108 bytes). Its JSON log and standard error go to files beside them, never to a pipe
+nobody reads.
+
+The process gets a session of its own, so a Ctrl-C in the terminal reaches the devnet
+orchestrator only, which then stops the nodes in order: SIGINT (the node closes its
+database and flushes its recording), SIGKILL only if that grace period passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+import dmq
+
+__all__ = ["NodeFiles", "NodeProcess", "NodeStartError", "CONFIG_FILE", "TOPOLOGY_FILE", "SOCKET_FILE"]
+
+CONFIG_FILE = "dmq.config.json"
+TOPOLOGY_FILE = "dmq.topology.json"
+SOCKET_FILE = "dmq.socket"
+LOG_FILE = "node.log"
+STDERR_FILE = "node.stderr"
+#: The directory holding the ``dmq`` package, put on the node's ``PYTHONPATH`` so a node starts
+#: from a checkout as well as from an installed package.
+_PROJECT_ROOT = Path(dmq.__file__).resolve().parent.parent
+
+
+class NodeStartError(Exception):
+    """A node process ended, or did not listen, before the devnet could use it."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFiles:
+    """Where one node lives and the files it is started with."""
+
+    name: str
+    directory: Path
+    config: dict[str, Any]
+    topology: dict[str, Any]
+
+    @property
+    def socket_path(self) -> Path:
+        return self.directory / self.config.get("LocalAddress", SOCKET_FILE)
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / LOG_FILE
+
+    @property
+    def stderr_path(self) -> Path:
+        return self.directory / STDERR_FILE
+
+    def write(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / CONFIG_FILE).write_text(json.dumps(self.config, indent=2) + "\n")
+        (self.directory / TOPOLOGY_FILE).write_text(json.dumps(self.topology, indent=2) + "\n")
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "dmq.cli.node", "--configuration-file", CONFIG_FILE,
+                "--topology-file", TOPOLOGY_FILE]
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(_PROJECT_ROOT) if not path else f"{_PROJECT_ROOT}{os.pathsep}{path}"
+    return env
+
+
+def _accepts(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        probe.connect(os.fspath(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+@dataclass(eq=False)
+class NodeProcess:
+    """A started node; :meth:`stop` ends it however it behaves."""
+
+    files: NodeFiles
+    process: trio.Process | None = field(default=None, init=False)
+    #: How the node ended: ``"signal"`` (stopped by SIGINT), ``"killed"``, ``"exited"`` (by itself).
+    ending: str | None = field(default=None, init=False)
+
+    @property
+    def name(self) -> str:
+        return self.files.name
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
+
+    async def start(self) -> None:
+        """Spawn the node (it is not listening yet: see :meth:`wait_listening`)."""
+        self.files.write()
+        with open(self.files.log_path, "wb") as log, open(self.files.stderr_path, "wb") as err:
+            self.process = await trio.lowlevel.open_process(
+                self.files.command(), cwd=self.files.directory, stdin=subprocess.DEVNULL, stdout=log, stderr=err,
+                env=_environment(), start_new_session=True)
+
+    def diagnostics(self) -> str:
+        """The end of the node's standard error (or log): why it failed, for one line."""
+        for path in (self.files.stderr_path, self.files.log_path):
+            if path.exists():
+                text = path.read_text(errors="replace").strip()
+                if text:
+                    return f"{path}: {' '.join(text[-600:].split())}"
+        return "no output"
+
+    async def wait_listening(self, timeout: float) -> None:
+        """Until the node's socket accepts a connection (the node is serving)."""
+        with trio.move_on_after(timeout):
+            while True:
+                if not self.running:
+                    raise NodeStartError(f"{self.name} exited with status {self.returncode} while starting; "
+                                         f"{self.diagnostics()}")
+                if self.files.socket_path.exists() and _accepts(self.files.socket_path):
+                    return
+                await trio.sleep(0.05)
+        raise NodeStartError(f"{self.name} did not listen on {self.files.socket_path} within {timeout:g} s; "
+                             f"{self.diagnostics()}")
+
+    async def stop(self, grace: float) -> None:
+        """SIGINT, then SIGKILL after ``grace`` seconds; returns once the process is reaped."""
+        process = self.process
+        if process is None:
+            return
+        with trio.CancelScope(shield=True):
+            if process.returncode is not None:
+                self.ending = self.ending or "exited"
+                return
+            process.send_signal(signal.SIGINT)
+            with trio.move_on_after(grace):
+                await process.wait()
+                self.ending = "signal"
+                return
+            process.kill()
+            await process.wait()
+            self.ending = "killed"

@@ -1,0 +1,93 @@
+"""Reading a node's Prometheus endpoint the way a Prometheus server does: HTTP GET, text format.
+
+The live view and the link check ask each node for a few series (messages held, open
+connections per link, accepted and rejected counts). The request is plain HTTP/1.1 on a
+trio TCP stream with a deadline; the exposition text is parsed by ``prometheus_client``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import trio
+from prometheus_client.parser import text_string_to_metric_families
+
+__all__ = ["ScrapeError", "NodeSample", "parse_node_sample", "scrape_node"]
+
+_MAX_REPLY = 4 * 1024 * 1024
+
+
+class ScrapeError(Exception):
+    """The endpoint did not answer with a metrics page in time."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSample:
+    """The series of one node the devnet shows, at one moment."""
+
+    messages_held: int
+    connections: dict[str, int] = field(default_factory=dict)   # link -> open connections
+    accepted: dict[str, int] = field(default_factory=dict)      # origin (local / peer) -> count
+    rejected: dict[str, int] = field(default_factory=dict)      # reason -> count
+
+    @property
+    def outbound_peers(self) -> int:
+        return self.connections.get("n2n-out", 0)
+
+    @property
+    def inbound_peers(self) -> int:
+        return self.connections.get("n2n-in", 0)
+
+
+def parse_node_sample(text: str, prefix: str = "dmq_node_") -> NodeSample:
+    """The devnet's series from a metrics page (text exposition format)."""
+    held = 0
+    connections: dict[str, int] = {}
+    accepted: dict[str, int] = defaultdict(int)
+    rejected: dict[str, int] = defaultdict(int)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name, labels, value = sample.name, sample.labels, int(sample.value)
+            if name == f"{prefix}mempool_messages":
+                held = value
+            elif name == f"{prefix}connections":
+                connections[labels.get("link", "")] = value
+            elif name == f"{prefix}messages_accepted_total":
+                accepted[labels.get("origin", "")] += value
+            elif name == f"{prefix}messages_rejected_total":
+                rejected[labels.get("reason", "")] += value
+    return NodeSample(held, connections, dict(accepted), dict(rejected))
+
+
+async def _get(host: str, port: int, path: str) -> str:
+    stream = await trio.open_tcp_stream(host, port)
+    async with stream:
+        request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+        await stream.send_all(request.encode())
+        reply = bytearray()
+        while chunk := await stream.receive_some(65536):
+            reply += chunk
+            if len(reply) > _MAX_REPLY:
+                raise ScrapeError(f"{host}:{port}{path}: reply larger than {_MAX_REPLY} bytes")
+    head, separator, body = bytes(reply).partition(b"\r\n\r\n")
+    status = head.split(b"\r\n", 1)[0].split()
+    if not separator or len(status) < 2 or status[1] != b"200":
+        raise ScrapeError(f"{host}:{port}{path}: not a 200 reply ({bytes(head[:60])!r})")
+    return body.decode("utf-8", errors="replace")
+
+
+async def scrape_node(port: int, *, host: str = "127.0.0.1", timeout: float = 2.0,
+                      prefix: str = "dmq_node_") -> NodeSample:
+    """One scrape of ``http://host:port/metrics``; ScrapeError when it fails or times out."""
+    try:
+        with trio.fail_after(timeout):
+            text = await _get(host, port, "/metrics")
+    except trio.TooSlowError:
+        raise ScrapeError(f"{host}:{port}: no metrics within {timeout} s") from None
+    except OSError as exc:
+        raise ScrapeError(f"{host}:{port}: {exc.strerror or exc}") from None
+    try:
+        return parse_node_sample(text, prefix)
+    except ValueError as exc:
+        raise ScrapeError(f"{host}:{port}: unreadable metrics page: {exc}") from None
