@@ -8,6 +8,7 @@ the local service and, when configured, metrics and node-to-node diffusion.
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -182,9 +183,24 @@ class Node:
 
 
 async def run_node(config: NodeConfig, topology: Topology | None) -> int:
-    """The ``dmq-node`` entry point: run until interrupted."""
+    """The ``dmq-node`` entry point: run until interrupted or told to stop.
+
+    SIGTERM (``systemctl stop``, ``docker stop``) stops the node the way the end of
+    ``Node.run`` does: the mempool writer finishes the group it holds, the recorder flushes,
+    a ``NodeStopped`` event is written, and the exit status is 0.
+    """
     tracer = Tracer()
     tracer.add_sink(JsonLogSink(sys.stdout))
     node = Node(config, topology, tracer=tracer)
-    await node.run()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stop_on_sigterm, nursery.cancel_scope)
+        await node.run()
+        nursery.cancel_scope.cancel()
     return 0
+
+
+async def _stop_on_sigterm(scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
