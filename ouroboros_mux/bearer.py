@@ -11,6 +11,7 @@ follow within :attr:`Bearer.sdu_timeout`. Writes get the same budget.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from collections.abc import Callable, Iterable
@@ -35,10 +36,20 @@ SDU_TIMEOUT = 30.0
 
 # One receive may bring several SDUs; large enough for a full-size ingress SDU with room
 # to spare, small enough that allocating it per call stays cheap.
-_RECEIVE_SIZE = 2 * (MAX_SDU_PAYLOAD + SDU_HEADER_SIZE)
+_RECEIVE_SIZE = 4 * (MAX_SDU_PAYLOAD + SDU_HEADER_SIZE)
+
+# Pieces in one gathered socket write; well below the kernel's IOV_MAX (1024).
+_MAX_GATHER = 512
 
 _unpack_header = struct.Struct(">IHH").unpack_from
 _pack_header = struct.Struct(">IHH").pack
+
+
+def _bearer_closed(exc: BaseException, doing: str) -> BearerClosed:
+    """The typed error for a stream or socket failure while ``doing`` ("reading", "writing")."""
+    if isinstance(exc, trio.ClosedResourceError) or getattr(exc, "errno", None) == errno.EBADF:
+        return BearerClosed(f"bearer closed locally while {doing}")
+    return BearerClosed(f"connection broken while {doing}: {exc.__cause__ or exc}")
 
 
 class Bearer:
@@ -62,6 +73,11 @@ class Bearer:
         self._timestamp = timestamp
         self._rbuf = b""
         self._rpos = 0
+        # On a socket stream the bearer talks to the non-blocking socket itself (the same steps
+        # as trio's stream, without its per-call wrappers: this is the mux's hot path).
+        sock = getattr(stream.socket, "_sock", None) if isinstance(stream, trio.SocketStream) else None
+        self._socket = sock
+        self._gather_socket = sock if hasattr(sock, "sendmsg") else None
         self._closed = False
         self.bytes_in = 0
         self.bytes_out = 0
@@ -79,13 +95,13 @@ class Bearer:
         """
         return await self._read(self._take_sdu)
 
-    async def read_frames(self) -> list[tuple[int, bytes]]:
+    async def read_frames(self) -> list[tuple[int, memoryview]]:
         """Every complete SDU already received, at least one, as ``(word, payload)`` pairs.
 
         ``word`` is the second header word as sent, ``M << 15 | protocol_num``, which the
-        mux uses directly as its dispatch key; the timestamp is dropped. This is the
-        mux's hot path (one await for a whole socket read's worth of SDUs, no objects per
-        SDU); the errors are those of :meth:`read_sdu`, an SDU after which the stream is
+        mux uses directly as its dispatch key; the timestamp is dropped. ``payload`` is a
+        read-only view into the socket read (no copy per SDU). This is the mux's hot path
+        (one await for a whole socket read's worth of SDUs); the errors are those of :meth:`read_sdu`, an SDU after which the stream is
         bad is returned before the error is raised on the next call.
         """
         return await self._read(self._take_frames)
@@ -129,9 +145,10 @@ class Bearer:
         self.bytes_in += stop - pos
         return SDU(word & MAX_PROTOCOL_NUM, word > MAX_PROTOCOL_NUM, buf[start:stop], timestamp)
 
-    def _take_frames(self) -> list[tuple[int, bytes]]:
+    def _take_frames(self) -> list[tuple[int, memoryview]]:
         """Cut every complete SDU off the read buffer."""
         buf = self._rbuf
+        view = memoryview(buf)
         start = pos = self._rpos
         size = len(buf)
         frames = []
@@ -144,7 +161,7 @@ class Bearer:
                 raise SDUDecodeError(f"short SDU: zero-length payload for mini-protocol {word & MAX_PROTOCOL_NUM}")
             if stop > size:
                 break
-            frames.append((word, buf[pos + SDU_HEADER_SIZE:stop]))
+            frames.append((word, view[pos + SDU_HEADER_SIZE:stop]))
             pos = stop
         self._rpos = pos
         self.sdus_in += len(frames)
@@ -154,11 +171,12 @@ class Bearer:
     async def _fill(self, expected: int | None) -> None:
         """Append the next chunk from the stream to the read buffer."""
         try:
-            data = await self.stream.receive_some(_RECEIVE_SIZE)
-        except trio.BrokenResourceError as exc:
-            raise BearerClosed(f"connection broken while reading: {exc.__cause__ or exc}") from exc
-        except trio.ClosedResourceError:
-            raise BearerClosed("bearer closed locally while reading") from None
+            if self._socket is None:
+                data = await self.stream.receive_some(_RECEIVE_SIZE)
+            else:
+                data = await self._socket_call(self._socket.recv, trio.lowlevel.wait_readable, _RECEIVE_SIZE)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise _bearer_closed(exc, "reading") from exc
         pending = len(self._rbuf) - self._rpos
         if not data:
             if pending == 0:
@@ -172,6 +190,24 @@ class Bearer:
         else:
             self._rbuf = self._rbuf[self._rpos:] + data
         self._rpos = 0
+
+    async def _socket_call(self, operation, wait, argument):
+        """One call on the non-blocking socket: a cancellation point, and a yield to other
+        tasks whether or not it had to wait, exactly like trio's socket methods."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            result = operation(argument)
+        except BlockingIOError:
+            pass
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return result
+        while True:
+            await wait(self._socket)
+            try:
+                return operation(argument)
+            except BlockingIOError:
+                pass
 
     # -- writing -------------------------------------------------------------------
     async def write_sdu(self, sdu: SDU) -> None:
@@ -206,13 +242,45 @@ class Bearer:
         with trio.move_on_after(self.sdu_timeout) as scope:
             try:
                 await self.stream.send_all(data)
-            except trio.BrokenResourceError as exc:
-                raise BearerClosed(f"connection broken while writing: {exc.__cause__ or exc}") from exc
-            except trio.ClosedResourceError:
-                raise BearerClosed("bearer closed locally while writing") from None
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise _bearer_closed(exc, "writing") from exc
         if scope.cancelled_caught:
             raise SDUWriteTimeout(self.sdu_timeout, len(data))
         self.bytes_out += len(data)
+        self.sdus_out += sdu_count
+
+    async def write_parts(self, parts: list, sdu_count: int) -> None:
+        """Send whole encoded SDUs given as pieces (headers, payloads, slices of payloads).
+
+        On a socket the pieces go to the kernel as one gathered write (``sendmsg``), so the
+        mux never copies what it sends into a joined buffer; on other streams, or with more
+        pieces than one gathered write takes, they are joined and sent with
+        :meth:`write_bytes`.
+        """
+        sock = self._gather_socket
+        if sock is None or len(parts) > _MAX_GATHER:
+            await self.write_bytes(b"".join(parts), sdu_count)
+            return
+        total = remaining = sum(map(len, parts))
+        with trio.move_on_after(self.sdu_timeout) as scope:
+            try:
+                while True:
+                    sent = await self._socket_call(sock.sendmsg, trio.lowlevel.wait_writable, parts)
+                    remaining -= sent
+                    if not remaining:
+                        break
+                    first = 0
+                    while sent >= len(parts[first]):
+                        sent -= len(parts[first])
+                        first += 1
+                    parts = parts[first:]
+                    if sent:
+                        parts[0] = memoryview(parts[0])[sent:]
+            except (trio.ClosedResourceError, OSError) as exc:
+                raise _bearer_closed(exc, "writing") from exc
+        if scope.cancelled_caught:
+            raise SDUWriteTimeout(self.sdu_timeout, total)
+        self.bytes_out += total
         self.sdus_out += sdu_count
 
     def timestamp(self) -> int:

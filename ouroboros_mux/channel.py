@@ -55,6 +55,12 @@ class MessageChannel(Protocol):
         """
 
 
+#: Views into received buffers may keep whole socket reads alive; the framer copies what it
+#: holds once those buffers exceed this many times the bytes it holds, plus the slack below.
+_PINNED_FACTOR = 4
+_PINNED_SLACK = 1 << 20
+
+
 class CborFramer:
     """Incremental framing of a byte stream into CBOR data items.
 
@@ -62,13 +68,21 @@ class CborFramer:
     messages); :meth:`next_message` returns the raw span of each complete item in order.
     Bytes after the last complete item stay buffered.
 
-    Fed pieces are kept as they are and joined only when an item may be complete: the
-    scan of an incomplete item reports how many bytes it needs at least
-    (:attr:`wanted`), and nothing is joined or rescanned before that many are here. A
-    big message arriving in many segments is thus copied once and scanned twice.
+    Fed pieces are kept as they are (bytes, or read-only views of bytes such as SDU
+    payloads inside one socket read) and copied only when an item may be complete: the
+    scan of an incomplete item reports how many bytes it needs at least (:attr:`wanted`),
+    and nothing is joined or rescanned before that many are here. Then exactly that many
+    bytes are joined and scanned: for a byte string, the usual big message, that is the
+    whole item, so it is copied once and scanned twice, and the bytes after it stay where
+    they are. Only when an item turns out to need more (a container whose later elements
+    were unknown) is everything buffered joined and scanned at once.
+
+    Views keep the buffers they point into alive; when those add up to much more than the
+    bytes held (:data:`_PINNED_FACTOR`), the held bytes are copied out, so the memory a
+    peer can tie up stays proportional to what the ingress limit lets it queue.
     """
 
-    __slots__ = ("_chunks", "_buffered", "_wanted")
+    __slots__ = ("_chunks", "_buffered", "_wanted", "_pinned", "_last_buffer")
 
     def __init__(self) -> None:
         # Received pieces in order: bytes, or read-only views of bytes.
@@ -76,14 +90,28 @@ class CborFramer:
         self._buffered = 0
         # Fewest buffered bytes with which another scan could find a complete item.
         self._wanted = 1
+        # An upper bound of the bytes of the buffers the views in _chunks point into.
+        self._pinned = 0
+        self._last_buffer = None
 
     def feed(self, data: bytes) -> None:
-        if not data:
+        size = len(data)
+        if not size:
             return
-        if type(data) is not bytes and not (type(data) is memoryview and type(data.obj) is bytes):
+        kind = type(data)
+        if kind is memoryview and type(data.obj) is bytes:
+            if data.obj is not self._last_buffer:  # consecutive SDUs of one socket read count once
+                self._last_buffer = data.obj
+                self._pinned += len(data.obj)
+                if self._pinned > _PINNED_FACTOR * (self._buffered + size) + _PINNED_SLACK:
+                    self._chunks.append(data)
+                    self._buffered += size
+                    self._release_pinned()
+                    return
+        elif kind is not bytes:
             data = bytes(data)  # the caller may reuse a mutable buffer
         self._chunks.append(data)
-        self._buffered += len(data)
+        self._buffered += size
 
     @property
     def buffered(self) -> int:
@@ -97,35 +125,81 @@ class CborFramer:
     def next_message(self, max_size: int | None = None) -> bytes | None:
         """The next complete item, or None if more bytes are needed."""
         n = self._buffered
-        if n < self._wanted:
+        want = self._wanted
+        if n < want:
             self._check_limit(max_size)
             return None
         chunks = self._chunks
-        if len(chunks) == 1:
-            buf = chunks[0]
+        first = chunks[0]
+        if len(first) >= want or len(chunks) == 1:
+            buf = first
         else:
+            buf = self._join_front(want)
+        limit = len(buf)
+        try:
+            end = item_end(buf, 0, limit)
+        except CborIncomplete as exc:
+            needed = max(limit + 1, exc.needed or 0)
+            if needed > n:
+                return self._incomplete(needed, max_size)
+            # All that another scan needs is here: join everything, scan once.
             buf = b"".join(chunks)
             self._chunks = chunks = [buf]
-        try:
-            end = item_end(buf, 0, n)
-        except CborIncomplete as exc:
-            self._wanted = max(n + 1, exc.needed or 0)
-            self._check_limit(max_size)
-            return None
+            self._pinned = 0
+            self._last_buffer = None
+            try:
+                end = item_end(buf, 0, n)
+            except CborIncomplete as exc:
+                return self._incomplete(max(n + 1, exc.needed or 0), max_size)
+            except CborError as exc:
+                raise MalformedMessage(str(exc)) from None
         except CborError as exc:
             raise MalformedMessage(str(exc)) from None
         if max_size is not None and end > max_size:
             raise MessageTooLarge(max_size, end)
-        if end == n:
-            item = buf if type(buf) is bytes else bytes(buf)
-            chunks.clear()
-        else:
-            view = buf if type(buf) is memoryview else memoryview(buf)
-            item = bytes(view[:end])
-            chunks[0] = view[end:]
-        self._buffered = n - end
+        item = buf if end == len(buf) and type(buf) is bytes else bytes(memoryview(buf)[:end])
+        self._drop_front(end)
         self._wanted = 1
         return item
+
+    def _incomplete(self, needed: int, max_size: int | None) -> None:
+        self._wanted = needed
+        self._check_limit(max_size)
+        return None
+
+    def _join_front(self, count: int) -> bytes:
+        """A copy of the first ``count`` buffered bytes (``count`` <= buffered)."""
+        pieces = []
+        for chunk in self._chunks:
+            if len(chunk) >= count:
+                pieces.append(chunk if len(chunk) == count else memoryview(chunk)[:count])
+                break
+            pieces.append(chunk)
+            count -= len(chunk)
+        return b"".join(pieces)
+
+    def _drop_front(self, count: int) -> None:
+        """Forget the first ``count`` buffered bytes."""
+        chunks = self._chunks
+        self._buffered -= count
+        taken = 0
+        for chunk in chunks:
+            if len(chunk) > count:
+                break
+            count -= len(chunk)
+            taken += 1
+        del chunks[:taken]
+        if count:
+            chunks[0] = memoryview(chunks[0])[count:]
+        if not chunks:
+            self._pinned = 0
+            self._last_buffer = None
+
+    def _release_pinned(self) -> None:
+        held = b"".join(self._chunks)
+        self._chunks = [held] if held else []
+        self._pinned = 0
+        self._last_buffer = None
 
     def _check_limit(self, max_size: int | None) -> None:
         if max_size is not None and self._buffered > max_size:

@@ -40,6 +40,9 @@ __all__ = [
 
 #: A sender blocks while its channel holds this many unsent bytes (the reference's egress queue bound).
 SEND_BUFFER_LIMIT = 0x3FFFF
+#: A blocked sender is woken once its channel is drained below this: it can then queue a few
+#: messages per wake-up instead of one per SDU written.
+SEND_BUFFER_RESUME = SEND_BUFFER_LIMIT // 2
 #: At most this many SDUs, or about this many bytes, go out in one socket write.
 MAX_SDUS_PER_WRITE = 100
 MAX_BYTES_PER_WRITE = 131072
@@ -88,6 +91,7 @@ class MuxChannel:
         "_framer",
         "_recv_lot",
         "_receiving",
+        "_recv_waiting",
         "_recv_max",
         "_send_chunks",
         "_send_len",
@@ -110,6 +114,7 @@ class MuxChannel:
         self._framer = CborFramer()
         self._recv_lot = trio.lowlevel.ParkingLot()
         self._receiving = False
+        self._recv_waiting = False
         self._recv_max: int | None = None
         # Unsent bytes as the pieces the protocol passed in (joined only into socket writes).
         self._send_chunks: deque = deque()
@@ -178,7 +183,11 @@ class MuxChannel:
                 if item is not None:
                     return item
                 self._recv_max = max_size
-                await self._recv_lot.park()
+                self._recv_waiting = True
+                try:
+                    await self._recv_lot.park()
+                finally:
+                    self._recv_waiting = False
         finally:
             self._receiving = False
             self._recv_max = None
@@ -216,18 +225,19 @@ class MuxChannel:
 
     # -- used by the mux -----------------------------------------------------------
     def _deliver(self, payload: bytes) -> None:
-        queued = self._framer.buffered
-        if queued + len(payload) > self.ingress_limit:
-            raise IngressQueueOverRun(self.protocol_num, self.mode is Mode.INITIATOR, self.ingress_limit,
-                                      queued, len(payload))
         framer = self._framer
+        size = len(payload)
+        queued = framer.buffered
+        if queued + size > self.ingress_limit:
+            raise IngressQueueOverRun(self.protocol_num, self.mode is Mode.INITIATOR, self.ingress_limit,
+                                      queued, size)
         framer.feed(payload)
-        self.bytes_in += len(payload) + SDU_HEADER_SIZE
+        self.bytes_in += size + SDU_HEADER_SIZE
         self.sdus_in += 1
         # Wake the receiver only when it has something to do: a message may be complete,
         # or its state's size limit is exceeded.
-        if self._recv_lot:
-            buffered = framer.buffered
+        if self._recv_waiting:
+            buffered = queued + size
             if buffered >= framer.wanted or (self._recv_max is not None and buffered > self._recv_max):
                 self._recv_lot.unpark_all()
 
@@ -419,9 +429,9 @@ class Mux:
                     ready.append(channel)
                 else:
                     channel._scheduled = False
-                if channel._send_lot and channel._send_len < SEND_BUFFER_LIMIT:
+                if channel._send_len < SEND_BUFFER_RESUME and channel._send_lot:
                     channel._send_lot.unpark_all()
-            await bearer.write_bytes(b"".join(parts), len(sent))
+            await bearer.write_parts(parts, len(sent))
             for channel, size in sent:
                 channel.bytes_out += size + SDU_HEADER_SIZE
                 channel.sdus_out += 1
