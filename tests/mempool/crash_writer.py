@@ -7,6 +7,7 @@ message is acknowledged, so it must survive the SIGKILL the parent sends at a ra
 
 from __future__ import annotations
 
+import os
 import sys
 
 import trio
@@ -28,10 +29,11 @@ async def main(path: str, submitters: int) -> None:
                 seed = first_seed + round_ * submitters + number
                 message = make_message(seed, int(clock.now()) + 1800, body_size=90 + seed % 1900)
                 (index,) = await mempool.submit([message])
-                print(index, message.message_id.hex(), flush=True)
+                # One write(2) per line: a kill can never leave half a line behind a whole one.
+                os.write(1, f"{index} {message.message_id.hex()}\n".encode())
                 round_ += 1
 
-        print("ready", flush=True)
+        os.write(1, b"ready\n")
         async with trio.open_nursery() as nursery:
             for number in range(submitters):
                 nursery.start_soon(submitter, number)
