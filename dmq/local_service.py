@@ -47,6 +47,8 @@ from dmq.validation import LocalRejectKind, SigValidationError, local_reject_rea
 
 __all__ = ["LocalService", "LocalSocketError", "N2C_INGRESS_LIMIT", "reject_reason_for"]
 
+#: Pending connections the local socket queues before connects fail (see ``bind_unix_socket``).
+LISTEN_BACKLOG = 4096
 #: Local protocols have no ingress limit in the reference (``maxBound :: Word32``).
 N2C_INGRESS_LIMIT = 0xFFFFFFFF
 
@@ -117,7 +119,9 @@ def bind_unix_socket(path: Path, mode: int) -> trio.socket.SocketType:
         finally:
             os.umask(old_umask)
         os.chmod(path, mode)
-        sock.listen(128)
+        # Mithril signers of a whole round connect within moments of each other; a short
+        # backlog makes their connects fail with EAGAIN (the kernel caps it at somaxconn).
+        sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         reason = "path too long for a Unix socket" if exc.errno in (errno.ENAMETOOLONG, errno.EINVAL) else exc.strerror

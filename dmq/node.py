@@ -192,10 +192,14 @@ async def run_node(config: NodeConfig, topology: Topology | None) -> int:
     tracer = Tracer()
     tracer.add_sink(JsonLogSink(sys.stdout))
     node = Node(config, topology, tracer=tracer)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_stop_on_sigterm, nursery.cancel_scope)
-        await node.run()
-        nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_stop_on_sigterm, nursery.cancel_scope)
+            await node.run()
+            nursery.cancel_scope.cancel()
+    except* OperatorError as group:
+        # Out of the nursery's group, so the CLI prints it as one line (a damaged database, a busy socket).
+        raise group.exceptions[0] from None
     return 0
 
 
