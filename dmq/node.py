@@ -137,6 +137,7 @@ class Node:
                                             stake_view=self.stake_view,
                                             allow_legacy=self.config.legacy_message_format, reactions=reactions)
             self.ingress = self.topics.ingress
+            self.topics.bind_metrics(self.metrics.registry, self.config.trace_option_metrics_prefix)
             self.services.append(lambda _node: self.topics.run())
             self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
                                               recorder=self.recorder, topics=self.topics,

@@ -50,7 +50,6 @@ __all__ = [
     "Priority",
     "PublishOutcome",
     "AdapterRuntime",
-    "MembershipOperations",
     "JOIN_SUCCESS",
     "JOIN_FAILURE",
     "ITEM_MESSAGE",
@@ -276,21 +275,6 @@ JOIN_SUCCESS = 0
 JOIN_FAILURE = 1
 
 
-@runtime_checkable
-class MembershipOperations(Protocol):
-    """Optional local operations of an adapter with groups (UPSYCLE): protocol 1000's
-    JOIN, LEAVE and PULL. The framework checks ``auth`` before calling."""
-
-    async def join(self, subscriber: bytes, group: bytes, local: bool) -> tuple[int, int | None]:
-        """``(result, detail)`` of MsgJoinAck."""
-
-    async def leave(self, subscriber: bytes, group: bytes) -> tuple[int, int | None]:
-        """``(result, detail)`` of MsgLeaveAck."""
-
-    async def pull(self, subscriber: bytes, group: bytes, ids: Sequence[bytes]) -> list[tuple[bytes, int]]:
-        """``[(upsycleId, pullStatus)]`` of MsgPullReply."""
-
-
 # -- the contract -----------------------------------------------------------------------------
 
 class TopicAdapter(abc.ABC):
@@ -345,6 +329,16 @@ class TopicAdapter(abc.ABC):
         """Ids that accepting ``inner`` makes available to deferred messages."""
         ident = self.inner_id(inner)
         return () if ident is None else (ident,)
+
+    def rediffuse(self, inner: Any) -> Iterable[DmqMessage]:
+        """Complete DMQ messages carried inside ``inner`` (answers to solicited
+        re-publication) that the node may put back into its store to diffuse again."""
+        return ()
+
+    def publication_priority(self, inner: Any) -> Priority | None:
+        """The publication queue priority of a body this node wraps (2.7); None: the
+        caller's default (client publications, or requests for due publications)."""
+        return None
 
     def start(self, runtime: AdapterRuntime) -> None:
         """Called once when the instance starts, with the instance's runtime handles

@@ -57,7 +57,7 @@ from .carried import CarriedSet
 from .classify import TopicClass, classify
 from .pending import Parked, PendingBuffer, RejectedCache
 from .raw import raw_delivery
-from .reasons import BUFFER_OVERFLOW, RATE_LIMITED, TOPIC_NOT_CARRIED, UNKNOWN_TOPIC, RejectReason
+from .reasons import BUFFER_OVERFLOW, BUSY, RATE_LIMITED, TOPIC_NOT_CARRIED, UNKNOWN_TOPIC, RejectReason
 from .store import AdapterDatabases
 from .subscriptions import HUB_DATABASES, SubscriptionHub
 from .trace import TopicAcceptedLate, TopicDeferred, TopicPendingDropped
@@ -68,6 +68,9 @@ __all__ = ["TopicIngress", "TopicOutcome", "HUB_OWNER", "PRUNE_INTERVAL"]
 HUB_OWNER = "topics"
 #: How often adapters prune and pending buffers expire (seconds).
 PRUNE_INTERVAL = 5.0
+#: Refusals that depend on the moment, not on the message: the same message may be
+#: offered again later and accepted, so they are never remembered in the rejected-id cache.
+TEMPORARY_REASONS = frozenset({RATE_LIMITED.code, BUSY.code})
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +235,8 @@ class TopicIngress(Ingress):
                                                origin=origin)
 
     def _refuse(self, message: DmqMessage, adapter: str, reject: Reject, now: float) -> TopicOutcome:
-        self.rejected.add(message.message_id, message.expires_at)
+        if reject.reason.code not in TEMPORARY_REASONS:
+            self.rejected.add(message.message_id, message.expires_at)
         return TopicOutcome(message, _reject_error(adapter, reject))
 
     def _context(self, adapter: TopicAdapter, facts: DmqFacts, view: Any) -> ValidationContext:
@@ -294,7 +298,21 @@ class TopicIngress(Ingress):
             self.tracer.emit(TopicAcceptedLate(self.tracer.now(), facts.dmq_id, adapter.name))
         else:
             updates = self._core_updates(message, now, monotonic, charged)
-            await self._commit([message], updates, adapter.name, on_accept, now)
+            again = self._rediffusable(adapter, inner, now)
+            for carried in again:
+                updates.update(self._core_updates(carried, now, monotonic, charged=True))
+            await self._commit([message, *again], updates, adapter.name, on_accept, now)
+
+    def _rediffusable(self, adapter: TopicAdapter, inner: Any, now: float) -> list[DmqMessage]:
+        """Messages carried inside ``inner`` that go back into the DMQ store, so that they
+        diffuse again (2.8 step 4): only while within their own network lifetime, when not
+        held already and when they pass the DMQ checks here, as a direct copy would."""
+        out = []
+        for carried in adapter.rediffuse(inner):
+            if (now <= carried.expires_at and carried.expires_at - self.validator.max_ttl < now
+                    and not self.is_known(carried.message_id, now) and self.validator.check(carried) is None):
+                out.append(carried)
+        return out
 
     async def _commit(self, messages: list[DmqMessage], updates: Mapping[str, Any], adapter: str | None,
                       make_deliveries: Any, now: float) -> None:
@@ -309,6 +327,9 @@ class TopicIngress(Ingress):
         await self.mempool.submit(messages, pool_state_updates=updates or None, in_txn=in_txn)
         if staged:
             self.hub.apply(staged[0])
+        if adapter is not None:
+            # An adapter's own queues (UPSYCLE subscribers) may have grown in this commit.
+            self.hub.wake()
 
     async def _release(self, adapter: TopicAdapter, provided: list[bytes]) -> None:
         """Re-run validation and commit for parked messages whose dependencies arrived."""
@@ -338,6 +359,8 @@ class TopicIngress(Ingress):
         async with self._lock:
             for name, adapter in self.adapters.items():
                 await trio.to_thread.run_sync(self.dbs.write, name, lambda txn, a=adapter: a.prune(now, txn))
+        # Pruning may add to subscribers' queues (UPSYCLE gap notices): readers look again.
+        self.hub.wake()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
                   interval: float = PRUNE_INTERVAL) -> None:

@@ -8,6 +8,7 @@ stake view; the node runs :meth:`TopicService.run` in its nursery and hands ever
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import trio
@@ -20,13 +21,18 @@ from dmq.validation import ReactionPolicy, Validator
 from .adapter import AdapterRuntime, Priority, PublishOutcome, TopicAdapter
 from .bucket import BucketPolicy, TokenBucket
 from .carried import CarriedSet
-from .ingress import TopicIngress
+from .ingress import PRUNE_INTERVAL, TopicIngress
 from .publication import NodePublisher
 from .session import TopicSession
 from .signer import NodeSigner
 from .store import for_store
+from .trace import TopicPublicationRefused
 
-__all__ = ["TopicService", "build_topic_service"]
+__all__ = ["TopicService", "build_topic_service", "DUE_INTERVAL"]
+
+
+#: How often adapters are asked what the node should publish (requests, answers), in seconds.
+DUE_INTERVAL = 1.0
 
 
 class TopicService:
@@ -34,6 +40,18 @@ class TopicService:
         self.ingress = ingress
         self.publisher = publisher
         self.network_magic = network_magic
+        #: Read when :meth:`run` starts, so a test can shorten them on a built node.
+        self.due_interval = DUE_INTERVAL
+        self.prune_interval = PRUNE_INTERVAL
+        #: UPSYCLE's local operations when the instance carries it (protocol 1000 reaches them).
+        self.upsycle: Any = None
+        adapter = ingress.adapters.get("upsycle")
+        if adapter is not None:
+            from .upsycle.local import UpsycleLocal
+
+            self.upsycle = UpsycleLocal(adapter, ingress)
+        #: Durable subscriber keys attached to a connection (one connection at a time).
+        self.attached: set[bytes] = set()
 
     @property
     def hub(self) -> Any:
@@ -47,7 +65,8 @@ class TopicService:
     def clock(self) -> Clock:
         return self.ingress.validator.clock
 
-    async def publish(self, body: bytes, priority: Priority = Priority.CLIENT) -> PublishOutcome:
+    async def publish(self, body: bytes, priority: Priority | None = None) -> PublishOutcome:
+        """Publish ``body`` (priority None: the adapter's for it, else a client publication's)."""
         return await self.publisher.publish(body, priority)
 
     def session(self, client: str) -> TopicSession:
@@ -58,12 +77,48 @@ class TopicService:
         return AdapterRuntime(self.clock, self.network_magic, self.ingress.params, self.publish,
                               signer is not None, None if signer is None else signer.pool_id, self.ingress.tracer)
 
+    def bind_metrics(self, registry: Any, prefix: str) -> None:
+        """Register the series of every adapter that has some (``bind_metrics``) in ``registry``."""
+        for adapter in self.ingress.adapters.values():
+            bind = getattr(adapter, "bind_metrics", None)
+            if bind is not None:
+                bind(registry, prefix)
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self.ingress.start_adapters(self.runtime())
         async with trio.open_nursery() as nursery:
             await nursery.start(self.publisher.run)
-            await nursery.start(self.ingress.run)
+            await nursery.start(partial(self.ingress.run, interval=self.prune_interval))
+            nursery.start_soon(self._publish_due_forever, nursery)
             task_status.started()
+
+    async def _publish_due_forever(self, nursery: trio.Nursery) -> None:
+        while True:
+            await trio.sleep(self.due_interval)
+            self.publish_due(nursery)
+
+    def publish_due(self, nursery: trio.Nursery) -> int:
+        """Hand every adapter's due publications (``due_publications(view, now)``) to the
+        publication queue, each as its own task: the queue orders them by priority (2.7)."""
+        now = self.clock.now()
+        count = 0
+        for adapter in self.ingress.adapters.values():
+            due = getattr(adapter, "due_publications", None)
+            if due is None:
+                continue
+            with self.dbs.reading(adapter.name) as view:
+                bodies = due(view, now)
+            for body in bodies:
+                nursery.start_soon(self._publish_own, adapter.name, body)
+            count += len(bodies)
+        return count
+
+    async def _publish_own(self, adapter: str, body: bytes) -> None:
+        outcome = await self.publisher.publish(body, None)
+        if outcome.reject is not None:
+            tracer = self.ingress.tracer
+            tracer.emit(TopicPublicationRefused(tracer.now(), adapter, outcome.reject.reason.name,
+                                                outcome.reject.detail))
 
 
 def build_topic_service(mempool: DurableMempool, validator: Validator, tracer: Tracer, *,

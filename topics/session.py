@@ -10,6 +10,7 @@ in a worker thread.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -36,25 +37,56 @@ from miniprotocols.local_topic_subscription import (
     TopicProtocolError,
 )
 
-from .adapter import JOIN_FAILURE, MembershipOperations, Priority, Start
+from . import cbor
+from .adapter import JOIN_FAILURE, Reject, Start
 from .auth import verify_auth
+from .classify import tag_of
 from .filters import FilterError, check_filter
 from .ingress import HUB_OWNER
 from .raw import is_raw_message, raw_delivery
-from .reasons import BUSY, MALFORMED, NOT_AUTHORIZED, RATE_LIMITED, UNKNOWN_TOPIC, RejectReason
-from .subscriptions import DURABLE_DB, MAX_SUBSCRIPTIONS, QUEUE_DB, Subscription, SubscriptionHub
+from .reasons import (
+    BUSY,
+    MALFORMED,
+    NOT_AUTHORIZED,
+    RATE_LIMITED,
+    TOPIC_NOT_CARRIED,
+    UNKNOWN_TOPIC,
+    RejectReason,
+)
+from .subscriptions import DURABLE_DB, MAX_SUBSCRIPTIONS, QUEUE_DB, Subscription, SubscriptionHub, encode_item
 
-__all__ = ["TopicSession", "BLOCKING_WAIT", "PULL_STATUS_NOT_MEMBER"]
+__all__ = ["TopicSession", "QueueAttachment", "BLOCKING_WAIT", "PULL_STATUS_NOT_MEMBER"]
 
 #: A blocking request with nothing to deliver is answered empty after this long (P).
 BLOCKING_WAIT = 60.0
 PULL_STATUS_NOT_MEMBER = 4
+#: ``detail`` of a JOIN / LEAVE acknowledgement on an instance without UPSYCLE (TOPICS.md 4.5).
+DETAIL_TOPIC_NOT_CARRIED = 4
 RAW = 0
 UPSYCLE = 1
+#: Queue items handed out per subscriber and request: 256 KiB holds about 110 of the largest.
+QUEUE_BATCH = 128
 
 
 def _reject(reason: RejectReason, retry_after: int | None = None) -> MsgReject:
     return MsgReject(reason.code, reason.name, retry_after)
+
+
+def _refused(reject: Reject) -> MsgReject:
+    return MsgReject(reject.reason.code, reject.reason.name, reject.retry_after)
+
+
+@dataclass(eq=False)
+class QueueAttachment:
+    """A durable subscription with an UPSYCLE selector, named by the subscriber's service key K.
+
+    Its items are K's store-and-forward queue in the UPSYCLE store (TOPICS.md 4.5: unicasts to
+    K and multicasts of the groups K had joined when they arrived), numbered and acknowledged
+    there; ``cursor`` is the next dseq to hand out (None: the oldest unacknowledged).
+    """
+
+    key: bytes
+    cursor: int | None = None
 
 
 class TopicSession:
@@ -65,6 +97,7 @@ class TopicSession:
         self.client = client
         self.blocking_wait = blocking_wait
         self.subs: dict[int, Subscription] = {}
+        self.queues: dict[int, QueueAttachment] = {}
         self._next_id = 0
 
     @property
@@ -80,12 +113,14 @@ class TopicSession:
     # -- subscriptions ----------------------------------------------------------------------
 
     async def subscribe(self, request: MsgSubscribe) -> Any:
-        if len(self.subs) >= MAX_SUBSCRIPTIONS:
+        if len(self.subs) + len(self.queues) >= MAX_SUBSCRIPTIONS:
             return _reject(RATE_LIMITED)
         try:
             filter_ = check_filter(request.filter)
         except FilterError:
             return _reject(MALFORMED)
+        if request.durable is not None and any(s[0] == UPSYCLE for s in filter_):
+            return await self._attach_queue(filter_, request)
         if request.durable is None:
             if isinstance(request.start, Resume):
                 return _reject(MALFORMED)
@@ -128,14 +163,34 @@ class TopicSession:
             if not has_more:
                 return out
 
+    async def _attach_queue(self, filter_: list[dict[int, Any]], request: MsgSubscribe) -> Any:
+        """Attach subscriber K's UPSYCLE queue; K is created on the first valid ``auth``."""
+        ops = self.service.upsycle
+        if ops is None:
+            return _reject(TOPIC_NOT_CARRIED)
+        if any(s[0] != UPSYCLE for s in filter_):
+            return _reject(MALFORMED)       # K's queue holds UPSYCLE items only
+        name, auth = request.durable.name, request.durable.auth
+        if auth is None or len(name) != 32 or not verify_auth(
+                "attach", name, None, auth.ts, auth.sig, self.service.network_magic, self._now()):
+            return _reject(NOT_AUTHORIZED)
+        if name in self.service.attached:
+            return _reject(BUSY)
+        detail = await ops.attach(name)
+        if detail:
+            return _reject(NOT_AUTHORIZED if detail == 1 else RATE_LIMITED)
+        if name in self.service.attached:
+            return _reject(BUSY)
+        self.service.attached.add(name)
+        cursor = request.start.dseq if isinstance(request.start, Resume) else None
+        sub_id = self._next_id
+        self._next_id += 1
+        self.queues[sub_id] = QueueAttachment(name, cursor)
+        return MsgSubscribed(sub_id, ops.head(name) if cursor is None else cursor)
+
     async def _attach_durable(self, filter_: list[dict[int, Any]], request: MsgSubscribe) -> Any:
         durable = request.durable
         name = durable.name
-        if any(s[0] == UPSYCLE for s in filter_):
-            auth = durable.auth
-            if auth is None or len(name) != 32 or not verify_auth(
-                    "attach", name, None, auth.ts, auth.sig, self.service.network_magic, self._now()):
-                return _reject(NOT_AUTHORIZED)
         existing = self.hub.durable.get(name)
         if existing is not None:
             if existing.attached:
@@ -158,6 +213,12 @@ class TopicSession:
         return sub
 
     async def unsubscribe(self, request: MsgUnsubscribe) -> Any:
+        attachment = self.queues.pop(request.sub_id, None)
+        if attachment is not None:
+            self.service.attached.discard(attachment.key)
+            if request.forget:
+                await self.service.upsycle.forget(attachment.key)
+            return MsgUnsubscribed(request.sub_id)
         sub = self.subs.pop(request.sub_id, None)
         if sub is None:
             return _reject(MALFORMED)
@@ -181,19 +242,22 @@ class TopicSession:
     async def request_next(self, request: MsgRequestNext) -> MsgReplyNext:
         await self._acknowledge(request.acks)
         limit = min(request.max_items, MAX_ITEMS_PER_REPLY)
-        items = self._collect(limit)
+        items = await self._collect(limit)
         if request.blocking and not items:
             with trio.move_on_after(self.blocking_wait):
                 while not items:
-                    await self.hub.wait_changed()
-                    items = self._collect(limit)
+                    changed = self.hub.next_change()
+                    items = await self._collect(limit)
+                    if not items:
+                        await changed.wait()
             if not items:
                 return MsgReplyNext((), False)
         now = self._now()
-        has_more = any(self.hub.has_ready(sub, now) for sub in self.subs.values())
+        has_more = (any(self.hub.has_ready(sub, now) for sub in self.subs.values())
+                    or any(self.service.upsycle.has_ready(a.key, a.cursor) for a in self.queues.values()))
         return MsgReplyNext(tuple(items), has_more)
 
-    def _collect(self, limit: int) -> list[bytes]:
+    async def _collect(self, limit: int) -> list[bytes]:
         out: list[bytes] = []
         budget = MAX_REPLY_BYTES - 16
         now = self._now()
@@ -203,12 +267,43 @@ class TopicSession:
             items, used = self.hub.take(sub, sub_id, limit - len(out), budget, now)
             out.extend(items)
             budget -= used
+        for sub_id, attachment in self.queues.items():
+            if len(out) >= limit or budget <= 0:
+                break
+            items, used = await self._take_queue(sub_id, attachment, limit - len(out), budget)
+            out.extend(items)
+            budget -= used
         return out
+
+    async def _take_queue(self, sub_id: int, attachment: QueueAttachment, limit: int,
+                          budget: int) -> tuple[list[bytes], int]:
+        """Items of K's queue from the attachment's cursor, within ``limit`` and ``budget``.
+
+        Items numbered but left out for the byte budget are handed out again next time: the
+        cursor only passes what was sent.
+        """
+        ops = self.service.upsycle
+        if not ops.has_ready(attachment.key, attachment.cursor):
+            return [], 0
+        out: list[bytes] = []
+        used = 0
+        for queued in await ops.next_items(attachment.key, attachment.cursor, min(limit, QUEUE_BATCH)):
+            encoded = encode_item(sub_id, queued.dseq, cbor.encode(queued.body))
+            if out and used + len(encoded) > budget:
+                break
+            out.append(encoded)
+            used += len(encoded)
+            attachment.cursor = queued.dseq + 1
+        return out, used
 
     async def _acknowledge(self, acks: Any) -> None:
         removed: list[bytes] = []
         touched: list[Subscription] = []
         for sub_id, dseq in acks:
+            attachment = self.queues.get(sub_id)
+            if attachment is not None:
+                await self._acknowledge_queue(sub_id, attachment, dseq)
+                continue
             sub = self.subs.get(sub_id)
             if sub is None:
                 raise TopicProtocolError(f"acknowledgement of unknown subscription {sub_id}")
@@ -228,42 +323,60 @@ class TopicSession:
 
             await self._write(commit)
 
+    async def _acknowledge_queue(self, sub_id: int, attachment: QueueAttachment, dseq: int) -> None:
+        from .upsycle.queues import AckError
+
+        try:
+            await self.service.upsycle.ack(attachment.key, dseq)
+        except AckError:
+            raise TopicProtocolError(f"acknowledgement of dseq {dseq} not yet delivered on {sub_id}") from None
+
     # -- publication and membership ---------------------------------------------------------
 
     async def publish(self, request: MsgPublish) -> Any:
-        outcome = await self.service.publish(request.body, Priority.CLIENT)
+        body = bytes(request.body)
+        ops = self.service.upsycle
+        if ops is not None and tag_of(body) == ops.adapter.tag:
+            local = await self._publish_upsycle(ops, body)
+            if local is not None:
+                return local
+        outcome = await self.service.publish(body)
         if outcome.reject is not None:
-            r = outcome.reject
-            return MsgReject(r.reason.code, r.reason.name, r.retry_after)
+            return _refused(outcome.reject)
         return MsgPublished(outcome.dmq_id, outcome.inner_id)
 
-    def _membership(self) -> MembershipOperations | None:
-        adapter = self.service.ingress.adapters.get("upsycle")
-        return adapter if isinstance(adapter, MembershipOperations) else None
-
-    def _authorized(self, op: str, subscriber: bytes, group: bytes, auth: Any) -> bool:
-        return verify_auth(op, subscriber, group, auth.ts, auth.sig, self.service.network_magic, self._now())
+    @staticmethod
+    async def _publish_upsycle(ops: Any, body: bytes) -> Any:
+        """The checks before wrapping (TOPICS.md 4.5): a unicast's source must be a permitted
+        service; a multicast to a node-local group is queued here and never wrapped. None:
+        wrap and publish."""
+        inner = ops.adapter.decode(body)
+        if isinstance(inner, Reject):
+            return _refused(inner)
+        refused = ops.adapter.authorize_publication(inner)
+        if refused is not None:
+            return _refused(refused)
+        local = await ops.publish_local(inner)
+        if isinstance(local, Reject):
+            return _refused(local)
+        return None if local is None else MsgPublished(None, local)
 
     async def join(self, request: MsgJoin) -> MsgJoinAck:
-        ops = self._membership()
+        ops = self.service.upsycle
         if ops is None:
-            return MsgJoinAck(request.group, JOIN_FAILURE, UNKNOWN_TOPIC.code)
-        if not self._authorized("join", request.subscriber, request.group, request.auth):
-            return MsgJoinAck(request.group, JOIN_FAILURE, NOT_AUTHORIZED.code)
-        result, detail = await ops.join(request.subscriber, request.group, request.local)
-        return MsgJoinAck(request.group, result, detail)
+            return MsgJoinAck(request.group, JOIN_FAILURE, DETAIL_TOPIC_NOT_CARRIED)
+        ack = await ops.join(request.subscriber, request.group, request.local, [request.auth.ts, request.auth.sig])
+        return MsgJoinAck(request.group, ack.result, int(ack.detail) or None)
 
     async def leave(self, request: MsgLeave) -> MsgLeaveAck:
-        ops = self._membership()
+        ops = self.service.upsycle
         if ops is None:
-            return MsgLeaveAck(request.group, JOIN_FAILURE, UNKNOWN_TOPIC.code)
-        if not self._authorized("leave", request.subscriber, request.group, request.auth):
-            return MsgLeaveAck(request.group, JOIN_FAILURE, NOT_AUTHORIZED.code)
-        result, detail = await ops.leave(request.subscriber, request.group)
-        return MsgLeaveAck(request.group, result, detail)
+            return MsgLeaveAck(request.group, JOIN_FAILURE, DETAIL_TOPIC_NOT_CARRIED)
+        ack = await ops.leave(request.subscriber, request.group, [request.auth.ts, request.auth.sig])
+        return MsgLeaveAck(request.group, ack.result, int(ack.detail) or None)
 
     async def pull(self, request: MsgPull) -> Any:
-        ops = self._membership()
+        ops = self.service.upsycle
         if ops is None:
             return _reject(UNKNOWN_TOPIC)
         statuses = await ops.pull(request.subscriber, request.group, list(request.ids))
@@ -276,5 +389,8 @@ class TopicSession:
             if not sub.durable:
                 self.hub.ephemeral.discard(sub)
         self.subs.clear()
+        for attachment in self.queues.values():
+            self.service.attached.discard(attachment.key)
+        self.queues.clear()
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "DURABLE_DB",
     "QUEUE_DB",
     "HUB_DATABASES",
+    "encode_item",
 ]
 
 MAX_SUBSCRIPTIONS = 64          # per connection (P)
@@ -95,6 +96,11 @@ class Staged:
     """Items assigned inside a commit, applied to memory after it."""
 
     items: list[tuple[Subscription, QueuedItem]] = field(default_factory=list)
+
+
+def encode_item(sub_id: int, dseq: int, item_body: bytes) -> bytes:
+    """``item = [subId, dseq, itemBody]`` around an already encoded ``itemBody``."""
+    return cbor.head(4, 3) + cbor.encode(sub_id) + cbor.encode(dseq) + item_body
 
 
 def _queue_key(name: bytes, dseq: int) -> bytes:
@@ -183,6 +189,11 @@ class SubscriptionHub:
     async def wait_changed(self) -> None:
         await self._changed.wait()
 
+    def next_change(self) -> trio.Event:
+        """The event the next :meth:`wake` sets: take it before looking, then wait on it,
+        so that a change made while looking is not missed."""
+        return self._changed
+
     # -- reading ----------------------------------------------------------------------------
 
     @staticmethod
@@ -202,7 +213,7 @@ class SubscriptionHub:
             if item.deadline is not None and item.deadline < now:
                 sub.cursor = item.dseq + 1
                 continue
-            encoded = cbor.head(4, 3) + cbor.encode(sub_id) + cbor.encode(item.dseq) + item.item_body
+            encoded = encode_item(sub_id, item.dseq, item.item_body)
             if out and used + len(encoded) > budget:
                 break
             out.append(encoded)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from dmq.trace import TraceEvent
 
-__all__ = ["TopicDeferred", "TopicPendingDropped", "TopicAcceptedLate"]
+__all__ = ["TopicDeferred", "TopicPendingDropped", "TopicAcceptedLate", "TopicPublicationRefused"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,3 +34,12 @@ class TopicAcceptedLate(TraceEvent):
 
     message_id: bytes
     adapter: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPublicationRefused(TraceEvent):
+    """A publication the node made on its own (a request, an answer) was refused."""
+
+    adapter: str
+    reason: str
+    detail: str

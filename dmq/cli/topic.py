@@ -82,6 +82,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     pull.add_argument("--key", required=True, metavar="FILE")
     pull.add_argument("--id", action="append", required=True, metavar="HEX", help="message id (repeat, up to 16)")
 
+    from dmq.cli.topic_blocklace import register
+
+    register(commands)
+
 
 def describe_item(item: Any) -> str:
     meta = item.meta or {}
@@ -183,6 +187,10 @@ def _read_body(path: str) -> bytes:
 
 def run(args: argparse.Namespace) -> int:
     import trio
+
+    if hasattr(args, "func"):
+        # The commands that read the node's database (topic_blocklace) need no connection.
+        return args.func(args)
 
     from integrations.mithril import DmqClientError
 

@@ -41,6 +41,7 @@ from topics.adapter import (
     Defer,
     Delivery,
     Origin,
+    Priority,
     Reject,
     Start,
     StoreView,
@@ -221,6 +222,22 @@ class BlocklaceAdapter(TopicAdapter):
         if store.answers(ctx.store, carry.need, item) >= ANSWERS_PER_ITEM:
             return Reject(ANSWER_QUOTA, f"{ANSWERS_PER_ITEM} answers already accepted")
         return self._check_block(item, inner.carried.pool_id, block, True, ctx.now)
+
+    def rediffuse(self, inner: BlocklaceInner) -> Iterable[DmqMessage]:
+        """A carried block goes back into the store while its own lifetime lasts."""
+        return () if inner.carried is None else (inner.carried,)
+
+    def publication_priority(self, inner: BlocklaceInner) -> Priority | None:
+        """Epoch blocks first, carries and proof notices as answers, needs as requests (2.7)."""
+        if inner.kind == KIND_BLOCK:
+            return Priority.EPOCH if inner.content.payload.type == EPOCH else None
+        return Priority.REQUEST if inner.kind == KIND_NEED else Priority.ANSWER
+
+    def bind_metrics(self, registry: Any, prefix: str) -> Any:
+        """The adapter's Prometheus series in the node's registry (:mod:`.metrics`)."""
+        from .metrics import BlocklaceMetrics
+
+        return BlocklaceMetrics(self, registry, prefix)
 
     def expires_at(self, inner: BlocklaceInner, now: float) -> int:
         t = int(now)

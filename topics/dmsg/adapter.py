@@ -29,6 +29,7 @@ from topics.adapter import (
     AdapterTxn,
     Delivery,
     Origin,
+    Priority,
     Reject,
     Start,
     StoreView,
@@ -149,6 +150,10 @@ class DmsgAdapter(TopicAdapter):
                 retry = int(held.arrival + REFRESH_INTERVAL - now) + 1
                 return Reject(RATE_LIMITED, f"one refresh per {REFRESH_INTERVAL} s", retry)
         return OK
+
+    def publication_priority(self, inner: Entry) -> Priority | None:
+        """Entries are periodic refreshes (2.7)."""
+        return Priority.REFRESH
 
     def expires_at(self, inner: Entry, now: float) -> int:
         return expires_at(inner, now, self.window)

@@ -22,6 +22,7 @@ from topics.adapter import (
     AdapterTxn,
     Delivery,
     Origin,
+    Priority,
     Reject,
     Start,
     StoreView,
@@ -141,6 +142,15 @@ class UpsycleAdapter(TopicAdapter):
                 return Reject(NOT_AUTHORIZED, "the unicast source is not a permitted local service")
         return None
 
+    def publication_priority(self, inner: Envelope) -> Priority | None:
+        """Answers before requests; advertisements are refreshes (2.7)."""
+        content = inner.content
+        if isinstance(content, Reissue):
+            return Priority.ANSWER
+        if isinstance(content, PullRequest):
+            return Priority.REQUEST
+        return Priority.REFRESH if isinstance(content, PeerAdvertisement) else None
+
     def expires_at(self, inner: Envelope, now: float) -> int:
         t = int(now)
         content = inner.content
@@ -198,9 +208,11 @@ class UpsycleAdapter(TopicAdapter):
                 routed.raw, message.message.raw, message.facts.dmq_id, message.facts.pool_id, arrival,
                 inner_expiry, retain, flags))
         meta = item_meta(key, routed.id, message.facts.pool_id, arrival, flags)
+        # Attached connections get the message at arrival even when it is never queued
+        # (ttl = 0): its live item stays deliverable until the end of the arrival second.
         return [Delivery(ADAPTER_NUMBER, [ITEM_MESSAGE, meta, message.message.raw],
                          facets=self._facets(routed, message.facts.pool_id),
-                         deadline=max(deadline, arrival), dedup=routed.id)]
+                         deadline=max(deadline, arrival + 1), dedup=routed.id)]
 
     @staticmethod
     def _facets(routed: RoutedMessage, pool: bytes) -> dict[int, frozenset[Any]]:

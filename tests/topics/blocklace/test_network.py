@@ -182,6 +182,8 @@ async def test_lost_block_comes_back_by_need_and_carry(tmp_path):
         # the carried block is stored as the original message, for retention and later answers
         with nodes[4].ingress.dbs.reading("blocklace") as view:
             assert lost.raw in [row.raw for row in stored_blocks(view)]
+        # and, still within its own lifetime, back in n4's DMQ store: it diffuses from there too
+        assert lost.raw in nodes[4].held()
 
     await _with_cluster(tmp_path, scenario)
 
