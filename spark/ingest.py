@@ -5,11 +5,14 @@ becomes one *run* in the Parquet dataset, named after the directory unless told 
 
     <parquet>/<record type>/run=<run>/node=<node>[/day=<yyyy-mm-dd>]/part-*.parquet
 
-Every data file must belong to a session whose manifest states the schema version this
-reader knows: the manifests are read first, and a recording from another version, or data
-without a manifest, is refused before Spark reads a byte. A torn last line (a node killed
-mid-write, or a recording still being written) is dropped, not fatal. Ingesting a run again
-replaces that run's partitions only.
+Every data file must belong to a session whose manifest states a schema version this
+reader knows: the manifests are read first, and a recording from an unknown version, or
+data without a manifest, is refused before Spark reads a byte. Files of an older version are
+read with that version's fields and given the current ones with their defaults (see
+:mod:`dmq.recorder.schema`), so one run may mix sessions of several versions, as a node
+upgraded mid-recording leaves them. A torn last line (a node killed mid-write, or a
+recording still being written) is dropped, not fatal. Ingesting a run again replaces that
+run's partitions only.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from dmq.recorder.schema import (
     safe_name,
 )
 from spark.progress import Progress
-from spark.structs import PARTITIONS, struct_type
+from spark.structs import PARTITIONS, spark_type, struct_type
 
-__all__ = ["RecordingError", "Recording", "find_recording", "ingest", "read_table", "with_day"]
+__all__ = ["RecordingError", "Recording", "find_recording", "ingest", "read_recording", "read_table", "with_day"]
 
 
 class RecordingError(ValueError):
@@ -51,6 +54,21 @@ class Recording:
     @property
     def nodes(self) -> tuple[str, ...]:
         return tuple(sorted({m["node"] for m in self.manifests}))
+
+    def version_of(self, path: Path) -> int:
+        """The schema version of a data file: its session's manifest's."""
+        parsed = parse_data_file_name(Path(path).name)
+        for m in self.manifests:
+            if parsed is not None and parsed[:2] == (safe_name(m["node"]), safe_name(m["session"])):
+                return int(m["schema_version"])
+        raise RecordingError(f"{path}: no manifest for this file")
+
+    def files_by_version(self, record_type: str) -> dict[int, tuple[Path, ...]]:
+        """A record type's data files, grouped by schema version, oldest first."""
+        groups: dict[int, list[Path]] = {}
+        for path in self.files.get(record_type, ()):
+            groups.setdefault(self.version_of(path), []).append(path)
+        return {version: tuple(paths) for version, paths in sorted(groups.items())}
 
 
 def find_recording(directory: Path, run: str | None = None) -> Recording:
@@ -88,19 +106,38 @@ def with_day(frame: DataFrame) -> DataFrame:
     return frame.withColumn("day", F.date_format(F.timestamp_seconds(F.col("t")), "yyyy-MM-dd"))
 
 
-def _read_json(spark: SparkSession, record_type: RecordType, paths: Sequence[Path]) -> DataFrame:
-    return (
-        spark.read.schema(struct_type(record_type))
+def _read_json(spark: SparkSession, record_type: RecordType, paths: Sequence[Path], version: int) -> DataFrame:
+    """Files of one schema version, with every current field (older ones' missing fields defaulted)."""
+    frame = (
+        spark.read.schema(struct_type(record_type, version))
         .option("mode", "DROPMALFORMED")
         .json([str(p) for p in paths])
     )
+    for missing in record_type.missing_in(version):
+        frame = frame.withColumn(missing.name, F.lit(missing.default).cast(spark_type(missing.type)))
+    return frame.select(*record_type.field_names)
+
+
+def read_recording(spark: SparkSession, recording: Recording, record_type: RecordType) -> DataFrame | None:
+    """One record type of a recording, every version's files in the current schema; None if none."""
+    frames = [_read_json(spark, record_type, paths, version)
+              for version, paths in recording.files_by_version(record_type.name).items()]
+    if not frames:
+        return None
+    frame = frames[0]
+    for more in frames[1:]:
+        frame = frame.unionByName(more)
+    return frame
 
 
 def write_table(frame: DataFrame, parquet_root: Path, record_type: str) -> None:
     """Append or replace (per partition) a table of the Parquet dataset."""
     if "day" in PARTITIONS[record_type] and "day" not in frame.columns:
         frame = with_day(frame)
+    # Message ids are random: a dictionary of them is built, overflows and is thrown away on
+    # every page, which doubles the cost of writing a month of events for nothing.
     (frame.write.mode("overwrite").partitionBy(*PARTITIONS[record_type])
+     .option("parquet.enable.dictionary#message_id", "false")
      .parquet(str(Path(parquet_root) / record_type)))
 
 
@@ -121,7 +158,9 @@ def ingest(
                 counts[name] = 0
                 continue
             with progress.stage(f"ingest {recording.run}: {name} ({len(paths)} files)"):
-                frame = _read_json(spark, record_type, paths).where(F.col("t").isNotNull())
+                frame = read_recording(spark, recording, record_type)
+                assert frame is not None
+                frame = frame.where(F.col("t").isNotNull())
                 frame = frame.withColumn("run", F.lit(recording.run)).cache()
                 counts[name] = frame.count()
                 write_table(frame, parquet_root, name)
@@ -138,5 +177,6 @@ def read_table(spark: SparkSession, parquet_root: Path, record_type: str, run: s
             if column not in schema.fieldNames():
                 schema = schema.add(column, "string")
         return spark.createDataFrame([], schema)
-    frame = spark.read.parquet(str(path))
+    # Runs ingested from different schema versions sit side by side: merge their columns.
+    frame = spark.read.option("mergeSchema", "true").parquet(str(path))
     return frame.where(F.col("run") == run) if run is not None else frame

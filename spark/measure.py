@@ -6,8 +6,9 @@ From the ingested Parquet of one run this computes, with Spark:
   expired, offered, sent, notified), and the message-size distribution;
 * messages and bytes held: peak, final and steady state (the mean once the first messages
   could have expired, i.e. after one TTL; absent when the run was shorter);
-* resident memory per message held: the least-squares slope of process RSS against the
-  messages held by the nodes in that process, sampled on the same second;
+* memory per message held: the least-squares slope of the process's anonymous resident
+  memory (its heap; schema version 2) against the messages held by the nodes in that
+  process, sampled on the same second; of the whole RSS for recordings without it;
 * CPU per message: the measured validation time of every accepted message, and the process
   CPU time spent per accepted message (everything the node did, sockets included);
 * network: final byte counters of every connection and mini-protocol (SDU headers
@@ -112,6 +113,8 @@ class Measurement:
     outbound_bytes_per_s: float | None
     outbound_bytes_per_s_per_peer: float | None
     protocols: tuple[ProtocolTraffic, ...]
+    #: What the memory slope was fitted on: "anonymous" (the heap) or "resident" (all of RSS).
+    memory_basis: str = "resident"
     held_series: dict[str, list[tuple[float, int, int]]] = field(default_factory=dict)
     rss_points: list[tuple[int, int]] = field(default_factory=list)
 
@@ -136,23 +139,65 @@ def _num(value, kind=float):
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else kind(value)
 
 
-def _event_counts(events: DataFrame) -> list[dict]:
-    """Per node, event, origin and rejection reason: records, messages, bytes, sizes, validation time."""
-    return [r.asDict() for r in events.groupBy(
+#: Up to this many processes, their sampled windows are counted in the pass over the events.
+_WINDOWS_IN_PASS = 64
+_SUMS = ("records", "messages", "bytes", "verify_sum", "verify_n")
+
+
+def _process_windows(samples: DataFrame) -> list[dict]:
+    """Per process: when it was sampled, the CPU it spent meanwhile and its nodes."""
+    return [r.asDict() for r in samples.groupBy("process").agg(
+        F.min("t").alias("t0"), F.max("t").alias("t1"),
+        (F.max("cpu_seconds") - F.min("cpu_seconds")).alias("cpu"), F.collect_set("node").alias("nodes"),
+    ).collect()]
+
+
+def _event_pass(events: DataFrame, windows: list[dict]) -> tuple[list[dict], list[tuple[int, int]], list[int] | None]:
+    """Everything that needs every event row, in one pass over them (they are the big table).
+
+    Returns, per node, event, origin and rejection reason: records, messages, bytes, sizes
+    and validation time; ``(bin, messages)`` with ``_FINE_BINS_PER_DECADE`` logarithmic bins
+    of the validation time of accepted messages; and per window of :func:`_process_windows`
+    the messages its nodes accepted while it was sampled (None when there are too many
+    processes to count them here).
+    """
+    accepted = F.col("event") == MessageEventKind.ACCEPTED.value
+    in_pass = len(windows) <= _WINDOWS_IN_PASS
+    sampled = [
+        F.sum(F.when(accepted & F.col("node").isin(*w["nodes"]) & (F.col("t") > F.lit(w["t0"]))
+                     & (F.col("t") <= F.lit(w["t1"])), F.col("count")).otherwise(0)).alias(f"window{i}")
+        for i, w in enumerate(windows)] if in_pass else []
+    rows = events.groupBy(
         "node", "event", (F.col("peer") == LOCAL_ORIGIN).alias("local"),
         F.split("reason", " ").getItem(0).alias("reason"),
+        F.when(accepted & (F.col("verify_ns") > 0),
+               F.floor(F.log10("verify_ns") * _FINE_BINS_PER_DECADE)).alias("bin"),
     ).agg(
         F.count(F.lit(1)).alias("records"), F.sum("count").alias("messages"), F.sum("size").alias("bytes"),
         F.min("size").alias("size_min"), F.max("size").alias("size_max"),
         F.sum("verify_ns").alias("verify_sum"), F.count("verify_ns").alias("verify_n"), F.max("verify_ns").alias("verify_max"),
-    ).collect()]
-
-
-def _verify_bins(accepted: DataFrame) -> list[tuple[int, int]]:
-    """``(bin, messages)`` with ``_FINE_BINS_PER_DECADE`` logarithmic bins of validation time."""
-    rows = (accepted.where(F.col("verify_ns") > 0)
-            .groupBy(F.floor(F.log10("verify_ns") * _FINE_BINS_PER_DECADE).alias("bin")).count().collect())
-    return sorted((int(r["bin"]), int(r["count"])) for r in rows)
+        *sampled,
+    ).collect()
+    groups: dict[tuple, dict] = {}
+    bins: dict[int, int] = {}
+    per_window = [0] * len(windows)
+    for r in rows:
+        key = (r["node"], r["event"], r["local"], r["reason"])
+        g = groups.get(key)
+        if g is None:
+            groups[key] = {k: r[k] for k in ("node", "event", "local", "reason", "size_min", "size_max", "verify_max",
+                                             *_SUMS)}
+        else:
+            for k in _SUMS:
+                g[k] = (g[k] or 0) + (r[k] or 0) if (g[k] is not None or r[k] is not None) else None
+            g["size_min"] = min((v for v in (g["size_min"], r["size_min"]) if v is not None), default=None)
+            g["size_max"] = max((v for v in (g["size_max"], r["size_max"]) if v is not None), default=None)
+            g["verify_max"] = max((v for v in (g["verify_max"], r["verify_max"]) if v is not None), default=None)
+        if r["bin"] is not None:
+            bins[int(r["bin"])] = bins.get(int(r["bin"]), 0) + r["records"]
+        for i in range(len(per_window) if in_pass else 0):
+            per_window[i] += r[f"window{i}"] or 0
+    return list(groups.values()), sorted(bins.items()), per_window if in_pass else None
 
 
 def _quantile(bins: list[tuple[int, int]], q: float) -> float | None:
@@ -178,18 +223,35 @@ def _histogram(bins: list[tuple[int, int]]) -> list[tuple[float, float, int]]:
     return [(10 ** (b / step), 10 ** ((b + 1) / step), n) for b, n in sorted(merged.items())]
 
 
-def _identities(events: DataFrame) -> tuple[int, float | None]:
-    """Distinct messages accepted anywhere, and the mean time from acceptance to expiry."""
+#: Expiry times are averaged over about this many messages at most (a deterministic sample).
+TTL_SAMPLE = 1_000_000
+
+
+def _identities(events: DataFrame, accepted_records: int, expired_records: int) -> tuple[int, float | None]:
+    """Distinct messages accepted anywhere, and the mean time from acceptance to expiry.
+
+    Ids are compared by two independent hashes (96 bits: for 65 million messages the chance
+    of a single collision is below 1e-13) rather than as 64-character strings, which shuffles
+    a tenth of the bytes. The time to expiry is the same for every message a node holds, so
+    it is averaged over a deterministic sample of ids when a run has more than
+    :data:`TTL_SAMPLE` of them, and not looked for when nothing expired; the grouping of
+    acceptances with expiries is the costly part.
+    """
     accepted, expired = MessageEventKind.ACCEPTED.value, MessageEventKind.EXPIRED.value
-    per_copy = (events.where(F.col("event").isin(accepted, expired))
-                .groupBy("node", "session", "message_id").agg(
-                    F.min(F.when(F.col("event") == accepted, F.col("t"))).alias("t_accepted"),
-                    F.min(F.when(F.col("event") == expired, F.col("t"))).alias("t_expired")))
-    row = per_copy.agg(
-        F.countDistinct(F.when(F.col("t_accepted").isNotNull(), F.col("message_id"))).alias("unique"),
-        F.avg(F.col("t_expired") - F.col("t_accepted")).alias("ttl"),
-    ).first()
-    return int(row["unique"] or 0), _num(row["ttl"])
+    key = [F.xxhash64("message_id").alias("h1"), F.hash("message_id").alias("h2")]
+    unique = (events.where((F.col("event") == accepted) & F.col("message_id").isNotNull())
+              .select(*key).distinct().count())
+    if not expired_records:
+        return int(unique), None
+    every = max(1, -(-accepted_records // TTL_SAMPLE))
+    copies = events.where(F.col("event").isin(accepted, expired))
+    if every > 1:
+        copies = copies.where(F.pmod(F.xxhash64("message_id", F.lit("ttl")), F.lit(every)) == 0)
+    per_copy = copies.groupBy("node", "session", *key).agg(
+        F.min(F.when(F.col("event") == accepted, F.col("t"))).alias("t_accepted"),
+        F.min(F.when(F.col("event") == expired, F.col("t"))).alias("t_expired"))
+    ttl = per_copy.agg(F.avg(F.col("t_expired") - F.col("t_accepted")).alias("ttl")).first()["ttl"]
+    return int(unique), _num(ttl)
 
 
 def _node_holdings(samples: DataFrame, ttl_s: float | None) -> dict[str, dict]:
@@ -206,15 +268,29 @@ def _node_holdings(samples: DataFrame, ttl_s: float | None) -> dict[str, dict]:
     return {r["node"]: r.asDict() for r in rows}
 
 
-def _process_points(samples: DataFrame, interval: float) -> DataFrame:
-    """One point per process and sampling second: messages held by its nodes, its RSS and CPU."""
+def _memory_basis(samples: DataFrame) -> str:
+    """"anonymous" when every sample has the heap (schema version 2), else "resident"."""
+    row = samples.agg(F.count(F.lit(1)).alias("n"), F.count("anon_bytes").alias("anon")).first()
+    return "anonymous" if row["n"] and row["n"] == row["anon"] else "resident"
+
+
+def _process_points(samples: DataFrame, interval: float, basis: str = "resident") -> DataFrame:
+    """One point per process and sampling second: messages held by its nodes and its memory
+    (``rss``: the anonymous part or all of RSS, as ``basis`` says)."""
+    memory = "anon_bytes" if basis == "anonymous" else "rss_bytes"
     bucketed = samples.withColumn("bucket", F.floor(F.col("t") / F.lit(interval)))
     per_node = bucketed.groupBy("process", "node", "bucket").agg(
         F.max_by("messages_held", "t").alias("held"), F.max_by("bytes_held", "t").alias("held_bytes"),
-        F.max("rss_bytes").alias("rss"),
+        F.max(memory).alias("rss"),
     )
-    return per_node.groupBy("process", "bucket").agg(
-        F.sum("held").alias("held"), F.sum("held_bytes").alias("held_bytes"), F.max("rss").alias("rss"))
+    # Nodes of one process sample on their own timers: a point counts only when every node
+    # of the process sampled in that second, or its messages held would be partial.
+    points = per_node.groupBy("process", "bucket").agg(
+        F.sum("held").alias("held"), F.sum("held_bytes").alias("held_bytes"), F.max("rss").alias("rss"),
+        F.count(F.lit(1)).alias("nodes"))
+    complete = per_node.groupBy("process").agg(F.countDistinct("node").alias("all_nodes"))
+    return (points.join(complete, "process").where(F.col("nodes") == F.col("all_nodes"))
+            .drop("nodes", "all_nodes"))
 
 
 def _memory_fit(points: DataFrame) -> tuple[float | None, float | None, int, float | None]:
@@ -238,18 +314,23 @@ def _memory_fit(points: DataFrame) -> tuple[float | None, float | None, int, flo
     return slope, r2, int(span), wire
 
 
-def _process_cpu(samples: DataFrame, accepted: DataFrame) -> float | None:
-    """Process CPU seconds spent per message accepted by the process's nodes while sampled."""
-    windows = samples.groupBy("process").agg(
-        F.min("t").alias("t0"), F.max("t").alias("t1"),
-        (F.max("cpu_seconds") - F.min("cpu_seconds")).alias("cpu"), F.collect_set("node").alias("nodes"))
-    joined = (accepted.select("node", "t", "count")
-              .join(windows.select("process", "t0", "t1", F.explode("nodes").alias("node")), "node")
-              .where((F.col("t") > F.col("t0")) & (F.col("t") <= F.col("t1")))
-              .groupBy("process").agg(F.sum("count").alias("messages")))
-    rows = windows.join(joined, "process", "left").select("cpu", "messages").collect()
-    cpu = sum(r["cpu"] or 0.0 for r in rows)
-    messages = sum(r["messages"] or 0 for r in rows)
+def _process_cpu(windows: list[dict], in_window: list[int] | None, accepted: DataFrame) -> float | None:
+    """Process CPU seconds spent per message accepted by the process's nodes while sampled.
+
+    ``in_window`` comes from the pass over the events; with too many processes for that,
+    the accepted events are joined with the windows instead.
+    """
+    if in_window is None:
+        spark = accepted.sparkSession
+        frame = spark.createDataFrame([(i, w["t0"], w["t1"], n) for i, w in enumerate(windows) for n in w["nodes"]],
+                                      "window int, t0 double, t1 double, node string")
+        counted = {r["window"]: r["messages"] for r in (
+            accepted.select("node", "t", "count").join(F.broadcast(frame), "node")
+            .where((F.col("t") > F.col("t0")) & (F.col("t") <= F.col("t1")))
+            .groupBy("window").agg(F.sum("count").alias("messages")).collect())}
+        in_window = [counted.get(i, 0) or 0 for i in range(len(windows))]
+    cpu = sum(w["cpu"] or 0.0 for w in windows)
+    messages = sum(in_window)
     return cpu / messages if messages else None
 
 
@@ -292,12 +373,15 @@ def measure(spark: SparkSession, parquet_root: Path, run: str, *, sample_interva
     The steady state starts one TTL after a node's first sample: the measured TTL (expiry
     time minus acceptance time) when messages expired during the run, else ``ttl_hint_s``.
     """
-    events = read_table(spark, parquet_root, "message_events", run).cache()
+    # Not cached: each pass reads only the Parquet columns it needs, which at mainnet scale
+    # (65 million rows) is cheaper than holding every column in memory.
+    events = read_table(spark, parquet_root, "message_events", run)
     samples = read_table(spark, parquet_root, "node_samples", run).cache()
     conns = read_table(spark, parquet_root, "connection_samples", run)
     accepted = events.where(F.col("event") == MessageEventKind.ACCEPTED.value)
 
-    counts = _event_counts(events)
+    windows = _process_windows(samples)
+    counts, bins, in_window = _event_pass(events, windows)
 
     def total(event: MessageEventKind, node: str | None = None, local: bool | None = None,
               what: str = "messages") -> int:
@@ -311,14 +395,15 @@ def measure(spark: SparkSession, parquet_root: Path, run: str, *, sample_interva
     accepted_rows = [r for r in counts if r["event"] == MessageEventKind.ACCEPTED.value]
     accepted_n = sum(r["messages"] or 0 for r in accepted_rows)
     verify_n = sum(r["verify_n"] for r in accepted_rows)
-    bins = _verify_bins(accepted)
-    unique, ttl_s = _identities(events)
+    unique, ttl_s = _identities(events, sum(r["records"] for r in accepted_rows),
+                                total(MessageEventKind.EXPIRED, what="records"))
 
     holdings = _node_holdings(samples, ttl_s or ttl_hint_s)
-    points = _process_points(samples, sample_interval).cache()
+    basis = _memory_basis(samples)
+    points = _process_points(samples, sample_interval, basis).cache()
     slope, r2, span, wire_per_message = _memory_fit(points)
     rss_points = _plot_points(points)
-    cpu_per_message = _process_cpu(samples, accepted)
+    cpu_per_message = _process_cpu(windows, in_window, accepted)
 
     traffic = _traffic(conns)
     per_node_links: dict[tuple[str, str], dict[str, int]] = {}
@@ -394,8 +479,8 @@ def measure(spark: SparkSession, parquet_root: Path, run: str, *, sample_interva
         wire_bytes_per_message_held=wire_per_message, cpu_per_message_s=cpu_per_message,
         redundancy=redundancy, bytes_per_message_per_peer=per_peer,
         outbound_bytes_per_s=outbound, outbound_bytes_per_s_per_peer=outbound_per_peer,
-        protocols=protocols, held_series=_held_series(samples, duration, sample_interval), rss_points=rss_points,
+        protocols=protocols, memory_basis=basis, held_series=_held_series(samples, duration, sample_interval), rss_points=rss_points,
     )
-    for frame in (events, samples, points):
+    for frame in (samples, points):
         frame.unpersist()
     return measurement

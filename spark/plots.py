@@ -86,7 +86,7 @@ def plot_rss(path: Path, m: Measurement) -> Path:
                     label=f"fit: {m.rss_per_message:,.0f} B per message")
         ax.legend(fontsize=7)
     ax.set_xlabel("messages held (all nodes of the process)")
-    ax.set_ylabel("resident memory (MB)")
+    ax.set_ylabel(f"{m.memory_basis} resident memory (MB)")
     ax.set_title(f"{m.run}: memory against messages held")
     ax.grid(alpha=0.3)
     return _save(fig, path)

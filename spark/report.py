@@ -180,11 +180,14 @@ def _corrections(inputs: ReportInputs) -> list[str]:
     rows = []
     for r in recorded:
         m = r.measurement
-        rows.append([m.run, _n(m.rss_per_message), _n(m.rss_fit_r2, 3), f"{m.rss_fit_span:,}",
+        rows.append([m.run, _n(m.rss_per_message), m.memory_basis, _n(m.rss_fit_r2, 3), f"{m.rss_fit_span:,}",
                      _n(m.wire_bytes_per_message_held), "yes" if m.memory_fit_trusted else "no (too few messages or noisy)"])
-    out += ["**5. Memory.** The CIP counts message bytes only. Measured: the slope of the process's resident "
-            "memory against the messages it holds:", ""]
-    out += _table(["run", "RSS bytes per message", "fit r²", "messages spanned", "wire bytes per message", "trusted"], rows)
+    out += ["**5. Memory.** The CIP counts message bytes only. Measured: the slope of the process's memory "
+            "against the messages it holds; its anonymous resident memory (the heap) where the recording has it, "
+            "since the resident pages of the durable mempool's LMDB map are page cache the kernel can drop, "
+            "else all of its resident memory:", ""]
+    out += _table(["run", "bytes per message", "memory fitted", "fit r²", "messages spanned",
+                   "wire bytes per message", "trusted"], rows)
     return out
 
 

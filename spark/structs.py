@@ -28,6 +28,8 @@ def spark_type(field_type: FieldType) -> T.DataType:
     return _TYPES[field_type]
 
 
-def struct_type(record_type: RecordType) -> T.StructType:
-    """The record type as Spark reads it from JSON lines (every field nullable)."""
-    return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in record_type.fields])
+def struct_type(record_type: RecordType, version: int | None = None) -> T.StructType:
+    """The record type as Spark reads it from JSON lines (every field nullable): all current
+    fields, or those a file of schema ``version`` holds."""
+    fields = record_type.fields if version is None else record_type.fields_in(version)
+    return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in fields])

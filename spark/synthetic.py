@@ -14,13 +14,14 @@ sums over a dense per-second timeline), so the samples agree with the events by
 construction:
 
 * messages held at time t = messages accepted in (t - TTL, t];
-* resident memory = a base + bytes held x ``memory_overhead``;
+* resident memory, and its anonymous part = a base each + bytes held x ``memory_overhead``;
 * process CPU = a base + the validation time of every message accepted so far;
 * each of ``peers`` connections carries ``redundancy`` / ``peers`` of the accepted bytes out.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -66,6 +67,7 @@ class SyntheticSpec:
     connection_sample_interval: int = 60
     start: float = 1_800_000_000.0
     base_rss: int = 200_000_000
+    base_anon: int = 150_000_000
     base_cpu_s: float = 10.0
     seed: int = 137
     run: str = "synthetic"
@@ -118,6 +120,19 @@ def _uniform(salt: int, seed: int) -> Column:
     return F.xxhash64(F.col("id"), F.lit(seed), F.lit(salt)).bitwiseAND(F.lit(_MASK)) / F.lit(_UNIT)
 
 
+def pool_ids(spec: SyntheticSpec) -> list[str]:
+    """Hex pool ids of the synthetic pools (Blake2b-224-sized: SHA-224 of a per-pool text)."""
+    return [hashlib.sha224(f"pool:{spec.seed}:{k}".encode()).hexdigest() for k in range(spec.pools)]
+
+
+def peer_names(spec: SyntheticSpec) -> list[str]:
+    return [f"peer-{k}" for k in range(spec.peers)]
+
+
+def _constants(values: list[str]) -> Column:
+    return F.array(*(F.lit(v) for v in values))
+
+
 def message_frame(spark: SparkSession, spec: SyntheticSpec, partitions: int | None = None) -> DataFrame:
     """One accepted-message event per signer per round, in the message-events schema."""
     s = spec.signers
@@ -131,13 +146,14 @@ def message_frame(spark: SparkSession, spec: SyntheticSpec, partitions: int | No
         "session": F.lit(spec.session),
         "event": F.lit(MessageEventKind.ACCEPTED.value),
         "message_id": F.sha2(F.concat_ws(":", F.lit(spec.seed), F.col("id").cast("string")), 256),
-        "pool_id": F.sha2(F.concat_ws(":", F.lit("pool"), F.lit(spec.seed), pool.cast("string")), 224),
+        # Per-pool and per-peer values come from a constant array: one lookup, not a hash, per row.
+        "pool_id": F.element_at(_constants(pool_ids(spec)), (pool + 1).cast("int")),
         "size": (F.lit(spec.size_min) + F.floor(_uniform(2, spec.seed) * F.lit(spec.size_max - spec.size_min + 1)))
         .cast("long"),
         "count": F.lit(1),
-        "peer": F.when(pool == 0, F.lit(LOCAL_ORIGIN)).otherwise(
-            F.concat(F.lit("peer-"), (F.abs(F.xxhash64(F.col("id"), F.lit(spec.seed), F.lit(3))) % spec.peers)
-                     .cast("string"))),
+        "peer": F.when(pool == 0, F.lit(LOCAL_ORIGIN)).otherwise(F.element_at(
+            _constants(peer_names(spec)),
+            (F.abs(F.xxhash64(F.col("id"), F.lit(spec.seed), F.lit(3))) % spec.peers + 1).cast("int"))),
         "reason": F.lit(None).cast("string"),
         "reaction": F.lit(None).cast("string"),
         "verify_ns": F.floor(F.lit(spec.verify_ns_mean) * (F.lit(0.5) + _uniform(4, spec.seed))).cast("long"),
@@ -156,15 +172,21 @@ def _timeline(spark: SparkSession, spec: SyntheticSpec, messages: DataFrame) -> 
                 .agg(F.count(F.lit(1)).alias("n"), F.sum("size").alias("b"), F.sum("verify_ns").alias("v")))
     seconds = spark.range(0, spec.duration_s + 1).withColumnRenamed("id", "s")
     dense = seconds.join(arrivals, "s", "left").na.fill(0, ["n", "b", "v"])
-    window = Window.orderBy("s").rowsBetween(-spec.ttl_s, -1)
-    before = Window.orderBy("s").rowsBetween(Window.unboundedPreceding, -1)
-    return dense.select(
+    # Running sums are one pass; what arrived in the last TTL is the difference of two of them
+    # (a sliding ``rowsBetween(-ttl, -1)`` frame would re-add the whole TTL for every second).
+    order = Window.orderBy("s")
+    before = order.rowsBetween(Window.unboundedPreceding, -1)
+    running = dense.select(
         "s",
-        F.coalesce(F.sum("n").over(window), F.lit(0)).alias("held"),
-        F.coalesce(F.sum("b").over(window), F.lit(0)).alias("held_bytes"),
         F.coalesce(F.sum("n").over(before), F.lit(0)).alias("total"),
         F.coalesce(F.sum("b").over(before), F.lit(0)).alias("total_bytes"),
         F.coalesce(F.sum("v").over(before), F.lit(0)).alias("total_verify_ns"),
+    )
+    return running.select(
+        "s",
+        (F.col("total") - F.lag("total", spec.ttl_s, 0).over(order)).alias("held"),
+        (F.col("total_bytes") - F.lag("total_bytes", spec.ttl_s, 0).over(order)).alias("held_bytes"),
+        "total", "total_bytes", "total_verify_ns",
     )
 
 
@@ -175,6 +197,7 @@ def _node_samples(spec: SyntheticSpec, timeline: DataFrame) -> DataFrame:
         "messages_held": F.col("held"), "bytes_held": F.col("held_bytes"),
         "rss_bytes": F.lit(spec.base_rss) + F.floor(F.col("held_bytes") * F.lit(spec.memory_overhead)),
         "cpu_seconds": F.lit(spec.base_cpu_s) + F.col("total_verify_ns") / F.lit(1e9),
+        "anon_bytes": F.lit(spec.base_anon) + F.floor(F.col("held_bytes") * F.lit(spec.memory_overhead)),
     }
     return (timeline.where(F.col("s") % spec.node_sample_interval == 0)
             .select(*(columns[n].cast(_cast(n, NODE_SAMPLES)).alias(n) for n in NODE_SAMPLES.field_names)))

@@ -10,7 +10,7 @@ the capacity pipeline needs and nothing it could recompute:
   mini-protocol, SDU headers included (the mux counts them), plus one last sample when the
   connection ends, so that a Mithril signer's one-message connection is never missed;
 * every second, the mempool's size in messages and bytes and the process's resident memory
-  and CPU time.
+  (all of it, and its anonymous part) and CPU time.
 
 Everything runs on the node's trio thread: appending a record is a dictionary, a
 ``json.dumps`` and a buffered write, and the buffers go to the page cache once per sample.
@@ -206,7 +206,7 @@ class TrafficRecorder:
         self._write(NODE_SAMPLES, (
             t, self.node, self.session, self.process,
             self._holding(self._held_messages), self._holding(self._held_bytes),
-            process.rss_bytes, process.cpu_seconds,
+            process.rss_bytes, process.cpu_seconds, process.anon_bytes,
         ))
         for watch in list(self._watched.values()):
             self._sample_connection(watch, t, final=final)

@@ -4,7 +4,18 @@ This module is the one contract between the node that writes recordings and the 
 pipeline that reads them (``spark/`` imports it and nothing else from ``dmq``), so it imports
 nothing from the project and only the standard library. Changing a field's meaning or type
 is a new :data:`SCHEMA_VERSION`; readers refuse versions they do not know rather than
-guessing.
+guessing, and read every version they do know: a field records the version that introduced
+it (:attr:`Field.since`) and the value older recordings stand for (:attr:`Field.default`,
+None when an older writer could not know it), so a reader asks :meth:`RecordType.fields_in`
+what a file of a given version holds and fills the rest.
+
+Versions:
+
+1. The first format.
+2. ``node_samples.anon_bytes``: the resident memory not backed by a file. A node with a
+   durable mempool maps its LMDB file, and the pages of that map that are resident count in
+   RSS although they are page cache the kernel can drop; memory per message held is the
+   slope of the anonymous part (the heap), which version 1 could not tell apart.
 
 Layout of a recording directory::
 
@@ -28,6 +39,7 @@ from typing import Any, Mapping, Sequence
 
 __all__ = [
     "SCHEMA_VERSION",
+    "KNOWN_VERSIONS",
     "FieldType",
     "Field",
     "RecordType",
@@ -53,7 +65,9 @@ __all__ = [
 ]
 
 #: Version of everything this module defines; written into every manifest.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Every version a reader of this module can load (older ones with their missing fields defaulted).
+KNOWN_VERSIONS = (1, 2)
 
 #: Data files end with this; anything else in a record-type folder is ignored by readers.
 DATA_SUFFIX = ".jsonl"
@@ -84,6 +98,10 @@ class Field:
     name: str
     type: FieldType
     doc: str
+    #: The schema version that introduced the field.
+    since: int = 1
+    #: What a record of an older version stands for in this field (None: unknown).
+    default: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +115,16 @@ class RecordType:
     @property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
+
+    def fields_in(self, version: int) -> tuple[Field, ...]:
+        """The fields a file written with schema ``version`` holds, in file order."""
+        _check_version(version)
+        return tuple(f for f in self.fields if f.since <= version)
+
+    def missing_in(self, version: int) -> tuple[Field, ...]:
+        """The fields a reader must default for a file of schema ``version``."""
+        _check_version(version)
+        return tuple(f for f in self.fields if f.since > version)
 
 
 class MessageEventKind(str, Enum):
@@ -167,6 +195,7 @@ NODE_SAMPLES = RecordType(
         Field("bytes_held", _L, "wire bytes of the messages in the mempool"),
         Field("rss_bytes", _L, "resident memory of the process"),
         Field("cpu_seconds", _D, "CPU time of the process (user + system) since it started"),
+        Field("anon_bytes", _L, "resident memory not backed by a file (RSS minus shared pages)", since=2),
     ),
     "Per node, sampled every interval.",
 )
@@ -184,6 +213,9 @@ MANIFEST_FIELDS: Mapping[str, str] = {
     "started_at": "wall-clock time the recording started, POSIX seconds",
     "sample_interval": "seconds between samples",
 }
+
+#: One encoder for every record (``json.dumps`` with options builds a new one per call).
+_encode_json = json.JSONEncoder(separators=(",", ":")).encode
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _DATA_NAME = re.compile(r"^(?P<node>[A-Za-z0-9_-]+)\.(?P<session>[A-Za-z0-9_-]+)\.(?P<seq>[0-9]+)\.jsonl$")
@@ -215,13 +247,23 @@ def encode_record(record_type: RecordType, values: Sequence[Any]) -> str:
     names = record_type.field_names
     if len(values) != len(names):
         raise ValueError(f"{record_type.name} has {len(names)} fields, got {len(values)} values")
-    return json.dumps(dict(zip(names, values)), separators=(",", ":")) + "\n"
+    return _encode_json(dict(zip(names, values))) + "\n"
 
 
-def decode_record(record_type: RecordType, line: str) -> dict[str, Any]:
-    """A JSON line back to a mapping of every field (absent fields are None)."""
+def _check_version(version: Any) -> None:
+    if version not in KNOWN_VERSIONS:
+        raise SchemaVersionError(f"schema version {version!r} is not one of the known versions {KNOWN_VERSIONS}")
+
+
+def decode_record(record_type: RecordType, line: str, version: int = SCHEMA_VERSION) -> dict[str, Any]:
+    """A JSON line of a ``version`` file back to a mapping of every current field.
+
+    Fields the line lacks are None; fields its version did not have take their default.
+    """
     obj = json.loads(line)
-    return {name: obj.get(name) for name in record_type.field_names}
+    values = {f.name: obj.get(f.name) for f in record_type.fields_in(version)}
+    values.update((f.name, f.default) for f in record_type.missing_in(version))
+    return {name: values[name] for name in record_type.field_names}
 
 
 def encode_manifest(**values: Any) -> str:
@@ -232,7 +274,7 @@ def encode_manifest(**values: Any) -> str:
 
 
 def decode_manifest(text: str, source: str = "manifest") -> dict[str, Any]:
-    """A manifest's keys; refuses a schema version other than :data:`SCHEMA_VERSION`."""
+    """A manifest's keys; refuses a schema version not in :data:`KNOWN_VERSIONS`."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -240,10 +282,9 @@ def decode_manifest(text: str, source: str = "manifest") -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise ValueError(f"{source}: expected a JSON object")
     version = obj.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"{source}: recorded with schema version {version!r}; this reader knows version {SCHEMA_VERSION}"
-        )
+    if version not in KNOWN_VERSIONS or isinstance(version, bool):
+        known = ", ".join(map(str, KNOWN_VERSIONS))
+        raise SchemaVersionError(f"{source}: recorded with schema version {version!r}; this reader knows versions {known}")
     missing = [key for key in MANIFEST_FIELDS if key not in obj]
     if missing:
         raise ValueError(f"{source}: missing keys {missing}")

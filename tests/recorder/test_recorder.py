@@ -91,6 +91,7 @@ def test_node_samples_read_the_holdings_and_the_process(tmp_path):
     assert (second["messages_held"], second["bytes_held"]) == (3, 2100) == (last["messages_held"], last["bytes_held"])
     assert second["cpu_seconds"] > first["cpu_seconds"]
     assert first["rss_bytes"] > 10_000_000  # a Python process with trio and libsodium loaded
+    assert 0 < first["anon_bytes"] < first["rss_bytes"]  # the heap, without the mapped libraries
     assert first["process"].endswith(f":{__import__('os').getpid()}")
 
 

@@ -3,6 +3,7 @@ module stands alone (``spark/`` imports it and nothing else from ``dmq``)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -17,6 +18,7 @@ from dmq.recorder.schema import (
     NODE_SAMPLES,
     RECORD_TYPES,
     SCHEMA_VERSION,
+    KNOWN_VERSIONS,
     FieldType,
     SchemaVersionError,
     data_file_name,
@@ -68,8 +70,11 @@ def test_manifest_carries_and_checks_the_version():
     text = encode_manifest(node="h:3001", session="s1", process="h:1", started_at=1.5, sample_interval=1.0)
     assert decode_manifest(text)["schema_version"] == SCHEMA_VERSION
     newer = text.replace(f'"schema_version": {SCHEMA_VERSION}', f'"schema_version": {SCHEMA_VERSION + 1}')
-    with pytest.raises(SchemaVersionError, match=f"schema version {SCHEMA_VERSION + 1}.*knows version {SCHEMA_VERSION}"):
+    with pytest.raises(SchemaVersionError, match=f"schema version {SCHEMA_VERSION + 1}; this reader knows versions 1, 2"):
         decode_manifest(newer, source="m.json")
+    for unknown in (0, "2", True, None):
+        with pytest.raises(SchemaVersionError):
+            decode_manifest(text.replace(f'"schema_version": {SCHEMA_VERSION}', f'"schema_version": {json.dumps(unknown)}'))
     with pytest.raises(ValueError, match="missing keys"):
         decode_manifest('{"schema_version": %d, "node": "x"}' % SCHEMA_VERSION)
     with pytest.raises(ValueError, match="unknown manifest keys"):
@@ -101,3 +106,27 @@ def test_spark_package_imports_only_the_schema_from_dmq():
     modules = ["spark." + p.stem for p in (ROOT / "spark").glob("*.py") if p.stem not in {"__main__"}]
     code = "\n".join(f"import {m}" for m in modules)
     assert _modules_after(code) == ["dmq", "dmq.recorder", "dmq.recorder.schema"]
+
+
+def test_every_version_is_known_and_fields_say_where_they_came_from():
+    assert KNOWN_VERSIONS == (1, 2) and SCHEMA_VERSION == KNOWN_VERSIONS[-1]
+    assert NODE_SAMPLES.missing_in(1) == (NODE_SAMPLES.fields[-1],)
+    assert [f.name for f in NODE_SAMPLES.missing_in(1)] == ["anon_bytes"]
+    assert NODE_SAMPLES.fields_in(2) == NODE_SAMPLES.fields and NODE_SAMPLES.missing_in(2) == ()
+    for record_type in (MESSAGE_EVENTS, CONNECTION_SAMPLES):
+        assert record_type.fields_in(1) == record_type.fields  # unchanged since version 1
+    with pytest.raises(SchemaVersionError):
+        NODE_SAMPLES.fields_in(3)
+
+
+def test_a_version_1_line_decodes_with_the_new_field_defaulted():
+    line = json.dumps({"t": 1.0, "node": "n", "session": "s", "process": "h:1", "messages_held": 3,
+                       "bytes_held": 2100, "rss_bytes": 90_000_000, "cpu_seconds": 1.5}) + "\n"
+    decoded = decode_record(NODE_SAMPLES, line, version=1)
+    assert decoded == {"t": 1.0, "node": "n", "session": "s", "process": "h:1", "messages_held": 3,
+                       "bytes_held": 2100, "rss_bytes": 90_000_000, "cpu_seconds": 1.5, "anon_bytes": None}
+    assert list(decoded) == list(NODE_SAMPLES.field_names)
+    # A field a version-1 file happens to carry is not read as the version-2 field.
+    stray = json.loads(line) | {"anon_bytes": 5}
+    assert decode_record(NODE_SAMPLES, json.dumps(stray), version=1)["anon_bytes"] is None
+    assert decode_record(NODE_SAMPLES, json.dumps(stray))["anon_bytes"] == 5
