@@ -20,6 +20,8 @@ __all__ = [
     "InboundDelayed",
     "PeersShared",
     "PeerForgotten",
+    "MessageOffered",
+    "MessageSent",
 ]
 
 
@@ -72,3 +74,21 @@ class PeerForgotten(TraceEvent):
 
     peer: str
     failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageOffered(TraceEvent):
+    """Ids announced to a peer in one reply (one event per id; recorded, not logged)."""
+
+    message_id: bytes
+    size: int
+    peer: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSent(TraceEvent):
+    """A message's bytes sent to a peer that requested them (recorded, not logged)."""
+
+    message_id: bytes
+    size: int
+    peer: str

@@ -10,9 +10,14 @@ reply (WIRE.md 9.3), which the reference peer accepts silently.
 
 from __future__ import annotations
 
-from dmq.mempool import Mempool
+from collections.abc import Callable
 
-__all__ = ["MempoolSigSource"]
+from dmq.mempool import Mempool
+from dmq.trace import TraceEvent
+
+from .events import MessageOffered, MessageSent
+
+__all__ = ["MempoolSigSource", "RecordedSigSource"]
 
 
 class MempoolSigSource:
@@ -36,3 +41,33 @@ class MempoolSigSource:
         """The exact received bytes of a requested message; None once it expired or was purged."""
         entry = self.mempool.lookup_unexpired(message_id)
         return None if entry is None else entry.raw
+
+
+class RecordedSigSource:
+    """One outbound peer's view of the source that tells the traffic recorder what it offered and sent.
+
+    The capacity model needs bytes per message per peer (the real redundancy factor), so
+    every id announced and every message served is an event. They go straight to the
+    recorder, not through the tracer: a log line per message per peer would cost more than
+    serving it.
+    """
+
+    def __init__(self, source: MempoolSigSource, peer: str, record: Callable[[TraceEvent], None],
+                 now: Callable[[], float]) -> None:
+        self._source, self._peer, self._record, self._now = source, peer, record, now
+
+    def ids_after(self, position: int, limit: int) -> list[tuple[int, bytes, int]]:
+        offered = self._source.ids_after(position, limit)
+        at = self._now()
+        for _, message_id, size in offered:
+            self._record(MessageOffered(at, message_id, size, self._peer))
+        return offered
+
+    async def wait_for_ids_after(self, position: int) -> None:
+        await self._source.wait_for_ids_after(position)
+
+    def lookup(self, message_id: bytes) -> bytes | None:
+        raw = self._source.lookup(message_id)
+        if raw is not None:
+            self._record(MessageSent(self._now(), message_id, len(raw), self._peer))
+        return raw

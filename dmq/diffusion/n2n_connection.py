@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from itertools import count
+import time
 
 import trio
 
@@ -45,8 +46,9 @@ from ouroboros_mux.mux import Mux, MuxChannel, Role
 from dmq.connection import ConnectionEnd, ProtocolTask, run_connection
 from dmq.ingress import Ingress
 from dmq.mempool import Mempool
+from dmq.trace import TraceEvent
 
-from .mempool_source import MempoolSigSource
+from .mempool_source import MempoolSigSource, RecordedSigSource
 from .on_demand import OnDemandChannel
 from .peers import PeerStats
 from .plan import Instance, Protocol, connection_plan
@@ -88,6 +90,9 @@ class N2NContext:
     peer_share_interval: float
     #: Wraps each running connection: ``watch(peer, mux, link)`` (the traffic recorder samples its mux).
     watch: Callable[[str, Mux, str], AbstractContextManager] = field(default=lambda peer, mux, link: nullcontext())
+    #: The traffic recorder's sink for offered and sent messages, and its clock (None: not recording).
+    record: Callable[[TraceEvent], None] | None = None
+    now: Callable[[], float] = time.time
 
 
 async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeResult, stats: PeerStats, *,
@@ -132,7 +137,8 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
                           stats: PeerStats, claim_key: str) -> None:
     if side is Side.OUTBOUND:
         timeout = ctx.blocking_reply_timeout if dialect.reply_no_ids is not None else None
-        await OutboundPeer(dialect, channel, ctx.source, blocking_timeout=timeout).run()
+        source = ctx.source if ctx.record is None else RecordedSigSource(ctx.source, stats.peer, ctx.record, ctx.now)
+        await OutboundPeer(dialect, channel, source, blocking_timeout=timeout).run()
         return
 
     ingress = ctx.ingress

@@ -27,6 +27,7 @@ from miniprotocols.sig_submission import InFlightRegistry
 
 from dmq.config import DiffusionMode, NodeConfig
 from dmq.errors import OperatorError
+from dmq.recorder.recorder import TrafficRecorder
 from dmq.topology import Topology
 from dmq.trace import NodeListening
 
@@ -145,6 +146,8 @@ class Diffusion:
         recorder = getattr(self.node, "recorder", None)
         if recorder is not None and hasattr(recorder, "watching"):
             ctx.watch = recorder.watching
+        if isinstance(recorder, TrafficRecorder):
+            ctx.record, ctx.now = recorder, self.tracer.now
         self.outbound.ctx = ctx
         self.inbound = InboundServer(ctx, self.peers, self.tracer, self.versions(),
                                      config.accepted_connections_limit)

@@ -80,3 +80,12 @@ def test_redundancy_and_per_peer_bytes_follow_from_the_node_counts(recorded, mea
     costs = measured_costs(m)
     assert costs.redundancy == m.redundancy and "redundancy" not in dict(costs.assumed)
     assert m.memory_basis == "anonymous"
+
+
+def test_offered_and_sent_follow_the_pull(recorded, measured):
+    m = measured
+    # Pull-based and claimed once across peers: every node fetches each message it did not
+    # get locally exactly once, so the bodies served are the messages times the other nodes.
+    assert m.sent == 2 * SPEC.messages
+    # Ids are announced on every outbound side that had not seen them, at least once per fetch.
+    assert m.sent <= m.offered <= 3 * SPEC.messages * 4
