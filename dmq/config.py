@@ -36,6 +36,9 @@ __all__ = [
     "StakeSourceKind",
     "StakeSource",
     "TopicBucket",
+    "TopicQueueLimits",
+    "TopicKeyLimit",
+    "TopicPublishers",
     "PrometheusEndpoint",
     "NodeConfig",
     "DEFAULT_CONFIG_FILE",
@@ -367,6 +370,87 @@ class _TopicBucketForm(_Form):
         return {"Capacity": value.capacity, "RefillSeconds": _Seconds().to_json(value.refill_seconds)}
 
 
+@dataclass(frozen=True, slots=True)
+class TopicQueueLimits:
+    """Caps of every protocol 1000 subscription queue (TOPICS.md 3.4, ``[4, n]`` items dropped)."""
+
+    max_items: int = 10_000
+    max_bytes: int = 64 << 20
+
+
+class _TopicQueueLimitsForm(_Form):
+    expected = 'an object {"MaxItems": integer >= 3, "MaxBytes": integer >= 48}'
+
+    def from_json(self, value: Any) -> TopicQueueLimits:
+        if not isinstance(value, dict) or not {"MaxItems", "MaxBytes"} <= value.keys():
+            raise _Invalid
+        limits = TopicQueueLimits(_COUNT.from_json(value["MaxItems"]), _COUNT.from_json(value["MaxBytes"]))
+        if limits.max_items < 3 or limits.max_bytes < 48:
+            raise _Invalid
+        return limits
+
+    def to_json(self, value: TopicQueueLimits) -> dict[str, Any]:
+        return {"MaxItems": value.max_items, "MaxBytes": value.max_bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicKeyLimit:
+    """Publications per local publisher key and window (TOPICS.md 2.7, P: 20 per 10 minutes)."""
+
+    count: int = 20
+    window_seconds: float = 600.0
+
+
+class _TopicKeyLimitForm(_Form):
+    expected = 'an object {"Count": integer >= 1, "WindowSeconds": seconds > 0}'
+
+    def from_json(self, value: Any) -> TopicKeyLimit:
+        if not isinstance(value, dict) or not {"Count", "WindowSeconds"} <= value.keys():
+            raise _Invalid
+        limit = TopicKeyLimit(_COUNT.from_json(value["Count"]), _Seconds().from_json(value["WindowSeconds"]))
+        if limit.count < 1 or not limit.window_seconds > 0:
+            raise _Invalid
+        return limit
+
+    def to_json(self, value: TopicKeyLimit) -> dict[str, Any]:
+        return {"Count": value.count, "WindowSeconds": _Seconds().to_json(value.window_seconds)}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPublishers:
+    """Allow-lists of local publishers (TOPICS.md 2.7); None: any local client."""
+
+    upsycle_services: frozenset[bytes] | None = None
+    dmsg_static_keys: frozenset[bytes] | None = None
+
+
+class _TopicPublishersForm(_Form):
+    expected = ('an object {"UpsycleServices": [64 hex digits, ...], "DmsgStaticKeys": [66 hex digits, ...]}, '
+                "each list optional")
+    _SIZES = {"UpsycleServices": 32, "DmsgStaticKeys": 33}
+
+    def from_json(self, value: Any) -> TopicPublishers:
+        if not isinstance(value, dict) or not value.keys() <= self._SIZES.keys():
+            raise _Invalid
+        lists = {name: self._keys(value[name], size) if value.get(name) is not None else None
+                 for name, size in self._SIZES.items()}
+        return TopicPublishers(lists["UpsycleServices"], lists["DmsgStaticKeys"])
+
+    @staticmethod
+    def _keys(value: Any, size: int) -> frozenset[bytes]:
+        if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(f"[0-9a-fA-F]{{{2 * size}}}", v)
+                                                  for v in value):
+            raise _Invalid
+        return frozenset(bytes.fromhex(v) for v in value)
+
+    def to_json(self, value: TopicPublishers) -> dict[str, Any]:
+        out = {}
+        for name, keys in (("UpsycleServices", value.upsycle_services), ("DmsgStaticKeys", value.dmsg_static_keys)):
+            if keys is not None:
+                out[name] = sorted(k.hex() for k in keys)
+        return out
+
+
 class _TraceOptions(_Form):
     """Kept as compact JSON text: the tracing layer interprets it, the configuration stays frozen."""
 
@@ -531,6 +615,13 @@ class NodeConfig:
     mithril_network: bool | None = _key("MithrilNetwork", _Boolean(), None)
     #: The per-pool token bucket that replaces ``MinSigDelay`` on topic networks.
     topic_token_bucket: TopicBucket = _key("TopicTokenBucket", _TopicBucketForm(), default_factory=TopicBucket)
+    #: Caps of protocol 1000 subscription queues; overflow is reported by ``[4, n]`` items.
+    topic_queue_limits: TopicQueueLimits = _key("TopicQueueLimits", _TopicQueueLimitsForm(),
+                                                default_factory=TopicQueueLimits)
+    #: Client publications per publisher key (UPSYCLE source, group or service, dmsg static key).
+    topic_key_limit: TopicKeyLimit = _key("TopicKeyLimit", _TopicKeyLimitForm(), default_factory=TopicKeyLimit)
+    #: Allow-lists of local publishers; not set: any local client (TOPICS.md 2.7).
+    topic_publishers: TopicPublishers | None = _key("TopicPublishers", _TopicPublishersForm(), None)
     #: The pool's KES signing key and operational certificate, for publication by the node
     #: (protocol 1000 ``MsgPublish``); without them the node answers ``no_signer``.
     topic_kes_key: Path | None = _key("TopicKesKey", _FilePath(), None, flag="--topic-kes-key")

@@ -340,6 +340,11 @@ class TopicAdapter(abc.ABC):
         caller's default (client publications, or requests for due publications)."""
         return None
 
+    def publication_key(self, inner: Any) -> bytes | None:
+        """The local publisher's key of a client publication (2.7: the per-key limit);
+        None: the body names no publisher key and only the pool's budget applies."""
+        return None
+
     def start(self, runtime: AdapterRuntime) -> None:
         """Called once when the instance starts, with the instance's runtime handles
         (publisher, clock, parameters); adapters that publish keep it."""

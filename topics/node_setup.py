@@ -19,6 +19,7 @@ from .carried import carried_set
 from .registry import build_adapter
 from .service import TopicService, build_topic_service
 from .signer import NodeSigner, SigningError
+from .subscriptions import QueueLimits
 
 __all__ = ["topic_service_for", "signer_for", "TopicSignerError"]
 
@@ -50,10 +51,16 @@ def topic_service_for(config: NodeConfig, mempool: Any, validator: Any, tracer: 
     mithril = {config.network_magic} if config.is_mithril_network else set()
     carried = carried_set(config.topics_carried, config.network_magic, mithril_magics=mithril, known=known)
     signer = signer_for(config, clock)
+    publishers = config.topic_publishers
     adapters = [build_adapter(name, network_magic=config.network_magic, can_publish=signer is not None,
-                              stake_of=getattr(stake_view, "stake_of", None))
+                              stake_of=getattr(stake_view, "stake_of", None),
+                              services=publishers and publishers.upsycle_services,
+                              allowed_keys=publishers and publishers.dmsg_static_keys)
                 for name in sorted(carried.adapters)]
     bucket = BucketPolicy(config.topic_token_bucket.capacity, config.topic_token_bucket.refill_seconds)
+    queues = QueueLimits(config.topic_queue_limits.max_items, config.topic_queue_limits.max_bytes)
+    key_limit = (config.topic_key_limit.count, config.topic_key_limit.window_seconds)
     return build_topic_service(mempool, validator, tracer, adapters=adapters, carried=carried,
                                network_magic=config.network_magic, bucket=bucket, signer=signer,
-                               allow_legacy=allow_legacy, reactions=reactions)
+                               allow_legacy=allow_legacy, reactions=reactions, queue_limits=queues,
+                               per_key=key_limit)

@@ -79,9 +79,9 @@ class NodePublisher:
 
     # -- preparing --------------------------------------------------------------------------
 
-    def _prepare(self, body: bytes) -> tuple[int, Priority | None] | Reject:
-        """``expiresAt`` for ``body`` and the priority its adapter gives it, or why it cannot
-        be published."""
+    def _prepare(self, body: bytes) -> tuple[int, Priority | None, bytes | None] | Reject:
+        """``expiresAt`` for ``body``, the priority its adapter gives it and its publisher key
+        (2.7), or why it cannot be published."""
         if self.signer is None:
             return Reject(NO_SIGNER, "this node has no KES key to sign with")
         if len(body) > MAX_BODY_SIZE:
@@ -92,7 +92,7 @@ class NodePublisher:
         bound = math.floor(now) + MAX_NETWORK_LIFETIME
         found = classify(body, self.ingress._tags)
         if found.kind is TopicClass.RAW:
-            return (bound, None) if self.ingress.carried.raw else Reject(TOPIC_NOT_CARRIED)
+            return (bound, None, None) if self.ingress.carried.raw else Reject(TOPIC_NOT_CARRIED)
         if found.kind is TopicClass.UNKNOWN:
             return Reject(UNKNOWN_TOPIC)
         adapter = self.ingress.adapters.get(found.name)
@@ -101,7 +101,8 @@ class NodePublisher:
         inner = adapter.decode(body)
         if isinstance(inner, Reject):
             return inner
-        return min(bound, int(adapter.expires_at(inner, now))), adapter.publication_priority(inner)
+        return (min(bound, int(adapter.expires_at(inner, now))), adapter.publication_priority(inner),
+                adapter.publication_key(inner))
 
     def _charge_key(self, key: bytes | None) -> Reject | None:
         if key is None:
@@ -120,17 +121,21 @@ class NodePublisher:
     # -- publishing -------------------------------------------------------------------------
 
     async def publish(self, body: bytes, priority: Priority | None = None, *,
-                      key: bytes | None = None, allowed: bool = True) -> PublishOutcome:
+                      key: bytes | None = None, allowed: bool = True, client: bool = False) -> PublishOutcome:
         """Wrap, sign and submit ``body``; the outcome once the pipeline has decided.
 
         ``priority`` None: the one the body's adapter gives it, else a client publication's.
+        ``client``: a local client's publication, charged to the publisher key its adapter
+        names (UPSYCLE source, group or service, dmsg static key) unless ``key`` is given.
         """
         if not allowed:
             return PublishOutcome(None, Reject(NOT_AUTHORIZED))
         prepared = self._prepare(bytes(body))
         if isinstance(prepared, Reject):
             return PublishOutcome(None, prepared)
-        expires_at, own = prepared
+        expires_at, own, publisher = prepared
+        if client and key is None:
+            key = publisher
         if priority is None:
             priority = Priority.CLIENT if own is None else own
         refused = self._charge_key(key)

@@ -22,10 +22,11 @@ from .adapter import AdapterRuntime, Priority, PublishOutcome, TopicAdapter
 from .bucket import BucketPolicy, TokenBucket
 from .carried import CarriedSet
 from .ingress import PRUNE_INTERVAL, TopicIngress
-from .publication import NodePublisher
+from .publication import PER_KEY_LIMIT, NodePublisher
 from .session import TopicSession
 from .signer import NodeSigner
 from .store import for_store
+from .subscriptions import QueueLimits, SubscriptionHub
 from .trace import TopicPublicationRefused
 
 __all__ = ["TopicService", "build_topic_service", "DUE_INTERVAL"]
@@ -65,9 +66,10 @@ class TopicService:
     def clock(self) -> Clock:
         return self.ingress.validator.clock
 
-    async def publish(self, body: bytes, priority: Priority | None = None) -> PublishOutcome:
-        """Publish ``body`` (priority None: the adapter's for it, else a client publication's)."""
-        return await self.publisher.publish(body, priority)
+    async def publish(self, body: bytes, priority: Priority | None = None, *, client: bool = False) -> PublishOutcome:
+        """Publish ``body`` (priority None: the adapter's for it, else a client publication's;
+        ``client``: a local client's, under the per-key limit)."""
+        return await self.publisher.publish(body, priority, client=client)
 
     def session(self, client: str) -> TopicSession:
         return TopicSession(self, client)
@@ -125,8 +127,10 @@ def build_topic_service(mempool: DurableMempool, validator: Validator, tracer: T
                         adapters: Sequence[TopicAdapter], carried: CarriedSet, network_magic: int,
                         bucket: BucketPolicy = BucketPolicy(), signer: NodeSigner | None = None,
                         allow_legacy: bool = False, reactions: ReactionPolicy = ReactionPolicy(),
-                        params: dict[str, Any] | None = None) -> TopicService:
+                        params: dict[str, Any] | None = None, queue_limits: QueueLimits = QueueLimits(),
+                        per_key: tuple[int, float] = PER_KEY_LIMIT) -> TopicService:
     ingress = TopicIngress(mempool, validator, tracer, adapters=adapters, carried=carried,
                            dbs=for_store(mempool.store), bucket=TokenBucket(bucket), network_magic=network_magic,
-                           allow_legacy=allow_legacy, reactions=reactions, params=params)
-    return TopicService(ingress, NodePublisher(ingress, signer), network_magic)
+                           allow_legacy=allow_legacy, reactions=reactions, params=params,
+                           hub=SubscriptionHub(queue_limits))
+    return TopicService(ingress, NodePublisher(ingress, signer, per_key=per_key), network_magic)

@@ -340,7 +340,7 @@ class TopicSession:
             local = await self._publish_upsycle(ops, body)
             if local is not None:
                 return local
-        outcome = await self.service.publish(body)
+        outcome = await self.service.publish(body, client=True)
         if outcome.reject is not None:
             return _refused(outcome.reject)
         return MsgPublished(outcome.dmq_id, outcome.inner_id)

@@ -7,6 +7,14 @@ counters and queue in LMDB: their queue appends are written in the same transact
 message that produced them (C7), so a crash never loses an acknowledged-to-the-network item
 and never delivers an acknowledged one again. Ephemeral subscriptions live in memory.
 
+Queues are capped (:class:`QueueLimits`, configurable): an item that does not fit is
+dropped and counted, and an ``[4, n]`` "items dropped" item reports the count in the stream.
+Dseqs are fixed when an item is queued (in the commit that queues it), so the cap keeps the
+oldest items and drops the newest: dropping queued items would open a gap in ``dseq``, which
+3.4 forbids. One slot is kept free for the first notice of an overflow, so a subscriber whose
+queue is full learns it at once; drops after it are reported by a notice placed before the
+next item that fits, so the notices sum to every item lost, each where the loss happened.
+
 The hub is touched from the event loop only; the part that runs inside a commit
 (:meth:`SubscriptionHub.stage`) works on a snapshot taken before the commit and its effects
 are applied to memory after the commit succeeded (:meth:`SubscriptionHub.apply`).
@@ -23,11 +31,12 @@ from typing import Any
 import trio
 
 from . import cbor
-from .adapter import Delivery
+from .adapter import ITEM_DROPPED, Delivery
 from .filters import matches
 
 __all__ = [
     "QueuedItem",
+    "QueueLimits",
     "Subscription",
     "SubscriptionHub",
     "Staged",
@@ -37,6 +46,7 @@ __all__ = [
     "QUEUE_DB",
     "HUB_DATABASES",
     "encode_item",
+    "DROP_NOTICE_SIZE",
 ]
 
 MAX_SUBSCRIPTIONS = 64          # per connection (P)
@@ -46,6 +56,21 @@ DURABLE_DB = "durable"
 QUEUE_DB = "queue"
 HUB_DATABASES = (DURABLE_DB, QUEUE_DB)
 _U64 = struct.Struct(">Q")
+#: Bytes a drop notice counts for against the byte cap (its encoding is at most 11).
+DROP_NOTICE_SIZE = 16
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """Caps of one subscription's queue (delivered-unacknowledged items included), P numbers
+    as for UPSYCLE subscriber queues (TOPICS.md 4.5)."""
+
+    max_items: int = 10_000
+    max_bytes: int = 64 << 20
+
+    def __post_init__(self) -> None:
+        if self.max_items < 3 or self.max_bytes < 3 * DROP_NOTICE_SIZE:
+            raise ValueError("a queue holds at least 3 items (an item, a notice, the reserved slot)")
 
 
 @dataclass(slots=True)
@@ -68,6 +93,12 @@ class Subscription:
     queue: deque[QueuedItem] = field(default_factory=deque)
     attached: bool = False
     seen: OrderedDict[bytes, None] = field(default_factory=OrderedDict)
+    #: Items dropped by the caps and not yet reported by a notice.
+    dropped: int = 0
+    #: Whether the queue overflowed since its last admitted item (the reserved slot is used).
+    overflow: bool = False
+    #: Encoded size of the queued item bodies.
+    queued_bytes: int = 0
 
     @property
     def durable(self) -> bool:
@@ -84,8 +115,10 @@ class Subscription:
             self.seen.popitem(last=False)
         return True
 
-    def record(self) -> bytes:
-        return cbor.encode([self.filter_wire(), self.next_dseq, self.acked + 1])
+    def record(self, next_dseq: int | None = None, overflow: tuple[int, bool] | None = None) -> bytes:
+        dropped, overflowing = (self.dropped, self.overflow) if overflow is None else overflow
+        return cbor.encode([self.filter_wire(), self.next_dseq if next_dseq is None else next_dseq, self.acked + 1,
+                            dropped, overflowing])
 
     def filter_wire(self) -> list[dict[int, Any]]:
         return [{k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()} for s in self.filter]
@@ -96,6 +129,19 @@ class Staged:
     """Items assigned inside a commit, applied to memory after it."""
 
     items: list[tuple[Subscription, QueuedItem]] = field(default_factory=list)
+    #: ``(dropped, overflow)`` of every subscription the commit changed them for.
+    overflow: dict[Subscription, tuple[int, bool]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Fill:
+    """A subscription's queue during one staging: what memory holds plus what was staged."""
+
+    items: int
+    bytes: int
+    dropped: int
+    overflow: bool
+    next_dseq: int
 
 
 def encode_item(sub_id: int, dseq: int, item_body: bytes) -> bytes:
@@ -110,7 +156,8 @@ def _queue_key(name: bytes, dseq: int) -> bytes:
 class SubscriptionHub:
     """All subscriptions of one instance, durable ones persisted in ``topics/*`` databases."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: QueueLimits = QueueLimits()) -> None:
+        self.limits = limits
         self.durable: dict[bytes, Subscription] = {}
         self.ephemeral: set[Subscription] = set()
         self._changed = trio.Event()
@@ -121,10 +168,11 @@ class SubscriptionHub:
         """Reload durable subscriptions; return the queue keys past their deadline (to delete)."""
         expired: list[bytes] = []
         for name, raw in view.scan(DURABLE_DB):
-            filter_, next_dseq, first_unacked = cbor.decode(raw)
+            filter_, next_dseq, first_unacked, *rest = cbor.decode(raw)
             sub = Subscription(filter=[{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()}
                                        for s in filter_],
-                               name=name, next_dseq=next_dseq, acked=first_unacked - 1)
+                               name=name, next_dseq=next_dseq, acked=first_unacked - 1,
+                               dropped=rest[0] if rest else 0, overflow=bool(rest[1]) if rest else False)
             sub.cursor = first_unacked
             prefix = bytes((len(name),)) + name
             for key, value in view.scan(QUEUE_DB, prefix):
@@ -134,6 +182,9 @@ class SubscriptionHub:
                     expired.append(key)
                     continue
                 sub.queue.append(QueuedItem(dseq, item_body, deadline))
+                sub.queued_bytes += len(item_body)
+                # A record written by an acknowledgement may predate the last queued item.
+                sub.next_dseq = max(sub.next_dseq, dseq + 1)
             self.durable[name] = sub
         return expired
 
@@ -145,9 +196,10 @@ class SubscriptionHub:
 
     def stage(self, txn: Any, targets: Sequence[Subscription], deliveries: Iterable[Delivery],
               now: float) -> Staged:
-        """Assign dseqs for matching subscriptions; write durable queue records into ``txn``."""
+        """Assign dseqs for matching subscriptions within their caps; write durable queue
+        records into ``txn``."""
         staged = Staged()
-        offsets: dict[Subscription, int] = {}
+        fills: dict[Subscription, _Fill] = {}
         for delivery in deliveries:
             if delivery.deadline is not None and delivery.deadline < now:
                 continue
@@ -155,24 +207,57 @@ class SubscriptionHub:
             for sub in targets:
                 if not matches(sub.filter, delivery) or (delivery.dedup is not None and delivery.dedup in sub.seen):
                     continue
-                dseq = sub.next_dseq + offsets.get(sub, 0)
-                offsets[sub] = offsets.get(sub, 0) + 1
-                item = QueuedItem(dseq, encoded, delivery.deadline, delivery.dedup)
-                staged.items.append((sub, item))
-                if sub.durable and txn is not None:
-                    txn.put(QUEUE_DB, _queue_key(sub.name, dseq), cbor.encode([delivery.deadline, encoded]))
-        if txn is not None:
-            for sub, count in offsets.items():
-                if sub.durable:
-                    txn.put(DURABLE_DB, sub.name, cbor.encode([sub.filter_wire(), sub.next_dseq + count, sub.acked + 1]))
+                fill = fills.get(sub)
+                if fill is None:
+                    fill = fills[sub] = _Fill(len(sub.queue), sub.queued_bytes, sub.dropped, sub.overflow,
+                                              sub.next_dseq)
+                self._admit(txn, staged, sub, fill, QueuedItem(0, encoded, delivery.deadline, delivery.dedup))
+        for sub, fill in fills.items():
+            overflow = (fill.dropped, fill.overflow)
+            if overflow != (sub.dropped, sub.overflow):
+                staged.overflow[sub] = overflow
+            if sub.durable and txn is not None and (fill.next_dseq != sub.next_dseq or sub in staged.overflow):
+                txn.put(DURABLE_DB, sub.name, sub.record(fill.next_dseq, overflow))
         return staged
+
+    def _admit(self, txn: Any, staged: Staged, sub: Subscription, fill: _Fill, item: QueuedItem) -> None:
+        """Queue ``item`` if it fits beside a pending notice and the reserved slot; else count
+        it as dropped, reporting the first drop of an overflow in the reserved slot."""
+        limits = self.limits
+        notice = 1 if fill.dropped else 0
+        if (fill.items + notice + 2 <= limits.max_items
+                and fill.bytes + notice * DROP_NOTICE_SIZE + len(item.item_body) + DROP_NOTICE_SIZE <= limits.max_bytes):
+            if fill.dropped:
+                self._queue(txn, staged, sub, fill, QueuedItem(0, cbor.encode([ITEM_DROPPED, fill.dropped]), None))
+                fill.dropped = 0
+            self._queue(txn, staged, sub, fill, item)
+            fill.overflow = False
+        elif not fill.overflow:
+            # The slot every admission left free: the overflow is reported at once.
+            self._queue(txn, staged, sub, fill, QueuedItem(0, cbor.encode([ITEM_DROPPED, 1]), None))
+            fill.overflow = True
+        else:
+            fill.dropped += 1
+
+    @staticmethod
+    def _queue(txn: Any, staged: Staged, sub: Subscription, fill: _Fill, item: QueuedItem) -> None:
+        item.dseq = fill.next_dseq
+        fill.next_dseq += 1
+        fill.items += 1
+        fill.bytes += len(item.item_body)
+        staged.items.append((sub, item))
+        if sub.durable and txn is not None:
+            txn.put(QUEUE_DB, _queue_key(sub.name, item.dseq), cbor.encode([item.deadline, item.item_body]))
 
     def apply(self, staged: Staged) -> None:
         """Make staged items visible (after their commit)."""
         for sub, item in staged.items:
             sub.next_dseq = max(sub.next_dseq, item.dseq + 1)
             sub.queue.append(item)
+            sub.queued_bytes += len(item.item_body)
             sub.fresh(item.dedup)
+        for sub, (dropped, overflow) in staged.overflow.items():
+            sub.dropped, sub.overflow = dropped, overflow
         if staged.items:
             self.wake()
 
@@ -236,6 +321,7 @@ class SubscriptionHub:
         sub.acked = dseq
         while sub.queue and sub.queue[0].dseq <= dseq:
             item = sub.queue.popleft()
+            sub.queued_bytes -= len(item.item_body)
             if sub.durable:
                 removed.append(_queue_key(sub.name, item.dseq))
         return removed

@@ -21,6 +21,9 @@ from dmq.config import (
     StakeSource,
     StakeSourceKind,
     TopicBucket,
+    TopicKeyLimit,
+    TopicPublishers,
+    TopicQueueLimits,
     check_cardano_node_socket,
     config_keys,
     load_config,
@@ -61,10 +64,12 @@ REFERENCE_DEFAULTS = {
     "TraceOnlyReactions": False,
     "TopicsCarried": ["raw"],
     "TopicTokenBucket": {"Capacity": 8, "RefillSeconds": 10},
+    "TopicQueueLimits": {"MaxItems": 10000, "MaxBytes": 67108864},
+    "TopicKeyLimit": {"Count": 20, "WindowSeconds": 600},
 }
 #: Keys whose default is "not set" (omitted from ``to_json``).
 UNSET_BY_DEFAULT = {"IPv4", "IPv6", "ShelleyGenesisHash", "TraceOptions", "RecordTraffic", "PrometheusPort",
-                    "MithrilNetwork", "TopicKesKey", "TopicOperationalCertificate"}
+                    "MithrilNetwork", "TopicKesKey", "TopicOperationalCertificate", "TopicPublishers"}
 
 #: A configuration file giving every key a value different from its default.
 EVERY_KEY = {
@@ -108,6 +113,9 @@ EVERY_KEY = {
     "TopicTokenBucket": {"Capacity": 4, "RefillSeconds": 2.5},
     "TopicKesKey": "kes.skey",
     "TopicOperationalCertificate": "node.cert",
+    "TopicQueueLimits": {"MaxItems": 50, "MaxBytes": 4096},
+    "TopicKeyLimit": {"Count": 5, "WindowSeconds": 60},
+    "TopicPublishers": {"UpsycleServices": ["11" * 32], "DmsgStaticKeys": ["02" + "22" * 32]},
 }
 
 EVERY_KEY_PARSED = {
@@ -148,6 +156,9 @@ EVERY_KEY_PARSED = {
     "topic_token_bucket": TopicBucket(4, 2.5),
     "topic_kes_key": Path("kes.skey"),
     "topic_operational_certificate": Path("node.cert"),
+    "topic_queue_limits": TopicQueueLimits(50, 4096),
+    "topic_key_limit": TopicKeyLimit(5, 60.0),
+    "topic_publishers": TopicPublishers(frozenset({b"\x11" * 32}), frozenset({b"\x02" + b"\x22" * 32})),
 }
 
 

@@ -21,6 +21,7 @@ from topics.bucket import BucketPolicy, TokenBucket
 from topics.carried import carried_set
 from topics.ingress import TopicIngress
 from topics.store import for_store
+from topics.subscriptions import QueueLimits, SubscriptionHub
 
 from .kv_adapter import KvAdapter
 
@@ -39,7 +40,8 @@ def sign(body: bytes, expires_at: int, cred_index: int = 0):
 class Instance:
     """What a test drives: ``ingress``, ``mempool``, ``clock``, ``hub``, ``dbs``."""
 
-    def __init__(self, path: Path, clock: ManualClock, carried=("raw", "kv"), bucket=BucketPolicy(1000, 0.001)):
+    def __init__(self, path: Path, clock: ManualClock, carried=("raw", "kv"), bucket=BucketPolicy(1000, 0.001),
+                 queue_limits: QueueLimits = QueueLimits()):
         self.path = path
         self.clock = clock
         self.tracer = Tracer(clock.now)
@@ -52,7 +54,7 @@ class Instance:
         self.ingress = TopicIngress(
             self.mempool, self.validator, self.tracer, adapters=[KvAdapter()],
             carried=carried_set(carried, TOPIC_MAGIC, known={"kv"}), dbs=self.dbs,
-            bucket=TokenBucket(bucket), network_magic=TOPIC_MAGIC)
+            bucket=TokenBucket(bucket), network_magic=TOPIC_MAGIC, hub=SubscriptionHub(queue_limits))
         self.hub = self.ingress.hub
 
     def state(self):

@@ -151,6 +151,10 @@ class DmsgAdapter(TopicAdapter):
                 return Reject(RATE_LIMITED, f"one refresh per {REFRESH_INTERVAL} s", retry)
         return OK
 
+    def publication_key(self, inner: Entry) -> bytes | None:
+        """The entry's static key (2.7)."""
+        return bytes.fromhex(inner.static)
+
     def publication_priority(self, inner: Entry) -> Priority | None:
         """Entries are periodic refreshes (2.7)."""
         return Priority.REFRESH

@@ -142,6 +142,15 @@ class UpsycleAdapter(TopicAdapter):
                 return Reject(NOT_AUTHORIZED, "the unicast source is not a permitted local service")
         return None
 
+    def publication_key(self, inner: Envelope) -> bytes | None:
+        """The unicast source, the multicast group, the advertising service (2.7)."""
+        content = inner.content
+        if isinstance(content, RoutedMessage):
+            return content.grp if content.is_multicast else content.src
+        if isinstance(content, PeerAdvertisement):
+            return content.id
+        return None
+
     def publication_priority(self, inner: Envelope) -> Priority | None:
         """Answers before requests; advertisements are refreshes (2.7)."""
         content = inner.content

@@ -63,7 +63,8 @@ def write_pool_files(directory: Path, signer: Pool) -> tuple[Path, Path]:
 class TopicNetwork:
     """Topic nodes named n0, n1, ... whose signer is pool i (``tests.topics.blocklace.world``)."""
 
-    def __init__(self, nursery, directory: Path, carried: str, pools: int) -> None:
+    def __init__(self, nursery, directory: Path, carried: str, pools: int, **overrides) -> None:
+        self.overrides = {"topic_token_bucket": OPEN_BUCKET, **overrides}
         self.nursery = nursery
         self.pools = [pool(i) for i in range(pools)]
         self.directory = directory
@@ -76,7 +77,7 @@ class TopicNetwork:
         kes, cert = write_pool_files(self.directory / f"pool{index}", self.pools[index])
         return await self.net.start(
             f"n{index}", local_roots(*(d.port for d in dial)) if dial else None, port=port,
-            config_overrides={"topic_token_bucket": OPEN_BUCKET},
+            config_overrides=self.overrides,
             NetworkMagic=str(TOPIC_MAGIC), TopicsCarried=self.carried, TopicKesKey=str(kes),
             TopicOperationalCertificate=str(cert), ShelleyGenesisFile=str(self.genesis))
 
