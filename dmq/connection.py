@@ -1,7 +1,10 @@
 """Running the mini-protocols of one connection, and ending it the way the reference does.
 
-One trio nursery per connection: the mux's reader and writer, and one task per mini-protocol
-instance. A protocol that finishes marks its channel finished; when every one has, the
+One trio nursery per connection: the mux's reader runs in the connection's own task, its
+writer and one task per mini-protocol instance in the nursery. An instance marked
+``on_demand`` gets its task only when the peer's first bytes for it arrive, as the
+reference's ``StartOnDemand`` responders: a Mithril signer's connection (one submission,
+then close) never pays for the notification server it does not use. A protocol that finishes marks its channel finished; when every one has, the
 connection closes cleanly. A protocol error, a validation error that calls for a disconnect,
 or a fatal mux error ends the whole connection (WIRE.md 2.6) and nothing else: the error is
 returned to the caller for tracing, never raised into the listener that accepted it.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import trio
 
@@ -28,6 +32,9 @@ class ProtocolTask:
     channel: MuxChannel
     run: Callable[[], Awaitable[None]]
     name: str
+    #: Start only when the peer's first bytes for this channel arrive (a responder whose
+    #: peer speaks first); until then it is idle and, like a finished one, costs nothing.
+    on_demand: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +51,21 @@ class ConnectionEnd:
         if self.error is None:
             return None
         return f"{type(self.error).__name__}: {self.error}"
+
+
+def _drop_tracebacks(error: BaseException) -> None:
+    """Forget where ``error`` and its causes were raised.
+
+    The error stays on the mux (``mux.error``) while its tracebacks hold the frames of the
+    mux's loops, which hold the mux: a reference cycle per ended connection, which only
+    the cyclic collector could free (a tenth of the node's CPU with a connection per
+    Mithril message). Connection ends are reported by type and text, never by traceback.
+    """
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        error.__traceback__ = None
+        error = error.__cause__ or error.__context__
 
 
 async def run_connection(
@@ -79,17 +101,22 @@ async def run_connection(
 
     async with trio.open_nursery() as nursery:
         for task in tasks:
-            nursery.start_soon(speak, task, nursery.cancel_scope)
+            if task.on_demand:
+                task.channel.on_first_data(partial(nursery.start_soon, speak, task, nursery.cancel_scope))
+            else:
+                nursery.start_soon(speak, task, nursery.cancel_scope)
         try:
-            await mux.run()
+            await mux.run(nursery=nursery)
         except BearerClosed as exc:
+            _drop_tracebacks(exc)
             if not peer_close_is_clean and not first_error:
                 first_error.append(exc)
         except MuxError as exc:
+            _drop_tracebacks(exc)
             if not first_error:
                 first_error.append(exc)
         nursery.cancel_scope.cancel()
-    if not mux.bearer.closed:
+    if not mux.bearer.close_now():
         with trio.CancelScope(shield=True):
             await mux.bearer.aclose()
     return ConnectionEnd(first_error[0] if first_error else None)

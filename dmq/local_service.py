@@ -5,7 +5,10 @@ aggregators keep one connection and ask for messages with blocking requests. Bot
 are served by the same code: each connection gets a DMQ N2C handshake, a mux with the two
 responder instances (unlimited ingress, as the reference), a submission server whose
 verdicts come from the shared :class:`~dmq.ingress.Ingress`, and a notification server
-reading its own cursor over the mempool.
+reading its own cursor over the mempool. Both servers start when the client first speaks
+their protocol (the reference's ``StartOnDemand``), and the handshake reply to a proposal
+seen before is remembered: a signer's connection costs one task for the connection, one
+for the mux writer and one for the submission server.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 import trio
 
-from handshake.driver import run_server
+from handshake.driver import ServerAnswers, run_server
 from handshake.errors import HandshakeError, HandshakeQueryResult
 from handshake.links import DMQ_N2C_TOPICS_V1, DMQ_NODE_TO_CLIENT, DMQ_NODE_TO_CLIENT_TOPICS, dmq_node_to_client_versions
 from miniprotocols import local_msg_notification, local_msg_submission, local_topic_subscription
@@ -49,6 +52,11 @@ __all__ = ["LocalService", "LocalSocketError", "N2C_INGRESS_LIMIT", "reject_reas
 
 #: Pending connections the local socket queues before connects fail (see ``bind_unix_socket``).
 LISTEN_BACKLOG = 4096
+#: accept(2) failures that mean "too busy right now" (as ``trio.serve_listeners``): retried after a pause.
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+ACCEPT_RETRY_DELAY = 0.1
+#: accept(2) failures that concern only the connection being accepted (as ``trio.SocketListener``).
+ACCEPT_ABORTED_ERRNOS = frozenset({errno.ECONNABORTED, errno.EPERM, errno.EPROTO})
 #: Local protocols have no ingress limit in the reference (``maxBound :: Word32``).
 N2C_INGRESS_LIMIT = 0xFFFFFFFF
 
@@ -145,6 +153,7 @@ class LocalService:
         self.notify_filter = notify_filter
         self.versions = dmq_node_to_client_versions(network_magic, topics=topics is not None)
         self.link = DMQ_NODE_TO_CLIENT if topics is None else DMQ_NODE_TO_CLIENT_TOPICS
+        self._answers = ServerAnswers(self.versions, self.link)
         self._next_client = 0
         self.connections = 0
 
@@ -160,24 +169,47 @@ class LocalService:
         """Listen on the Unix socket at ``path`` until cancelled; remove it afterwards."""
         path = Path(path)
         sock = bind_unix_socket(path, mode)
-        listener = trio.SocketListener(sock)
         self.tracer.emit(NodeListening(self.tracer.now(), str(path), "n2c"))
         try:
-            async with listener:
-                task_status.started()
-                await trio.serve_listeners(self.handle_stream, [listener])
+            with sock:
+                async with trio.open_nursery() as nursery:
+                    task_status.started()
+                    await self._accept_loop(sock, nursery)
         finally:
             try:
                 path.unlink()
             except FileNotFoundError:
                 pass
 
+    async def _accept_loop(self, sock: trio.socket.SocketType, nursery: trio.Nursery) -> None:
+        """Accept clients until cancelled, one task each (``trio.serve_listeners`` without the
+        listener and the forced close around every handler: one connection per Mithril
+        message makes those a noticeable share of its cost)."""
+        while True:
+            try:
+                client, _ = await sock.accept()
+            except OSError as exc:
+                if exc.errno in ACCEPT_ABORTED_ERRNOS:
+                    continue  # that client is gone already
+                if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                # Out of descriptors or memory: the clients already connected finish and free some.
+                await trio.sleep(ACCEPT_RETRY_DELAY)
+                continue
+            nursery.start_soon(self._serve_client, trio.SocketStream(client))
+
+    async def _serve_client(self, stream: trio.SocketStream) -> None:
+        try:
+            await self.handle_stream(stream)
+        finally:
+            stream.socket.close()
+
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         self._next_client += 1
         client = f"local#{self._next_client}"
         bearer = Bearer(stream)
         try:
-            result = await run_server(bearer, self.versions, self.link)
+            result = await run_server(bearer, self.versions, self.link, answers=self._answers)
         except (HandshakeError, HandshakeQueryResult) as exc:
             self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", f"handshake: {exc}"))
             return
@@ -187,16 +219,22 @@ class LocalService:
         submission = mux.register(local_msg_submission.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
         notification = mux.register(local_msg_notification.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
         source = _CursorSource(self.mempool.cursor(), self.tracer, client, self.notify_filter)
+        # Both start when the client first speaks them: a signer never pays for notification.
         tasks = [
-            ProtocolTask(submission, lambda: local_msg_submission.serve(submission, self.submit), "local-msg-submission"),
-            ProtocolTask(notification, lambda: local_msg_notification.serve(notification, source), "local-msg-notification"),
+            ProtocolTask(submission, lambda: local_msg_submission.serve(submission, self.submit),
+                         "local-msg-submission", on_demand=True),
+            ProtocolTask(notification, lambda: local_msg_notification.serve(notification, source),
+                         "local-msg-notification", on_demand=True),
         ]
         if self.topics is not None and result.version == DMQ_N2C_TOPICS_V1:
             channel = mux.register(local_topic_subscription.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
             session = self.topics.session(client)
             tasks.append(ProtocolTask(channel, lambda: local_topic_subscription.serve(channel, session),
                                       "local-topic-subscription"))
-        with self.recorder.watching(client, mux, "n2c"):
+        if self.recorder is NO_RECORDER:
             end = await run_connection(mux, tasks, peer_close_is_clean=True)
+        else:
+            with self.recorder.watching(client, mux, "n2c"):
+                end = await run_connection(mux, tasks, peer_close_is_clean=True)
         self.connections -= 1
         self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", end.describe()))

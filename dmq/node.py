@@ -22,6 +22,7 @@ from dmq.clock import Clock, SystemClock
 from dmq.config import NodeConfig, StakeSourceKind
 from dmq.diffusion import Diffusion, DiffusionPolicy
 from dmq.errors import OperatorError
+from dmq.gc_tuning import tune_for_serving
 from dmq.ingress import Ingress
 from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
@@ -190,6 +191,7 @@ async def run_node(config: NodeConfig, topology: Topology | None) -> int:
     ``Node.run`` does: the mempool writer finishes the group it holds, the recorder flushes,
     a ``NodeStopped`` event is written, and the exit status is 0.
     """
+    tune_for_serving()
     tracer = Tracer()
     tracer.add_sink(JsonLogSink(sys.stdout))
     node = Node(config, topology, tracer=tracer)

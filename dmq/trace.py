@@ -43,13 +43,19 @@ class TraceEvent:
         return type(self).__name__
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"at": self.at, "kind": self.kind}
-        for f in dataclasses.fields(self):
-            if f.name == "at":
-                continue
-            value = getattr(self, f.name)
-            out[f.name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
+        cls = type(self)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name != "at")
+        out: dict[str, Any] = {"at": self.at, "kind": cls.__name__}
+        for name in names:
+            value = getattr(self, name)
+            out[name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
         return out
+
+
+#: Each event class's field names after ``at``, looked up once (the log writes several events per message).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,5 +154,8 @@ class JsonLogSink:
     def __call__(self, event: TraceEvent) -> None:
         if self._kinds is not None and event.kind not in self._kinds:
             return
-        self._stream.write(json.dumps(event.to_json(), separators=(",", ":")) + "\n")
+        self._stream.write(_encode(event.to_json()) + "\n")
         self._stream.flush()
+
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode

@@ -16,6 +16,7 @@ raised: the connection is of no further use, and the reference closes it too.
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 
 import trio
 
@@ -27,15 +28,16 @@ from ouroboros_mux.sdu import SDU
 from .errors import (HandshakeBearerError, HandshakeCodecError, HandshakeQueryResult, HandshakeSizeLimitExceeded,
                      HandshakeTimeLimitExceeded, UnexpectedHandshakeMessage)
 from .links import HandshakeLink, VersionTable
-from .protocol import HandshakeClient, HandshakeResult, HandshakeServer
+from .protocol import HandshakeClient, HandshakeResult, HandshakeServer, ServerReply
 from .states import State
 
-__all__ = ["HANDSHAKE_PROTOCOL_NUM", "run_client", "run_server"]
+__all__ = ["HANDSHAKE_PROTOCOL_NUM", "ServerAnswers", "run_client", "run_server"]
 
 HANDSHAKE_PROTOCOL_NUM = 0
 
 
-async def _receive_message(bearer: Bearer, link: HandshakeLink, state: State) -> bytes:
+async def _receive_message(bearer: Bearer, link: HandshakeLink, state: State,
+                           known: Container[bytes] = ()) -> bytes:
     """The raw bytes of the next handshake message, within the limits of ``state``.
 
     A message normally fills exactly one SDU. Like the reference, a message continued in
@@ -52,19 +54,27 @@ async def _receive_message(bearer: Bearer, link: HandshakeLink, state: State) ->
                 sdu = await bearer.read_sdu()
             except MuxError as exc:
                 raise HandshakeBearerError(exc) from exc
-            if sdu.protocol_num != HANDSHAKE_PROTOCOL_NUM:
-                raise UnexpectedHandshakeMessage(
-                    f"SDU for mini-protocol {sdu.protocol_num} in {state.value}, before the handshake finished")
-            framer.feed(sdu.payload)
-            try:
-                message = framer.next_message(size_limit)
-            except MessageTooLarge as exc:
-                raise HandshakeSizeLimitExceeded(state.value, size_limit, exc.buffered) from None
-            except MalformedMessage as exc:
-                raise HandshakeCodecError(f"malformed handshake message in {state.value}: {exc}") from None
+            # A whole message seen before (``known``) needs no framing.
+            if not framer.buffered and sdu.protocol_num == HANDSHAKE_PROTOCOL_NUM and sdu.payload in known:
+                return sdu.payload
+            message = _take(framer, sdu, state, size_limit)
             if message is not None:
                 return message
     raise HandshakeTimeLimitExceeded(state.value, time_limit)
+
+
+def _take(framer: CborFramer, sdu: SDU, state: State, size_limit: int) -> bytes | None:
+    """Feed one SDU to the message framer; the whole message once it is complete."""
+    if sdu.protocol_num != HANDSHAKE_PROTOCOL_NUM:
+        raise UnexpectedHandshakeMessage(
+            f"SDU for mini-protocol {sdu.protocol_num} in {state.value}, before the handshake finished")
+    framer.feed(sdu.payload)
+    try:
+        return framer.next_message(size_limit)
+    except MessageTooLarge as exc:
+        raise HandshakeSizeLimitExceeded(state.value, size_limit, exc.buffered) from None
+    except MalformedMessage as exc:
+        raise HandshakeCodecError(f"malformed handshake message in {state.value}: {exc}") from None
 
 
 async def _send(bearer: Bearer, data: bytes, *, from_responder: bool) -> None:
@@ -111,7 +121,40 @@ async def run_client(bearer: Bearer, table: VersionTable, link: HandshakeLink) -
         raise
 
 
-async def run_server(bearer: Bearer, table: VersionTable, link: HandshakeLink) -> HandshakeResult:
+class ServerAnswers:
+    """A server's replies to proposals it has seen, keyed by the proposal's exact bytes.
+
+    The reply is a pure function of the table, the link and those bytes, and a local
+    socket sees the same proposal from every Mithril signer (one handshake per message):
+    remembering the accepted ones spares decoding and encoding the version tables on each
+    connection. Refusals and queries are never remembered (they are rare, and a query's
+    outcome carries the client's table), and at most ``capacity`` proposals are.
+    """
+
+    def __init__(self, table: VersionTable, link: HandshakeLink, capacity: int = 64) -> None:
+        self.table = table
+        self.link = link
+        self.capacity = capacity
+        self._known: dict[bytes, ServerReply] = {}
+
+    def __contains__(self, proposal: object) -> bool:
+        try:
+            return proposal in self._known
+        except TypeError:  # an unhashable buffer is never one of the remembered bytes
+            return False
+
+    def answer(self, proposal: bytes) -> ServerReply:
+        """The reply to ``proposal`` (codec and protocol errors are raised, as by the server)."""
+        reply = self._known.get(proposal)
+        if reply is None:
+            reply = HandshakeServer(self.link, self.table).receive(proposal)
+            if isinstance(reply.outcome, HandshakeResult) and len(self._known) < self.capacity:
+                self._known[bytes(proposal)] = reply
+        return reply
+
+
+async def run_server(bearer: Bearer, table: VersionTable, link: HandshakeLink, *,
+                     answers: ServerAnswers | None = None) -> HandshakeResult:
     """Answer one proposal with ``table`` and return the agreed version.
 
     When the agreed data asks for a query, the server sends its whole table, waits up to
@@ -119,12 +162,16 @@ async def run_server(bearer: Bearer, table: VersionTable, link: HandshakeLink) -
     :class:`~handshake.errors.HandshakeQueryResult` with the client's proposal. A
     refusal is sent and then raised as :class:`~handshake.errors.HandshakeRefused` with
     ``by_peer`` False. Protocol, limit and bearer errors are raised as in
-    :func:`run_client`.
+    :func:`run_client`. ``answers`` (for this table and link) remembers accepted replies
+    across connections.
     """
-    server = HandshakeServer(link, table)
+    if answers is None:
+        answers = ServerAnswers(table, link, capacity=0)
+    elif answers.table is not table or answers.link is not link:
+        raise ValueError("the remembered answers belong to another version table or link")
     bearer.sdu_timeout = HANDSHAKE_SDU_TIMEOUT
     try:
-        reply = server.receive(await _receive_message(bearer, link, server.state))
+        reply = answers.answer(await _receive_message(bearer, link, State.PROPOSE, answers))
         await _send(bearer, reply.data, from_responder=True)
         if isinstance(reply.outcome, HandshakeQueryResult):
             await _linger_for_close(bearer, link.query_shutdown_delay)

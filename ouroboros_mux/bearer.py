@@ -45,6 +45,18 @@ _unpack_header = struct.Struct(">IHH").unpack_from
 _pack_header = struct.Struct(">IHH").pack
 
 
+def _after(parts: list, sent: int) -> list:
+    """What remains of the gathered ``parts`` once ``sent`` bytes of them have gone."""
+    first = 0
+    while first < len(parts) and sent >= len(parts[first]):
+        sent -= len(parts[first])
+        first += 1
+    parts = parts[first:]
+    if sent:
+        parts[0] = memoryview(parts[0])[sent:]
+    return parts
+
+
 def _bearer_closed(exc: BaseException, doing: str) -> BearerClosed:
     """The typed error for a stream or socket failure while ``doing`` ("reading", "writing")."""
     if isinstance(exc, trio.ClosedResourceError) or getattr(exc, "errno", None) == errno.EBADF:
@@ -239,6 +251,9 @@ class Bearer:
         For callers that encode SDUs themselves on a hot path; everything else should use
         :meth:`write_sdu` or :meth:`write_many`.
         """
+        if self._gather_socket is not None:
+            await self.write_parts([data], sdu_count)
+            return
         with trio.move_on_after(self.sdu_timeout) as scope:
             try:
                 await self.stream.send_all(data)
@@ -262,6 +277,24 @@ class Bearer:
             await self.write_bytes(b"".join(parts), sdu_count)
             return
         total = remaining = sum(map(len, parts))
+        # First attempt outside the timeout scope: a socket with room takes everything at
+        # once, and then the write costs no cancel scope (a connection's usual case). Such a
+        # write is a cancellation point but not a schedule point: the one writer of a bearer
+        # runs out of queued bytes after at most a send buffer's worth and then waits, so it
+        # cannot starve other tasks, and each Mithril message saves two scheduler passes.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            sent = sock.sendmsg(parts)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            raise _bearer_closed(exc, "writing") from exc
+        if sent == total:
+            self.bytes_out += total
+            self.sdus_out += sdu_count
+            return
+        parts = _after(parts, sent)
+        remaining -= sent
         with trio.move_on_after(self.sdu_timeout) as scope:
             try:
                 while True:
@@ -269,13 +302,7 @@ class Bearer:
                     remaining -= sent
                     if not remaining:
                         break
-                    first = 0
-                    while sent >= len(parts[first]):
-                        sent -= len(parts[first])
-                        first += 1
-                    parts = parts[first:]
-                    if sent:
-                        parts[0] = memoryview(parts[0])[sent:]
+                    parts = _after(parts, sent)
             except (trio.ClosedResourceError, OSError) as exc:
                 raise _bearer_closed(exc, "writing") from exc
         if scope.cancelled_caught:
@@ -288,6 +315,21 @@ class Bearer:
         return self._timestamp() & 0xFFFFFFFF
 
     # -- closing -------------------------------------------------------------------
+    def close_now(self) -> bool:
+        """Close a socket bearer at once, without a checkpoint (idempotent).
+
+        Returns False, leaving the stream open, when it is not a socket: then only
+        :meth:`aclose` can close it. Connection teardown calls this first so that the common
+        case needs no shielded cancel scope.
+        """
+        if self._closed:
+            return True
+        if self._socket is None:
+            return False
+        self._closed = True
+        self.stream.socket.close()
+        return True
+
     async def aclose(self) -> None:
         """Close the stream (idempotent)."""
         if self._closed:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
@@ -100,6 +101,7 @@ class MuxChannel:
         "_egress_word",
         "_finished",
         "_closed",
+        "_on_first_data",
         "bytes_in",
         "bytes_out",
         "sdus_in",
@@ -124,6 +126,7 @@ class MuxChannel:
         self._egress_word = protocol_num | _RESPONDER_BIT if mode is Mode.RESPONDER else protocol_num
         self._finished = False
         self._closed: ChannelClosed | None = None
+        self._on_first_data: Callable[[], None] | None = None
         self.bytes_in = 0
         self.bytes_out = 0
         self.sdus_in = 0
@@ -202,6 +205,18 @@ class MuxChannel:
         """
         self._finished = True
 
+    def on_first_data(self, start: Callable[[], None]) -> None:
+        """Call ``start`` when the peer's first bytes for this channel arrive (once).
+
+        For protocols started on demand, as the reference's ``StartOnDemand``: a local
+        client that never speaks notification costs no task for it. The bytes are already
+        queued when ``start`` runs, so the protocol's first ``recv_message`` finds them.
+        """
+        if self.sdus_in:
+            start()
+        else:
+            self._on_first_data = start
+
     @property
     def finished(self) -> bool:
         return self._finished
@@ -234,6 +249,9 @@ class MuxChannel:
         framer.feed(payload)
         self.bytes_in += size + SDU_HEADER_SIZE
         self.sdus_in += 1
+        if self._on_first_data is not None:
+            start, self._on_first_data = self._on_first_data, None
+            start()
         # Wake the receiver only when it has something to do: a message may be complete,
         # or its state's size limit is exceeded.
         if self._recv_waiting:
@@ -244,6 +262,12 @@ class MuxChannel:
     def _close(self, error: ChannelClosed) -> None:
         if self._closed is None:
             self._closed = error
+        # Nothing is sent once closed (``send`` raises), and a protocol never started will
+        # not be: dropping the mux and the starter (which holds the connection's nursery)
+        # leaves no reference cycle, so a connection is freed as soon as it ends instead of
+        # waiting for the cyclic collector.
+        self._mux = None
+        self._on_first_data = None
         self._recv_lot.unpark_all()
         self._send_lot.unpark_all()
 
@@ -307,23 +331,40 @@ class Mux:
         return {(ch.protocol_num, ch.mode): ch.counters() for ch in self._by_ingress.values()}
 
     # -- running -------------------------------------------------------------------
-    async def run(self) -> None:
-        """Move SDUs until the connection ends; then close the bearer and every channel."""
+    async def run(self, *, nursery: trio.Nursery | None = None) -> None:
+        """Move SDUs until the connection ends; then close the bearer and every channel.
+
+        The reader runs in the calling task; the writer is a task of ``nursery`` when one
+        is given (the connection's own, so one connection costs one nursery, not two),
+        else of a nursery of its own. Either way the writer is done with, or about to
+        leave, the connection when ``run`` returns.
+        """
         if self._started:
             raise RuntimeError("a mux runs once")
         self._started = True
         self.bearer.sdu_timeout = SDU_TIMEOUT
-        try:
-            async with trio.open_nursery() as nursery:
-                self._cancel_scope = nursery.cancel_scope
-                nursery.start_soon(self._guarded, self._read_loop)
-                nursery.start_soon(self._guarded, self._write_loop)
-        finally:
-            self._end()
-            with trio.CancelScope(shield=True):
-                await self.bearer.aclose()
+        if nursery is None:
+            async with trio.open_nursery() as own:
+                try:
+                    await self._run_in(own)
+                finally:
+                    own.cancel_scope.cancel()
+        else:
+            await self._run_in(nursery)
         if self.error is not None:
             raise self.error
+
+    async def _run_in(self, nursery: trio.Nursery) -> None:
+        try:
+            with trio.CancelScope() as scope:
+                self._cancel_scope = scope
+                nursery.start_soon(self._guarded, self._write_loop)
+                await self._guarded(self._read_loop)
+        finally:
+            self._end()
+            if not self.bearer.close_now():
+                with trio.CancelScope(shield=True):
+                    await self.bearer.aclose()
 
     def stop(self) -> None:
         """End the connection cleanly once every byte already sent by a channel is written."""
@@ -340,7 +381,8 @@ class Mux:
         try:
             await loop()
         except MuxError as exc:
-            if self.error is None:
+            # Once the connection has ended, a loop woken by the closed socket has nothing to report.
+            if self.error is None and not self._ended:
                 self.error = exc
         self._cancel_scope.cancel()
 
@@ -356,6 +398,8 @@ class Mux:
         for channel in self._by_ingress.values():
             channel._close(closed)
         self._ready.clear()
+        if self._writer_lot:
+            self._writer_lot.unpark_all()
 
     def _schedule(self, channel: MuxChannel) -> None:
         if self._ended:
@@ -391,7 +435,7 @@ class Mux:
         bearer = self.bearer
         while True:
             if not ready:
-                if self._stopping:
+                if self._stopping or self._ended:
                     return
                 await self._writer_lot.park()
                 continue

@@ -1,18 +1,21 @@
 """LMDB persistence of the mempool: what makes an acknowledged message durable.
 
-Layout (one environment directory, four named databases):
+Layout (one environment directory, three named databases):
 
 ==============  ===========================  =========================================
 database        key                          value
 ==============  ===========================  =========================================
 ``messages``    index, u64 big-endian        the message's raw bytes, as received
-``byid``        message id (32 bytes)        index, u64 big-endian
 ``meta``        ``format`` / ``next_index``  format tag / u64 big-endian
 ``poolstate``   CBOR of a pool key           CBOR of the exported per-pool state
 ==============  ===========================  =========================================
 
 Big-endian index keys make LMDB's key order the mempool order, so a reopen reads the log
-back with one cursor scan. Every method here blocks (a commit waits for fsync); the durable
+back with one cursor scan. The id index lives in memory only: it is rebuilt from the log on
+every reopen, so keeping it on disk bought nothing, and its random 32-byte keys dirtied
+B-tree pages all over the file on every commit (and kept them mapped in the node's
+memory). Appends therefore touch only the log's last pages. A ``byid`` database left by
+an earlier version is dropped on the first reopen. Every method here blocks (a commit waits for fsync); the durable
 mempool calls the writing ones from its single writer thread. Commits use LMDB's default
 ``sync`` semantics: when a write method returns, the data is on disk.
 
@@ -41,6 +44,7 @@ from dmq.message import DmqMessage
 
 from .entry import StoredMessage
 from .errors import CorruptRecordWarning, MempoolStoreFormatError
+from .mapped_pages import MappedFile
 
 __all__ = ["DEFAULT_MAP_SIZE", "STORE_FORMAT", "MempoolStore", "CorruptRecord", "LoadReport", "LoadedMempool"]
 
@@ -52,6 +56,8 @@ STORE_FORMAT = b"dmq-mempool/1"
 _U64 = struct.Struct(">Q")
 _FORMAT_KEY = b"format"
 _NEXT_INDEX_KEY = b"next_index"
+#: The on-disk id index of earlier versions (see the module docstring).
+_LEGACY_ID_INDEX = b"byid"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,17 +93,17 @@ InTxn = Callable[[lmdb.Transaction], None]
 
 
 class MempoolStore:
-    """The LMDB environment holding the mempool log, its id index and the pool state."""
+    """The LMDB environment holding the mempool log and the pool state."""
 
     def __init__(self, path: str | os.PathLike[str], *, map_size: int = DEFAULT_MAP_SIZE) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self._env = lmdb.open(str(self.path), map_size=map_size, subdir=True, max_dbs=_MAX_DBS, lock=True)
         self._messages = self._env.open_db(b"messages")
-        self._byid = self._env.open_db(b"byid")
         self._meta = self._env.open_db(b"meta")
         self._poolstate = self._env.open_db(b"poolstate")
         self._write_lock = threading.Lock()
+        self._mapped = MappedFile.for_lmdb(self.path)
         #: Write transactions committed for appends / for deletions (group commit is measured by these).
         self.append_transactions = 0
         self.delete_transactions = 0
@@ -105,9 +111,15 @@ class MempoolStore:
 
     @contextmanager
     def _write_txn(self) -> Iterator[lmdb.Transaction]:
-        """A write transaction under the store's write lock (committed on success, else aborted)."""
-        with self._write_lock, self._env.begin(write=True) as txn:
-            yield txn
+        """A write transaction under the store's write lock (committed on success, else aborted).
+
+        After it, the data file's pages are unmapped from the process (see ``mapped_pages``):
+        the node's memory then holds its messages once, not again as mapped file pages.
+        """
+        with self._write_lock:
+            with self._env.begin(write=True) as txn:
+                yield txn
+            self._mapped.release()
 
     @property
     def env(self) -> lmdb.Environment:
@@ -155,8 +167,8 @@ class MempoolStore:
         """Read the log back, drop what expired or cannot be decoded, and delete those records.
 
         A record that fails to decode is reported with :class:`CorruptRecordWarning` and
-        deleted, never raised: one damaged record must not keep the node from starting. The
-        id index is rebuilt from the log, so it ends consistent whatever it held before.
+        deleted, never raised: one damaged record must not keep the node from starting. Ids
+        are checked against the log itself (a repeated id is a corrupt record).
         """
         entries: list[StoredMessage] = []
         corrupt: list[CorruptRecord] = []
@@ -182,9 +194,7 @@ class MempoolStore:
                 txn.delete(key, db=self._messages)
             for record in corrupt:
                 txn.delete(record.key, db=self._messages)
-            txn.drop(self._byid, delete=False)
-            for message_id, index in by_id.items():
-                txn.put(message_id, _U64.pack(index), db=self._byid)
+            self._drop_legacy_id_index(txn)
             txn.put(_NEXT_INDEX_KEY, _U64.pack(next_index), db=self._meta)
         for record in corrupt:
             warnings.warn(
@@ -196,6 +206,14 @@ class MempoolStore:
             )
         report = LoadReport(len(entries), len(expired_keys), tuple(corrupt), next_index)
         return LoadedMempool(entries, report)
+
+    def _drop_legacy_id_index(self, txn: lmdb.Transaction) -> None:
+        """Free the pages of the on-disk id index that earlier versions wrote."""
+        try:
+            legacy = self._env.open_db(_LEGACY_ID_INDEX, txn=txn, create=False)
+        except lmdb.NotFoundError:
+            return
+        txn.drop(legacy, delete=True)
 
     @staticmethod
     def _load_one(
@@ -232,9 +250,7 @@ class MempoolStore:
             for run in in_txn:
                 run(txn)
             for entry in entries:
-                key = _U64.pack(entry.index)
-                txn.put(key, entry.raw, db=self._messages)
-                txn.put(entry.message_id, key, db=self._byid)
+                txn.put(_U64.pack(entry.index), entry.raw, db=self._messages)
             if pool_state_updates:
                 self._put_pool_state(txn, pool_state_updates)
             if next_index > self._next_index_in(txn):
@@ -242,13 +258,10 @@ class MempoolStore:
         self.append_transactions += 1
 
     def delete(self, entries: Iterable[StoredMessage]) -> None:
-        """Delete purged messages (and their id entries) in one transaction."""
+        """Delete purged messages in one transaction."""
         with self._write_txn() as txn:
             for entry in entries:
-                key = _U64.pack(entry.index)
-                txn.delete(key, db=self._messages)
-                if txn.get(entry.message_id, db=self._byid) == key:
-                    txn.delete(entry.message_id, db=self._byid)
+                txn.delete(_U64.pack(entry.index), db=self._messages)
         self.delete_transactions += 1
 
     # -- pool state -------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import lmdb
@@ -11,6 +12,7 @@ import trio
 from dmq.clock import ManualClock
 from dmq.mempool import (
     CorruptRecordWarning,
+    DuplicateMessageError,
     DurableMempool,
     MempoolNotRunningError,
     MempoolStoreFormatError,
@@ -90,7 +92,30 @@ def test_expire_deletes_from_lmdb(tmp_path):
     assert mempool.store.delete_transactions == 1
     mempool.close()
     with raw_env(tmp_path) as env, env.begin() as txn:
-        assert txn.stat(env.open_db(b"byid", txn=txn))["entries"] == 3
+        assert txn.stat(env.open_db(b"messages", txn=txn))["entries"] == 3
+
+
+def test_the_id_index_is_not_written_and_an_old_one_is_dropped(tmp_path):
+    """Ids are indexed in memory only; a ``byid`` database of an earlier version goes at reopen."""
+    clock = ManualClock(now=NOW)
+    messages = [make_message(i, NOW + 600) for i in range(5)]
+    mempool = open_mempool(tmp_path, clock)
+    mempool.append(messages)
+    mempool.close()
+    with raw_env(tmp_path) as env:
+        with pytest.raises(lmdb.NotFoundError):
+            env.open_db(b"byid", create=False)
+        legacy = env.open_db(b"byid")
+        with env.begin(write=True) as txn:
+            txn.put(b"\x07" * 32, b"\x00" * 8, db=legacy)
+    reopened = open_mempool(tmp_path, clock)
+    assert all(reopened.contains(m.message_id) for m in messages)
+    with pytest.raises(DuplicateMessageError):
+        reopened.append(messages[:1])
+    reopened.close()
+    with raw_env(tmp_path) as env:
+        with pytest.raises(lmdb.NotFoundError):
+            env.open_db(b"byid", create=False)
 
 
 async def test_background_expiry_deletes_from_lmdb_while_running(tmp_path):
@@ -295,3 +320,34 @@ async def test_synchronous_writes_wait_for_an_in_flight_group_commit(tmp_path):
             nursery.start_soon(direct_writer)
         assert len(mempool) == 8 * 60 + 60
         assert len(mempool.load_pool_state()) == 60
+
+
+def _mapped_kib(path) -> int | None:
+    """Resident KiB of this process's mappings of ``path`` (None without /proc)."""
+    try:
+        smaps = open("/proc/self/smaps").read().splitlines()
+    except OSError:
+        return None
+    target, inside, total = str(os.path.realpath(path)), False, 0
+    for line in smaps:
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5 and ":" not in fields[0]:
+            inside = fields[-1] == target
+        elif inside and fields[0] == "Rss:":
+            total += int(fields[1])
+    return total
+
+
+def test_the_data_file_is_not_left_mapped_after_writes(tmp_path):
+    """Commits read the log's last pages through LMDB's map (and the kernel maps their
+    neighbours too); the store releases them, so the file does not count in the node's memory."""
+    clock = ManualClock(now=NOW)
+    mempool = open_mempool(tmp_path, clock)
+    for i in range(0, 300, 6):
+        mempool.append([make_message(j, NOW + 600, body_size=2500) for j in range(i, i + 6)])
+    resident = _mapped_kib(tmp_path / "data.mdb")
+    if resident is None:
+        pytest.skip("no /proc/self/smaps here")
+    assert (tmp_path / "data.mdb").stat().st_size > 1 << 20
+    assert resident < 64
+    mempool.close()

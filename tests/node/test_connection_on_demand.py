@@ -1,0 +1,44 @@
+"""Protocols started on demand (``ProtocolTask.on_demand``), over a real Unix socket."""
+
+from __future__ import annotations
+
+import trio
+
+from dmq.connection import ProtocolTask, run_connection
+from ouroboros_mux.bearer import Bearer
+from ouroboros_mux.mux import Mode, Mux, Role
+from tests.mux.streams import raw_sdu, unix_stream_pair
+
+ECHO, IDLE = 14, 15
+
+
+async def test_a_protocol_starts_when_its_first_bytes_arrive_and_an_unused_one_never(tmp_path):
+    client, server = await unix_stream_pair(tmp_path / "s")
+    started: list[int] = []
+    mux = Mux(Bearer(server), Role.RESPONDER)
+    echo = mux.register(ECHO, Mode.RESPONDER, 1 << 16)
+    idle = mux.register(IDLE, Mode.RESPONDER, 1 << 16)
+
+    def speaker(num, channel):
+        async def run():
+            started.append(num)
+            await channel.send(await channel.recv_message())  # one echo, then done
+        return run
+
+    tasks = [ProtocolTask(echo, speaker(ECHO, echo), "echo", on_demand=True),
+             ProtocolTask(idle, speaker(IDLE, idle), "idle", on_demand=True)]
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            ends = []
+
+            async def serve():
+                ends.append(await run_connection(mux, tasks, peer_close_is_clean=True))
+            nursery.start_soon(serve)
+            await trio.sleep(0.05)
+            assert started == []                       # nothing spoken yet: no task at all
+            await client.send_all(raw_sdu(ECHO, False, b"\x82\x00\x01"))
+            reply = await client.receive_some(100)
+            assert reply[4:] == bytes([0x80, ECHO, 0, 3]) + b"\x82\x00\x01"
+            await client.aclose()                      # a clean end: the idle one was never needed
+    assert started == [ECHO]
+    assert ends[-1].clean
