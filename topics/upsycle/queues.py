@@ -159,7 +159,11 @@ class SubscriberQueues:
             raise AckError(f"dseq {dseq} has not been delivered")
         removed = 0
         for item in list(self.state.queue(txn, key)):
-            if item.dseq is None or item.dseq > dseq:
+            if item.dseq is None:
+                # Never handed out: either the undelivered tail, or an item a read skipped
+                # because its deadline had passed (prune removes it); delivered ones may follow.
+                continue
+            if item.dseq > dseq:
                 break
             state = self.state.remove(txn, key, state, item)
             removed += 1
@@ -170,8 +174,7 @@ class SubscriberQueues:
         """The ``dseq`` the next delivery of a fresh attachment starts from."""
         for item in self.state.queue(view, key):
             if item.dseq is not None:
-                return item.dseq
-            break
+                return item.dseq   # expired items a read skipped may precede it
         state = self.state.subscriber(view, key)
         return 0 if state is None else state.next_dseq
 
