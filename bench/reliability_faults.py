@@ -4,8 +4,9 @@
    each followed by a restart: acknowledged messages lost (must be 0), expired messages
    served (0), messages served that were never submitted (0), restart times.
 2. Torn pages: random bytes over one random page of ``data.mdb``, ``--torn`` times: how often
-   the node refused to start with one line, how often it started, and whether a started
-   node served any byte that was not stored (must be 0).
+   the node refused to start with one line, how often it started, how many records a started
+   node dropped at load (checksum, decoder or id check) and whether it served any byte that
+   was not stored (must be 0).
 3. Disk full (``prlimit --fsize``): acknowledged, refused, lost after a restart with space.
 4. Restart time with ``--held`` messages (default 45 000) in the database: process start to
    socket accepting (target < 2 s), the node's CPU time until then, and start to a new
@@ -69,7 +70,7 @@ async def torn_pages(root: Path, trials: int, signers, rng) -> None:
     if not trials:
         return
     print(f"== torn page: 64 random bytes over one random page of data.mdb, {trials} trials (200 messages held)")
-    refused = started = altered_served = 0
+    refused = started = altered_served = dropped = 0
     lines = set()
     for n in range(trials):
         workdir = root / f"torn{n}"
@@ -91,9 +92,17 @@ async def torn_pages(root: Path, trials: int, signers, rng) -> None:
         started += 1
         bad = [raw for raw in served if raw not in stored]
         altered_served += len(bad)
-        print(f"  trial {n + 1:2}: page {page:3}: started, served {len(served)} of 200, altered bytes served {len(bad)}")
+        reasons = dropped_at_load(node.stderr_path.read_text())
+        dropped += len(reasons)
+        print(f"  trial {n + 1:2}: page {page:3}: started, served {len(served)} of 200, "
+              f"dropped at load {len(reasons)}{f' ({reasons[0]})' if reasons else ''}, altered bytes served {len(bad)}")
     print(f"  total: refused with one line {refused} (stderr line counts {sorted(lines)}), started {started}, "
-          f"altered messages served {altered_served}")
+          f"records dropped at load {dropped}, altered messages served {altered_served}")
+
+
+def dropped_at_load(stderr: str) -> list[str]:
+    """The reasons of the records the store dropped at load (one warning line each)."""
+    return [line.rsplit("): ", 1)[-1] for line in stderr.splitlines() if "dropped record" in line]
 
 
 async def disk_full(root: Path, signers) -> None:

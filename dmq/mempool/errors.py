@@ -50,4 +50,4 @@ class MempoolStoreFormatError(MempoolError):
 
 
 class CorruptRecordWarning(RuntimeWarning):
-    """A stored record could not be decoded at load; it was dropped and deleted."""
+    """A stored record failed its checksum or could not be decoded at load; it was dropped and deleted."""

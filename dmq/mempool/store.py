@@ -2,13 +2,19 @@
 
 Layout (one environment directory, three named databases):
 
-==============  ===========================  =========================================
+==============  ===========================  ===============================================
 database        key                          value
-==============  ===========================  =========================================
-``messages``    index, u64 big-endian        the message's raw bytes, as received
+==============  ===========================  ===============================================
+``messages``    index, u64 big-endian        checksum + the message's raw bytes, as received
 ``meta``        ``format`` / ``next_index``  format tag / u64 big-endian
 ``poolstate``   CBOR of a pool key           CBOR of the exported per-pool state
-==============  ===========================  =========================================
+==============  ===========================  ===============================================
+
+A record is a Blake2b-128 checksum of the raw bytes followed by those bytes (``record``):
+a torn page can change bytes the message id does not cover, and the checksum is what notices.
+Stores of format ``dmq-mempool/1`` held the bare raw bytes; opening one adds the checksums
+to its records and retags it, in one transaction (damage done before that is still caught
+by the decoder and the id check at load, as it was before).
 
 Big-endian index keys make LMDB's key order the mempool order, so a reopen reads the log
 back with one cursor scan. The id index lives in memory only: it is rebuilt from the log on
@@ -45,13 +51,16 @@ from dmq.message import DmqMessage
 from .entry import StoredMessage
 from .errors import CorruptRecordWarning, MempoolStoreFormatError
 from .mapped_pages import MappedFile
+from .record import seal, unseal
 
 __all__ = ["DEFAULT_MAP_SIZE", "STORE_FORMAT", "MempoolStore", "CorruptRecord", "LoadReport", "LoadedMempool"]
 
 #: Upper bound of the memory map (and of the data file); the file only grows as needed.
 DEFAULT_MAP_SIZE = 4 << 30
-#: Written once into ``meta``; a directory carrying another tag is refused, never rewritten.
-STORE_FORMAT = b"dmq-mempool/1"
+#: Written into ``meta``; a directory carrying an unknown tag is refused, never rewritten.
+STORE_FORMAT = b"dmq-mempool/2"
+#: The previous format: records without a checksum. Upgraded in place when opened.
+_UNCHECKED_FORMAT = b"dmq-mempool/1"
 
 _U64 = struct.Struct(">Q")
 _FORMAT_KEY = b"format"
@@ -142,11 +151,20 @@ class MempoolStore:
                 if txn.stat(self._messages)["entries"] or txn.get(_NEXT_INDEX_KEY, db=self._meta) is not None:
                     raise MempoolStoreFormatError(f"{self.path} holds mempool data without a format tag; refusing to use it")
                 txn.put(_FORMAT_KEY, STORE_FORMAT, db=self._meta)
+            elif found == _UNCHECKED_FORMAT:
+                self._add_checksums(txn)
+                txn.put(_FORMAT_KEY, STORE_FORMAT, db=self._meta)
             elif found != STORE_FORMAT:
                 raise MempoolStoreFormatError(
                     f"{self.path} holds mempool format {found!r}, this node reads {STORE_FORMAT!r}; "
                     "move the directory away or point the node at an empty one"
                 )
+
+    def _add_checksums(self, txn: lmdb.Transaction) -> None:
+        """Rewrite every record of an unchecked store in the current layout (once, at open)."""
+        keys = list(txn.cursor(db=self._messages).iternext(keys=True, values=False))
+        for key in keys:
+            txn.put(key, seal(txn.get(key, db=self._messages)), db=self._messages)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -166,8 +184,9 @@ class MempoolStore:
     def load(self, decode: Callable[[bytes], DmqMessage], now: float) -> LoadedMempool:
         """Read the log back, drop what expired or cannot be decoded, and delete those records.
 
-        A record that fails to decode is reported with :class:`CorruptRecordWarning` and
-        deleted, never raised: one damaged record must not keep the node from starting. Ids
+        A record whose checksum does not match, or that fails to decode, is reported with
+        :class:`CorruptRecordWarning` and deleted, never raised: one damaged record must not
+        keep the node from starting. Ids
         are checked against the log itself (a repeated id is a corrupt record).
         """
         entries: list[StoredMessage] = []
@@ -176,14 +195,14 @@ class MempoolStore:
         by_id: dict[bytes, int] = {}
         with self._write_txn() as txn:
             next_index = self._next_index_in(txn)
-            for key, raw in txn.cursor(db=self._messages):
-                problem = self._load_one(key, raw, decode, by_id)
+            for key, record in txn.cursor(db=self._messages):
+                problem = self._load_one(key, record, decode, by_id)
                 if isinstance(problem, CorruptRecord):
                     corrupt.append(problem)
                     if problem.index is not None:  # its index was handed out once: never again
                         next_index = max(next_index, problem.index + 1)
                     continue
-                index, message = problem
+                index, raw, message = problem
                 next_index = max(next_index, index + 1)
                 if message.expires_at <= now:
                     expired_keys.append(key)
@@ -217,11 +236,14 @@ class MempoolStore:
 
     @staticmethod
     def _load_one(
-        key: bytes, raw: bytes, decode: Callable[[bytes], DmqMessage], by_id: dict[bytes, int]
-    ) -> CorruptRecord | tuple[int, DmqMessage]:
+        key: bytes, record: bytes, decode: Callable[[bytes], DmqMessage], by_id: dict[bytes, int]
+    ) -> CorruptRecord | tuple[int, bytes, DmqMessage]:
         if len(key) != _U64.size:
             return CorruptRecord(key, None, f"key of {len(key)} bytes is not an 8-byte index")
         index = _U64.unpack(key)[0]
+        raw = unseal(record)
+        if raw is None:  # bytes changed on disk, possibly where the id does not look
+            return CorruptRecord(key, index, "its bytes do not match their checksum")
         try:
             message = decode(raw)
         except Exception as exc:  # any decoder failure means the record is unusable
@@ -230,7 +252,7 @@ class MempoolStore:
             return CorruptRecord(key, index, "its id does not match its payload")
         if message.message_id in by_id:
             return CorruptRecord(key, index, f"repeats the id of index {by_id[message.message_id]}")
-        return index, message
+        return index, raw, message
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -250,7 +272,7 @@ class MempoolStore:
             for run in in_txn:
                 run(txn)
             for entry in entries:
-                txn.put(_U64.pack(entry.index), entry.raw, db=self._messages)
+                txn.put(_U64.pack(entry.index), seal(entry.raw), db=self._messages)
             if pool_state_updates:
                 self._put_pool_state(txn, pool_state_updates)
             if next_index > self._next_index_in(txn):

@@ -20,6 +20,8 @@ from dmq.mempool import (
     open_durable_mempool,
 )
 
+from dmq.mempool.record import seal
+
 from .messages import decode, make_message
 
 NOW = 1_800_000_000
@@ -137,9 +139,9 @@ def test_a_record_that_does_not_decode_is_reported_and_dropped(tmp_path):
     mempool.close()
     with raw_env(tmp_path) as env, env.begin(write=True) as txn:
         messages_db = env.open_db(b"messages", txn=txn)
-        txn.put((1).to_bytes(8, "big"), good[1].raw[:200], db=messages_db)  # torn record
-        txn.put((7).to_bytes(8, "big"), b"\xff\x00garbage", db=messages_db)
-        txn.put(b"bad-key", good[0].raw, db=messages_db)
+        txn.put((1).to_bytes(8, "big"), seal(good[1].raw[:200]), db=messages_db)  # torn record
+        txn.put((7).to_bytes(8, "big"), seal(b"\xff\x00garbage"), db=messages_db)
+        txn.put(b"bad-key", seal(good[0].raw), db=messages_db)
 
     with pytest.warns(CorruptRecordWarning) as warned:
         reopened = open_mempool(tmp_path, clock)
@@ -147,6 +149,7 @@ def test_a_record_that_does_not_decode_is_reported_and_dropped(tmp_path):
     assert sorted(r.index for r in report.corrupt if r.index is not None) == [1, 7]
     assert any(r.index is None for r in report.corrupt)
     assert len(warned) == 3
+    assert all("does not decode" in r.reason for r in report.corrupt if r.index is not None)
     assert [e.index for e in reopened] == [0, 2]
     assert not reopened.contains(good[1].message_id)
     assert reopened.store.stored_indices() == [0, 2]
