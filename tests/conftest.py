@@ -1,15 +1,24 @@
-"""Shared test fixtures: where the conformance data lives."""
+"""Shared test fixtures: where the conformance data lives; the Hypothesis profiles."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Upstream golden vectors, KES files, devnet credentials and CDDL, kept beside the checkout.
 CONFORMANCE = (ROOT.parent / "shared" / "conformance").resolve()
+
+# The default run (CI) draws the same examples every time, so a red build points at the change
+# that made it red; `HYPOTHESIS_PROFILE=explore` draws fresh ones (and bench/reliability_fuzz.py
+# runs 100,000 inputs per codec) to look for new counterexamples, which then become @example.
+settings.register_profile("default-run", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default-run"))
 
 
 def _require_conformance() -> Path:
