@@ -218,13 +218,14 @@ class LocalService:
         mux = Mux(bearer, Role.RESPONDER)
         submission = mux.register(local_msg_submission.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
         notification = mux.register(local_msg_notification.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
-        source = _CursorSource(self.mempool.cursor(), self.tracer, client, self.notify_filter)
-        # Both start when the client first speaks them: a signer never pays for notification.
+        # Both start when the client first speaks them: a signer never pays for notification,
+        # not even for its cursor (one from the beginning of the mempool, whenever made).
         tasks = [
             ProtocolTask(submission, lambda: local_msg_submission.serve(submission, self.submit),
                          "local-msg-submission", on_demand=True),
-            ProtocolTask(notification, lambda: local_msg_notification.serve(notification, source),
-                         "local-msg-notification", on_demand=True),
+            ProtocolTask(notification, lambda: local_msg_notification.serve(
+                notification, _CursorSource(self.mempool.cursor(), self.tracer, client, self.notify_filter)),
+                "local-msg-notification", on_demand=True),
         ]
         if self.topics is not None and result.version == DMQ_N2C_TOPICS_V1:
             channel = mux.register(local_topic_subscription.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)

@@ -62,6 +62,8 @@ class Driver:
         self.role = role
         self.machine = ProtocolMachine(spec, role)
         self._trace = trace
+        # What the channel hands over is one whole CBOR item: the codec may rely on it.
+        self._decode = getattr(spec.codec, "decode_framed", spec.codec.decode)
 
     @property
     def state(self) -> enum.Enum:
@@ -102,7 +104,7 @@ class Driver:
         except MalformedMessage as exc:
             raise DecoderFailure(spec.name, state, None, f"not CBOR: {exc}") from None
         try:
-            message = spec.codec.decode(state, raw)
+            message = self._decode(state, raw)
         except ValueError as exc:
             raise DecoderFailure(spec.name, state, raw, str(exc)) from None
         self.machine.on_receive(message, raw)

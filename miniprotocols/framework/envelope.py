@@ -12,7 +12,7 @@ from ouroboros_mux.cbor import Cursor
 
 from .errors import CodecError
 
-__all__ = ["open_envelope", "raw_items"]
+__all__ = ["open_envelope", "raw_items", "rest_of_item"]
 
 
 def open_envelope(raw: bytes) -> tuple[Cursor, int, int]:
@@ -23,6 +23,20 @@ def open_envelope(raw: bytes) -> tuple[Cursor, int, int]:
         raise CodecError("empty message array")
     tag = cursor.uint()
     return cursor, length, tag
+
+
+def rest_of_item(cursor: Cursor) -> bytes:
+    """The bytes from the cursor to the end: the last field of a framed envelope.
+
+    Only for a buffer known to be exactly one well-formed item (``Codec.decode_framed``),
+    read up to its definite envelope's last field: that field then ends where the buffer
+    does, so its span needs no walk.
+    """
+    if cursor.pos >= cursor.end:
+        raise CodecError("envelope ends before its last field")
+    rest = cursor.buf[cursor.pos:cursor.end] if cursor.pos else cursor.buf
+    cursor.pos = cursor.end
+    return bytes(rest)
 
 
 def raw_items(cursor: Cursor, *, allow_definite: bool = False) -> tuple[bytes, ...]:

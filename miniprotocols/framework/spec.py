@@ -53,6 +53,12 @@ class Codec(Protocol):
     ValueError (CodecError or CborError) for bytes that are not a message; it may decode a
     message that is well formed but not allowed in the state and leave the verdict to the
     driver, which then reports a ProtocolViolation rather than a decoder failure.
+
+    A codec may also offer ``decode_framed(state, raw)``, which the driver then uses: the
+    same result as ``decode``, for ``raw`` already known to be exactly one well-formed CBOR
+    item (the channel's framing walked it to find its end). A message whose last field is
+    a raw span can then take the rest of the envelope as that span instead of walking its
+    bytes a second time.
     """
 
     def encode(self, message: Any) -> bytes: ...

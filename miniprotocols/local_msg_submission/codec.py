@@ -15,7 +15,7 @@ from ouroboros_mux.cbor import Cursor
 
 from ..framework import CodecError
 from ..framework import cbor_write as w
-from ..framework.envelope import open_envelope
+from ..framework.envelope import open_envelope, rest_of_item
 from .types import (
     LocalSubmissionMessage,
     MsgAcceptMessage,
@@ -80,9 +80,19 @@ class LocalSubmissionCodec:
         raise TypeError(f"not a local message submission message: {message!r}")
 
     def decode(self, state: enum.Enum, raw: bytes) -> LocalSubmissionMessage:
+        try:
+            w.check_item(raw, "local message submission message")
+        except ValueError as exc:
+            raise CodecError(str(exc)) from None
+        return self.decode_framed(state, raw)
+
+    def decode_framed(self, state: enum.Enum, raw: bytes) -> LocalSubmissionMessage:
+        """``decode`` for one whole item as framed by the channel: a submitted message is
+        the rest of the ``[0, message]`` envelope, cut out without a second walk (the
+        ingress decodes it once more, strictly, as a DMQ message)."""
         cursor, length, tag = open_envelope(raw)
         if (length, tag) == (2, 0):
-            message: LocalSubmissionMessage = MsgSubmitMessage(cursor.raw_item())
+            message: LocalSubmissionMessage = MsgSubmitMessage(rest_of_item(cursor))
         elif (length, tag) == (1, 1):
             message = MsgAcceptMessage()
         elif (length, tag) == (2, 2):

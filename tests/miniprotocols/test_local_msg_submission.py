@@ -123,7 +123,9 @@ def test_reject_reasons_outside_the_strict_shapes_do_not_decode(reason):
 ))
 def test_round_trip(message):
     state = IDLE if isinstance(message, (MsgSubmitMessage, MsgDone)) else BUSY
-    assert codec.decode(state, codec.encode(message)) == message
+    wire = codec.encode(message)
+    assert codec.decode(state, wire) == message
+    assert codec.decode_framed(state, wire) == message  # the driver's path
 
 
 @pytest.mark.parametrize("wire", ["8300f6f6", "8100", "820100", "8203", "8103" + "00", "9f03ff", "820341"])
@@ -254,3 +256,12 @@ async def test_client_rejects_undecodable_verdicts():
         nursery.start_soon(bad_node)
         with pytest.raises(DecoderFailure):
             await client.submit(h("f6"))
+
+
+# -- framed decoding (what the driver uses: the channel has already found the item's end) ----
+@pytest.mark.parametrize("wire", ["8200" + "0101", "8200" + "8201", "8200" + "5f41", "8200"])
+def test_a_submission_that_is_not_one_item_does_not_decode(wire):
+    # The framed shortcut takes the rest of the envelope as the message: only sound for
+    # bytes the channel framed, so plain ``decode`` still checks the whole item.
+    with pytest.raises(ValueError):
+        codec.decode(IDLE, h(wire))
