@@ -31,7 +31,7 @@ EVENTS = [
     ConnectionClosed(2.0, "local#1", "n2c", None),
     ConnectionClosed(float("nan"), "peer", "n2n-in", "MuxError: \u2603 \\ gone"),
     StakeViewUpdated(3.0, "file", None, 2**70, -1),
-    NodeListening(4.0, "/tmp/dmq.socket", "n2c"),
+    NodeListening(4.0, "run/dmq-node.socket", "n2c"),
     NodeStopped(5.0, "signal"),
 ]
 
