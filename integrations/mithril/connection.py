@@ -22,13 +22,14 @@ import trio
 
 from handshake.driver import run_client
 from handshake.errors import HandshakeError
-from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
+from handshake.links import DMQ_NODE_TO_CLIENT, HandshakeLink, VersionTable, dmq_node_to_client_versions
+from handshake.protocol import HandshakeResult
 from miniprotocols.framework import ProtocolError
 from miniprotocols.local_msg_notification import LocalMsgNotificationClient
 from miniprotocols.local_msg_notification import PROTOCOL_NUM as NOTIFICATION_PROTOCOL
 from miniprotocols.local_msg_submission import PROTOCOL_NUM as SUBMISSION_PROTOCOL
 from miniprotocols.local_msg_submission import LocalMsgSubmissionClient
-from ouroboros_mux.bearer import connect_unix
+from ouroboros_mux.bearer import Bearer, connect_unix
 from ouroboros_mux.channel import ChannelClosed
 from ouroboros_mux.errors import ConnectFailed, MuxError
 from ouroboros_mux.mux import Mode, Mux, Role
@@ -70,15 +71,23 @@ class LocalConnection:
         :class:`HandshakeFailed` when the node refuses the proposal or breaks the handshake.
         """
         path = os.fspath(socket_path)
+        bearer, _ = await cls.open_and_handshake(path, network_magic, dmq_node_to_client_versions(network_magic),
+                                                 DMQ_NODE_TO_CLIENT)
+        return cls(path, network_magic, Mux(bearer, Role.INITIATOR))
+
+    @staticmethod
+    async def open_and_handshake(path: str, network_magic: int, versions: VersionTable,
+                                 link: HandshakeLink) -> tuple[Bearer, HandshakeResult]:
+        """Connect to ``path`` and run the client handshake with ``versions``; typed errors for both steps."""
         try:
             bearer = await connect_unix(path)
         except ConnectFailed as exc:
             raise NodeUnreachable(f"no DMQ node reachable: {exc}") from None
         try:
-            await run_client(bearer, dmq_node_to_client_versions(network_magic), DMQ_NODE_TO_CLIENT)
+            result = await run_client(bearer, versions, link)
         except HandshakeError as exc:
             raise HandshakeFailed(f"DMQ node at {path}: {exc} (this client proposed magic {network_magic})") from None
-        return cls(path, network_magic, Mux(bearer, Role.INITIATOR))
+        return bearer, result
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Run the mux as a task of ``nursery`` until the connection is closed or aborted."""

@@ -16,8 +16,6 @@ from typing import Any
 import trio
 from nacl.signing import SigningKey
 
-from handshake.driver import run_client
-from handshake.errors import HandshakeError
 from handshake.links import DMQ_N2C_TOPICS_V1, DMQ_NODE_TO_CLIENT_TOPICS, dmq_node_to_client_versions
 from integrations.mithril.connection import (
     CLOSE_TIMEOUT,
@@ -26,7 +24,7 @@ from integrations.mithril.connection import (
     LocalConnection,
     open_local_connection,
 )
-from integrations.mithril.errors import DmqClientError, HandshakeFailed, NodeUnreachable
+from integrations.mithril.errors import DmqClientError
 from miniprotocols.local_topic_subscription import (
     Auth,
     Durable,
@@ -35,8 +33,6 @@ from miniprotocols.local_topic_subscription import (
     PROTOCOL_NUM,
     Resume,
 )
-from ouroboros_mux.bearer import connect_unix
-from ouroboros_mux.errors import ConnectFailed
 from ouroboros_mux.mux import Mode, Mux, Role
 from topics import cbor
 from topics.auth import sign_auth
@@ -68,15 +64,8 @@ class TopicConnection(LocalConnection):
     @classmethod
     async def connect(cls, socket_path: str | os.PathLike[str], network_magic: int) -> TopicConnection:
         path = os.fspath(socket_path)
-        try:
-            bearer = await connect_unix(path)
-        except ConnectFailed as exc:
-            raise NodeUnreachable(f"no DMQ node reachable: {exc}") from None
-        try:
-            result = await run_client(bearer, dmq_node_to_client_versions(network_magic, topics=True),
-                                      DMQ_NODE_TO_CLIENT_TOPICS)
-        except HandshakeError as exc:
-            raise HandshakeFailed(f"DMQ node at {path}: {exc} (this client proposed magic {network_magic})") from None
+        bearer, result = await cls.open_and_handshake(
+            path, network_magic, dmq_node_to_client_versions(network_magic, topics=True), DMQ_NODE_TO_CLIENT_TOPICS)
         if result.version != DMQ_N2C_TOPICS_V1:
             await bearer.aclose()
             raise TopicsUnavailable(f"DMQ node at {path} agreed on version {result.version}: it carries no topics")
