@@ -8,6 +8,8 @@ are generated here (Sum6KES keys, operational certificates) and given stake in a
 file, so every hop runs the full validation. The bench process plays the Mithril side:
 signers submit over node 1's socket (one request at a time per connection, several
 connections), an aggregator reads node 3's socket with blocking notification requests.
+Both speak raw Pallas bytes over plain sockets (``bench/rawclient.py``), so the bench
+process, which shares the cores with the nodes, spends little more than its socket calls.
 
 Printed figures:
 
@@ -37,27 +39,35 @@ import time
 import urllib.request
 from pathlib import Path
 
+import cbor2
 import trio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dmq.codec import build_message  # noqa: E402
+from bench.rawclient import RawConnection, connect_unix, sdu  # noqa: E402
+from dmq.codec import build_message, decode_message  # noqa: E402
 from dmq.kes import KesSigningKey  # noqa: E402
-from dmq.message import pool_id_of  # noqa: E402
+from dmq.message import message_id_of, pool_id_of  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
-from handshake.driver import run_client  # noqa: E402
-from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions  # noqa: E402
-from miniprotocols.local_msg_notification import LocalMsgNotificationClient  # noqa: E402
-from miniprotocols.local_msg_submission import ACCEPTED, LocalMsgSubmissionClient  # noqa: E402
-from ouroboros_mux.bearer import connect_unix  # noqa: E402
-from ouroboros_mux.mux import Mode, Mux, Role  # noqa: E402
+from miniprotocols.sig_submission.sig_message import checked_id  # noqa: E402
+from ouroboros_mux.cbor import item_end  # noqa: E402
 
 MAGIC = 2147483690  # Mithril devnet: a short --min-sig-delay is allowed
 #: CIP-0137 mainnet load: 1 550 signers every minute.
 CIP_RATE = 1550 / 60
 CIP_REDUNDANCY = 2.0
 BODY_SIZE = 451  # a Mithril signature body (conformance mithril_body)
+
+# Local message submission (protocol 14) and notification (15): the bytes Pallas writes.
+SUBMIT_WORD, SUBMIT_REPLY_WORD, NOTIFY_WORD = 0x000E, 0x800E, 0x000F
+SUBMIT_PREFIX = b"\x82\x00"  # MsgSubmitMessage [0, msg]
+ACCEPTED = b"\x81\x01"  # MsgAcceptMessage [1]
+SUBMISSION_DONE = sdu(SUBMIT_WORD, b"\x81\x03")  # MsgDone [3]
+REQUEST_BLOCKING = sdu(NOTIFY_WORD, b"\x82\x00\xf5")  # MsgRequestMessages [0, true]
+#: Arrivals whose carried id is checked against the codec's reading and the payload's hash;
+#: after them the aggregator trusts the slice, as every message is built the same way.
+CHECKED_ARRIVALS = 16
 
 
 #: ``dmq-node`` under cProfile, counting CPU time (not wall time: the machine may be shared)
@@ -166,73 +176,128 @@ class NodeProcess:
                 self.process.wait()
 
 
-class Local:
-    """One node-to-client connection (handshake 4097, protocols 14 and 15)."""
+async def open_local(path: Path) -> RawConnection:
+    """A node-to-client connection after the handshake Pallas does (version 4097 only)."""
+    connection = RawConnection(connect_unix(str(path)))
+    await connection.handshake(MAGIC)
+    return connection
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
 
-    async def open(self, nursery: trio.Nursery) -> Local:
-        bearer = await connect_unix(self.path)
-        await run_client(bearer, dmq_node_to_client_versions(MAGIC), DMQ_NODE_TO_CLIENT)
-        self.mux = Mux(bearer, Role.INITIATOR)
-        self.submission = LocalMsgSubmissionClient(self.mux.register(14, Mode.INITIATOR, 0xFFFFFFFF))
-        self.notification = LocalMsgNotificationClient(self.mux.register(15, Mode.INITIATOR, 0xFFFFFFFF))
-        nursery.start_soon(self._run)
-        return self
+#: Size of an unsigned-integer item by its first byte (0..27; anything else is no integer).
+UINT_SIZE = bytes([1] * 24 + [2, 3, 5, 9])
 
-    async def _run(self) -> None:
-        try:
-            await self.mux.run()
-        except Exception:
-            pass
+
+def message_end(buf: bytearray, pos: int, end: int) -> int:
+    """Offset just past the DMQ message at ``buf[pos]``, as ``item_end`` finds it, in a few steps.
+
+    Follows the layout every encoder writes (one-byte array heads, the usual byte-string
+    heads, fixed key and signature sizes) and steps over body and signatures by their sizes,
+    where ``item_end`` reads some fifteen heads; any other spelling, or a message not yet
+    whole, goes to ``item_end``, which knows every case.
+    """
+    try:
+        if buf[pos] != 0x85 or buf[pos + 1] != 0x58 or buf[pos + 2] != 0x20 or buf[pos + 35] != 0x83:
+            return item_end(buf, pos, end)
+        head = buf[pos + 36]
+        if head == 0x58:
+            p = pos + 38 + buf[pos + 37]
+        elif head == 0x59:
+            p = pos + 39 + (buf[pos + 37] << 8 | buf[pos + 38])
+        else:
+            return item_end(buf, pos, end)
+        p += UINT_SIZE[buf[p]]  # kesPeriod
+        p += UINT_SIZE[buf[p]]  # expiresAt
+        if (buf[p] != 0x59 or buf[p + 1] != 0x01 or buf[p + 2] != 0xC0  # 448-byte KES signature
+                or buf[p + 451] != 0x84 or buf[p + 452] != 0x58 or buf[p + 453] != 0x20):  # opcert, hot key
+            return item_end(buf, pos, end)
+        p += 486
+        p += UINT_SIZE[buf[p]]  # issueNumber
+        p += UINT_SIZE[buf[p]]  # startKesPeriod
+        if buf[p] != 0x58 or buf[p + 1] != 0x40 or buf[p + 66] != 0x58 or buf[p + 67] != 0x20:  # cold sig, key
+            return item_end(buf, pos, end)
+    except IndexError:
+        return item_end(buf, pos, end)
+    p += 100
+    return p if p <= end else item_end(buf, pos, end)
+
+
+def shown(reply: bytes) -> str:
+    """A reply for an error line: its bytes, and its CBOR reading when there is one."""
+    try:
+        return f"{reply.hex()} = {cbor2.loads(reply)!r}"
+    except Exception:
+        return reply.hex()
 
 
 class Aggregator:
+    """Blocking notification requests on node 3, timing each message as its bytes arrive."""
+
     def __init__(self) -> None:
         self.arrivals: dict[bytes, float] = {}
-        self.changed = trio.Event()
+        #: The ids ``wait_for`` still waits for; ``complete`` is set when none is left.
+        self.missing: set[bytes] = set()
+        self.complete = trio.Event()
+        self.checked = 0
 
-    async def run(self, local: Local) -> None:
+    async def run(self, connection: RawConnection) -> None:
         while True:
-            messages, _ = await local.notification.request(blocking=True)
-            now = time.perf_counter()
-            for raw in messages:
-                self.arrivals.setdefault(raw[3:35], now)
-            self.changed.set()
-            self.changed = trio.Event()
+            await connection.stream.send_all(REQUEST_BLOCKING)
+            await connection.blocking_reply(self._arrived, message_end)
+
+    def _arrived(self, buffer: bytearray, start: int, end: int) -> None:
+        now = time.perf_counter()
+        raw = bytes(buffer[start:end])
+        message_id = checked_id(raw)
+        if self.checked < CHECKED_ARRIVALS:
+            self._check(raw, message_id)
+        if message_id not in self.arrivals:
+            self.arrivals[message_id] = now
+            if message_id in self.missing:
+                self.missing.discard(message_id)
+                if not self.missing:
+                    self.complete.set()
+
+    def _check(self, raw: bytes, message_id: bytes) -> None:
+        """The slice is the codec's id, and ``message_end`` cut exactly one message."""
+        decoded = decode_message(raw)
+        computed = message_id_of(decoded.signed_bytes)
+        if message_id != decoded.message_id or message_id != computed:
+            raise RuntimeError(f"aggregator read id {message_id.hex()} where the codec reads "
+                               f"{decoded.message_id.hex()} (payload hash {computed.hex()})")
+        self.checked += 1
 
     async def wait_for(self, ids: set[bytes], timeout: float) -> None:
-        with trio.move_on_after(timeout):
-            while not ids <= self.arrivals.keys():
-                await self.changed.wait()
-            return
-        missing = len(ids - self.arrivals.keys())
-        raise RuntimeError(f"{missing} of {len(ids)} messages never reached the aggregator")
+        self.missing = ids - self.arrivals.keys()
+        self.complete = trio.Event()
+        if self.missing:
+            with trio.move_on_after(timeout):
+                await self.complete.wait()
+        if self.missing:
+            raise RuntimeError(f"{len(self.missing)} of {len(ids)} messages never reached the aggregator")
 
 
-async def submit_all(clients: list[Local], messages: list, sent: dict[bytes, float], rate: float | None) -> None:
-    """Submit every message once; flat out over all connections, or paced at ``rate`` per second."""
-    queue_send, queue_recv = trio.open_memory_channel(len(messages))
-    for m in messages:
-        queue_send.send_nowait(m)
-    queue_send.close()
+async def submit_all(signers: list[RawConnection], messages: list, sent: dict[bytes, float],
+                     rate: float | None) -> None:
+    """Submit every message once; flat out over all connections, or paced at ``rate`` per second.
+
+    Each signer has one ``[0, msg]`` in flight and waits for exactly the accept bytes."""
+    queue = iter(enumerate(messages))
     start = time.perf_counter()
-    counter = iter(range(len(messages)))
 
-    async def worker(client: Local) -> None:
-        async for m in queue_recv:
+    async def signer(connection: RawConnection) -> None:
+        send_all = connection.stream.send_all
+        for index, m in queue:
             if rate is not None:
-                due = start + next(counter) / rate
-                await trio.sleep(max(0.0, due - time.perf_counter()))
+                await trio.sleep(max(0.0, start + index / rate - time.perf_counter()))
             sent[m.message_id] = time.perf_counter()
-            verdict = await client.submission.submit(m.raw)
-            if verdict is not ACCEPTED:
-                raise RuntimeError(f"node 1 refused a message: {verdict}")
+            await send_all(sdu(SUBMIT_WORD, SUBMIT_PREFIX + m.raw))
+            reply = await connection.reply(SUBMIT_REPLY_WORD)
+            if reply != ACCEPTED:
+                raise RuntimeError(f"node 1 refused message {m.message_id.hex()}: {shown(reply)}")
 
     async with trio.open_nursery() as nursery:
-        for client in clients:
-            nursery.start_soon(worker, client)
+        for connection in signers:
+            nursery.start_soon(signer, connection)
 
 
 async def run_bench(args: argparse.Namespace, nodes: list[NodeProcess], messages: list) -> dict:
@@ -240,8 +305,9 @@ async def run_bench(args: argparse.Namespace, nodes: list[NodeProcess], messages
     results: dict = {}
     async with trio.open_nursery() as nursery:
         aggregator = Aggregator()
-        nursery.start_soon(aggregator.run, await Local(third.socket).open(nursery))
-        submitters = [await Local(first.socket).open(nursery) for _ in range(args.connections)]
+        reader = await open_local(third.socket)
+        nursery.start_soon(aggregator.run, reader)
+        signers = [await open_local(first.socket) for _ in range(args.connections)]
         size = len(messages[0].raw)
 
         # -- throughput: everything at once --------------------------------------------
@@ -251,7 +317,7 @@ async def run_bench(args: argparse.Namespace, nodes: list[NodeProcess], messages
         cpu_before = [n.cpu_seconds() for n in nodes]
         own_cpu_before = time.process_time()
         started = time.perf_counter()
-        await submit_all(submitters, burst, sent, rate=None)
+        await submit_all(signers, burst, sent, rate=None)
         submitted = time.perf_counter()
         await aggregator.wait_for({m.message_id for m in burst}, timeout=120)
         last = max(aggregator.arrivals[m.message_id] for m in burst)
@@ -272,7 +338,7 @@ async def run_bench(args: argparse.Namespace, nodes: list[NodeProcess], messages
         # -- latency at the CIP's mainnet rate -------------------------------------------
         paced = messages[args.messages:args.messages + int(args.latency_seconds * CIP_RATE)]
         sent = {}
-        await submit_all(submitters, paced, sent, rate=CIP_RATE)
+        await submit_all(signers, paced, sent, rate=CIP_RATE)
         await aggregator.wait_for({m.message_id for m in paced}, timeout=60)
         latencies = sorted((aggregator.arrivals[m.message_id] - sent[m.message_id]) * 1000 for m in paced)
         results["latency"] = {
@@ -281,7 +347,11 @@ async def run_bench(args: argparse.Namespace, nodes: list[NodeProcess], messages
             "p99_ms": percentile(latencies, 0.99),
             "max_ms": latencies[-1],
         }
+        for connection in signers:
+            await connection.stream.send_all(SUBMISSION_DONE)
+            await connection.stream.aclose()
         nursery.cancel_scope.cancel()
+    await reader.stream.aclose()
     return results
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -47,11 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 
+from bench.rawclient import RawConnection, sdu  # noqa: E402
 from dmq.codec import build_message  # noqa: E402
 from dmq.kes import KesSigningKey  # noqa: E402
 from dmq.message import pool_id_of  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
-from ouroboros_mux.cbor import CborIncomplete, item_end  # noqa: E402
 from tests.e2e.node_process import NodeProcess, read_rss  # noqa: E402
 
 MAGIC = 2147483690  # the DMQ devnet magic: MinSigDelay may be overridden there
@@ -59,9 +58,6 @@ MAGIC = 2147483690  # the DMQ devnet magic: MinSigDelay may be overridden there
 #: 2 650 bytes with a body within 90..2000 (the largest real messages carry such integers).
 ISSUE_NUMBER = 2**40
 START_KES_PERIOD = 2**33
-HEADER = struct.Struct(">IHH")
-PROPOSE = bytes.fromhex("8200a1191001821a") + MAGIC.to_bytes(4, "big") + b"\xf4"
-ACCEPT_VERSION = bytes.fromhex("8301191001821a") + MAGIC.to_bytes(4, "big") + b"\xf4"
 
 
 # -- message generation (parent process) ---------------------------------------------------
@@ -114,84 +110,7 @@ def read_messages(path: Path) -> list[bytes]:
     return out
 
 
-# -- the clients (child process): raw Pallas bytes --------------------------------------------
-
-def sdu(word: int, payload: bytes) -> bytes:
-    return HEADER.pack(0, word, len(payload)) + payload
-
-
-class RawConnection:
-    """A minimal raw-SDU reader: whole replies by header word, reassembled across SDUs."""
-
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self.buf = bytearray()
-        self.pending: dict[int, bytearray] = {}
-
-    async def _sdu(self) -> tuple[int, bytes]:
-        while True:
-            if len(self.buf) >= 8:
-                _, word, length = HEADER.unpack_from(self.buf)
-                if len(self.buf) >= 8 + length:
-                    payload = bytes(self.buf[8:8 + length])
-                    del self.buf[:8 + length]
-                    return word, payload
-            chunk = await self.stream.receive_some(1 << 17)
-            if not chunk:
-                raise ConnectionError("the node closed the connection")
-            self.buf += chunk
-
-    async def _more(self, word: int, pending: bytearray) -> None:
-        got, payload = await self._sdu()
-        if got != word:
-            raise AssertionError(f"SDU on {got:#06x} while waiting for {word:#06x}")
-        pending += payload
-
-    async def reply(self, word: int) -> bytes:
-        """A whole small reply (handshake, submission)."""
-        pending = self.pending.setdefault(word, bytearray())
-        while True:
-            if pending:
-                try:
-                    end = item_end(pending, 0, len(pending))
-                except CborIncomplete:
-                    end = None
-                if end is not None:
-                    out = bytes(pending[:end])
-                    del pending[:end]
-                    return out
-            await self._more(word, pending)
-
-    async def blocking_reply(self) -> tuple[int, int]:
-        """``[2, [_ msg...]]`` scanned message by message as its SDUs arrive (a reply of 1 000
-        messages is 2.6 MB; rescanning it from the start on every SDU would be quadratic).
-        Returns the number of messages and the reply's size."""
-        word = 0x800F
-        pending = self.pending.setdefault(word, bytearray())
-        while len(pending) < 3:
-            await self._more(word, pending)
-        if pending[:3] != b"\x82\x02\x9f":
-            raise AssertionError(f"not a blocking reply: {bytes(pending[:8]).hex()}")
-        pos, count = 3, 0
-        while True:
-            while pos >= len(pending):
-                await self._more(word, pending)
-            if pending[pos] == 0xFF:
-                size = pos + 1
-                del pending[:size]
-                return count, size
-            try:
-                pos = item_end(pending, pos, len(pending))
-                count += 1
-            except CborIncomplete:
-                await self._more(word, pending)
-
-    async def handshake(self) -> None:
-        await self.stream.send_all(sdu(0x0000, PROPOSE))
-        word, payload = await self._sdu()
-        if (word, payload) != (0x8000, ACCEPT_VERSION):
-            raise AssertionError(f"handshake answer {word:#06x} {payload.hex()}")
-
+# -- the clients (child process): raw Pallas bytes (bench/rawclient.py) ----------------------
 
 async def publish_all(socket_path: str, messages: list[bytes], publishers: int) -> dict:
     """Mithril signer pattern, ``publishers`` at a time; returns counts and the elapsed time."""
@@ -203,7 +122,7 @@ async def publish_all(socket_path: str, messages: list[bytes], publishers: int) 
             stream = await trio.open_unix_socket(socket_path)
             try:
                 conn = RawConnection(stream)
-                await conn.handshake()
+                await conn.handshake(MAGIC)
                 await stream.send_all(sdu(0x000E, b"\x82\x00" + raw))
                 reply = await conn.reply(0x800E)
                 await stream.send_all(sdu(0x000E, b"\x81\x03"))
@@ -227,7 +146,7 @@ async def aggregate(socket_path: str, expected: int, results: list, *, held: int
     it connected) have arrived."""
     stream = await trio.open_unix_socket(socket_path)
     conn = RawConnection(stream)
-    await conn.handshake()
+    await conn.handshake(MAGIC)
     received = nbytes = 0
     started = time.perf_counter()
     try:
@@ -306,9 +225,9 @@ def scrape(port: int, name: str) -> float | None:
     return None
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used so far (``/proc/<pid>/stat``)."""
-    with open(f"/proc/{pid}/stat") as stat:
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU time a process (or one of its threads) has used so far (``/proc/.../stat``)."""
+    with open(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -392,6 +311,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> None:
         held_before = scrape(metrics_port, "dmq_node_mempool_bytes") or 0.0
 
         cpu = cpu_seconds(node.pid)
+        loop_cpu = cpu_seconds(node.pid, node.pid)  # the main thread runs the event loop
         published = run_client("publish", node.socket_path, messages_file=workdir / "publish.bin",
                                publishers=args.publishers)
         accepted = published["replies"].get("accepted", 0)
@@ -406,6 +326,11 @@ def bench(args: argparse.Namespace, workdir: Path) -> None:
         # The figure to compare between runs on a shared machine: wall time depends on the load.
         print(f"   node CPU per accepted message: {node_cpu / max(accepted, 1) * 1e3:.2f} ms "
               f"(all its threads: the event loop and the LMDB commits)")
+        loop_cpu = cpu_seconds(node.pid, node.pid) - loop_cpu
+        # One core bounds the event loop: this is the rate it would reach with that core to itself.
+        print(f"   of which the event loop thread: {loop_cpu / max(accepted, 1) * 1e3:.2f} ms per message "
+              f"({loop_cpu / published['elapsed']:.0%} of a core; {max(accepted, 1) / max(loop_cpu, 1e-9):,.0f} "
+              f"messages/s when it has a whole core)")
         others = {k: v for k, v in published["replies"].items() if k != "accepted"}
         if others:
             print(f"   other replies: {others}")
