@@ -45,8 +45,12 @@ _unpack_header = struct.Struct(">IHH").unpack_from
 _pack_header = struct.Struct(">IHH").pack
 
 
-def _after(parts: list, sent: int) -> list:
-    """What remains of the gathered ``parts`` once ``sent`` bytes of them have gone."""
+def unsent_parts(parts: list, sent: int) -> list:
+    """What remains of the gathered ``parts`` once ``sent`` bytes of them have gone.
+
+    A piece cut in the middle continues as a view of its untaken end, so the rest of an
+    SDU goes out later exactly as it was encoded.
+    """
     first = 0
     while first < len(parts) and sent >= len(parts[first]):
         sent -= len(parts[first])
@@ -69,7 +73,8 @@ class Bearer:
 
     Reads are buffered: one socket read may deliver several SDUs, and :meth:`read_sdu`
     returns them one by one. Only one task may read and one task may write at a time
-    (the mux has exactly one reader task and one writer task).
+    (the mux has one reader task and at most one writer task; it also writes with
+    :meth:`try_write_parts`, which never waits, only while its writer is idle).
     """
 
     def __init__(
@@ -90,6 +95,8 @@ class Bearer:
         sock = getattr(stream.socket, "_sock", None) if isinstance(stream, trio.SocketStream) else None
         self._socket = sock
         self._gather_socket = sock if hasattr(sock, "sendmsg") else None
+        #: Whether :meth:`try_write_parts` can hand bytes to the kernel (only a socket can).
+        self.writes_without_waiting = self._gather_socket is not None
         self._closed = False
         self.bytes_in = 0
         self.bytes_out = 0
@@ -293,7 +300,7 @@ class Bearer:
             self.bytes_out += total
             self.sdus_out += sdu_count
             return
-        parts = _after(parts, sent)
+        parts = unsent_parts(parts, sent)
         remaining -= sent
         with trio.move_on_after(self.sdu_timeout) as scope:
             try:
@@ -302,13 +309,39 @@ class Bearer:
                     remaining -= sent
                     if not remaining:
                         break
-                    parts = _after(parts, sent)
+                    parts = unsent_parts(parts, sent)
             except (trio.ClosedResourceError, OSError) as exc:
                 raise _bearer_closed(exc, "writing") from exc
         if scope.cancelled_caught:
             raise SDUWriteTimeout(self.sdu_timeout, total)
         self.bytes_out += total
         self.sdus_out += sdu_count
+
+    def try_write_parts(self, parts: list, sdu_count: int) -> int:
+        """Hand whole encoded SDUs to the kernel in one non-blocking gathered write.
+
+        Returns how many bytes the kernel took: all of them, some (the socket buffer filled,
+        possibly in the middle of an SDU), or none (the buffer was already full). It never
+        waits and is not a checkpoint, so a task can answer a request without a scheduler
+        pass; what was not taken must be completed with :meth:`write_parts` (give it
+        :func:`unsent_parts` and the same ``sdu_count``) before anything else is written.
+        Taken bytes are counted at once, the SDUs once the whole batch has gone.
+
+        Raises :class:`BearerClosed` on a broken or closed socket, like the waiting writes.
+        Only for bearers with :attr:`writes_without_waiting`.
+        """
+        if len(parts) > _MAX_GATHER:
+            parts = [b"".join(parts)]
+        try:
+            sent = self._gather_socket.sendmsg(parts)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise _bearer_closed(exc, "writing") from exc
+        self.bytes_out += sent
+        if sent == sum(map(len, parts)):
+            self.sdus_out += sdu_count
+        return sent
 
     def timestamp(self) -> int:
         """The transmission time to stamp on SDUs written now."""

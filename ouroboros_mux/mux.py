@@ -7,6 +7,11 @@ channels round-robin so that one busy protocol cannot starve another, reassemble
 arrives into whole CBOR items, and enforces the per-channel ingress limits that bound
 what a peer can make us buffer.
 
+Egress has two paths. A channel sending while the mux has nothing else to write hands its
+SDUs to the socket at once, from the sending task (see :meth:`Mux._schedule`); anything
+that cannot go out that way waits for the writer task, which is only started the first
+time it is needed. A connection that answers one request and closes costs no writer task.
+
 A mux serves exactly one connection. Every fatal condition ends that connection, wakes
 all its channels with :class:`~ouroboros_mux.channel.ChannelClosed`, and is raised from
 :meth:`Mux.run` as a typed :class:`~ouroboros_mux.errors.MuxError`; nothing leaks to
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 
 import trio
 
-from .bearer import SDU_TIMEOUT, Bearer
+from .bearer import SDU_TIMEOUT, Bearer, unsent_parts
 from .channel import ChannelClosed, CborFramer
 from .errors import BearerClosed, IngressQueueOverRun, MuxError, UnknownMiniProtocol, WrongDirection
 from .sdu import EGRESS_SDU_SIZE, MAX_PROTOCOL_NUM, SDU_HEADER_SIZE
@@ -296,6 +301,20 @@ class Mux:
         self._numbers: set[int] = set()
         self._ready: deque[MuxChannel] = deque()
         self._writer_lot = trio.lowlevel.ParkingLot()
+        self._nursery: trio.Nursery | None = None
+        self._writer_started = False
+        # True from the moment a batch of SDUs is cut until the kernel has all of it: then
+        # nothing else may be written, and only the writer task may finish the batch.
+        self._writing = False
+        # A batch the direct path handed over only in part: its untaken pieces and SDUs.
+        self._tail: list | None = None
+        self._tail_sent: list[tuple[MuxChannel, int]] = []
+        # The direct path needs a socket. It is armed when the mux starts and whenever the
+        # peer's bytes arrive, and used once: a reply goes out at once, while a burst of sends
+        # is left to the writer, which packs it into full SDUs and large writes (a burst of
+        # direct writes would be one SDU and one system call per message).
+        self._direct_capable = bearer.writes_without_waiting
+        self._direct_armed = False
         self._started = False
         self._stopping = False
         self._ended = False
@@ -334,10 +353,11 @@ class Mux:
     async def run(self, *, nursery: trio.Nursery | None = None) -> None:
         """Move SDUs until the connection ends; then close the bearer and every channel.
 
-        The reader runs in the calling task; the writer is a task of ``nursery`` when one
-        is given (the connection's own, so one connection costs one nursery, not two),
-        else of a nursery of its own. Either way the writer is done with, or about to
-        leave, the connection when ``run`` returns.
+        The reader runs in the calling task. The writer, started only once some bytes
+        cannot go out directly from the sending task, is a task of ``nursery`` when one is
+        given (the connection's own, so one connection costs one nursery, not two), else of
+        a nursery of its own. Either way the writer is done with, or about to leave, the
+        connection when ``run`` returns.
         """
         if self._started:
             raise RuntimeError("a mux runs once")
@@ -358,9 +378,15 @@ class Mux:
         try:
             with trio.CancelScope() as scope:
                 self._cancel_scope = scope
-                nursery.start_soon(self._guarded, self._write_loop)
+                self._nursery = nursery
+                self._direct_armed = self._direct_capable
+                if self._ready or self._stopping:
+                    # Bytes queued before the mux ran, or a stop to honour: the writer
+                    # drains the queue (round-robin) and then ends the connection.
+                    self._start_writer()
                 await self._guarded(self._read_loop)
         finally:
+            self._nursery = None
             self._end()
             if not self.bearer.close_now():
                 with trio.CancelScope(shield=True):
@@ -369,8 +395,12 @@ class Mux:
     def stop(self) -> None:
         """End the connection cleanly once every byte already sent by a channel is written."""
         self._stopping = True
-        if self._writer_lot:
-            self._writer_lot.unpark_all()
+        if self._writer_started:
+            if self._writer_lot:
+                self._writer_lot.unpark_all()
+        elif self._cancel_scope is not None:
+            # No writer yet, so nothing is queued: every byte sent so far went out directly.
+            self._cancel_scope.cancel()
 
     @property
     def running(self) -> bool:
@@ -381,9 +411,15 @@ class Mux:
         try:
             await loop()
         except MuxError as exc:
-            # Once the connection has ended, a loop woken by the closed socket has nothing to report.
-            if self.error is None and not self._ended:
-                self.error = exc
+            self._fail(exc)
+        else:
+            self._cancel_scope.cancel()
+
+    def _fail(self, error: MuxError) -> None:
+        """End the connection with ``error`` (which :meth:`run` raises)."""
+        # Once the connection has ended, a loop woken by the closed socket has nothing to report.
+        if self.error is None and not self._ended:
+            self.error = error
         self._cancel_scope.cancel()
 
     def _end(self) -> None:
@@ -398,15 +434,58 @@ class Mux:
         for channel in self._by_ingress.values():
             channel._close(closed)
         self._ready.clear()
+        self._tail = None
         if self._writer_lot:
             self._writer_lot.unpark_all()
 
     def _schedule(self, channel: MuxChannel) -> None:
-        if self._ended:
+        """Queue ``channel``, which just got bytes to send; write them now if nothing else is.
+
+        When no other channel waits and no batch is on its way to the kernel, the writer
+        task would cut exactly these SDUs next: if the direct path is armed, the sending task
+        cuts them itself and hands them to the socket without waiting. Only what the kernel
+        does not take (or what is beyond one write's budget) is left to the writer, which is
+        started on first need.
+        """
+        if self._ended or self.error is not None:
             return
-        self._ready.append(channel)
-        if self._writer_lot:
-            self._writer_lot.unpark_all()
+        ready = self._ready
+        direct = self._direct_armed and not ready and not self._writing
+        ready.append(channel)
+        if direct and not self._write_directly():
+            return
+        if ready or self._writing:
+            self._wake_writer()
+
+    def _write_directly(self) -> bool:
+        """One batch from the ready channels, written without waiting; False if that was fatal."""
+        self._direct_armed = False
+        parts, sent, total = self._cut_batch()
+        try:
+            taken = self.bearer.try_write_parts(parts, len(sent))
+        except BearerClosed as exc:
+            # The connection ends as if its writer had failed; the sending task is not the
+            # one to report it (its next send or receive raises ChannelClosed).
+            self._fail(exc)
+            return False
+        if taken == total:
+            self._count_sent(sent)
+        else:
+            self._tail = unsent_parts(parts, taken)
+            self._tail_sent = sent
+            self._writing = True
+        return True
+
+    def _wake_writer(self) -> None:
+        if self._writer_started:
+            if self._writer_lot:
+                self._writer_lot.unpark_all()
+        elif self._nursery is not None:
+            self._start_writer()
+
+    def _start_writer(self) -> None:
+        self._writer_started = True
+        self._nursery.start_soon(self._guarded, self._write_loop)
 
     async def _read_loop(self) -> None:
         read_frames = self.bearer.read_frames
@@ -429,53 +508,75 @@ class Mux:
                         raise WrongDirection(protocol_num, from_responder)
                     raise UnknownMiniProtocol(protocol_num, from_responder)
                 channel._deliver(payload)
+            # The peer spoke: the next reply may go out directly.
+            self._direct_armed = self._direct_capable
 
     async def _write_loop(self) -> None:
         ready = self._ready
         bearer = self.bearer
         while True:
-            if not ready:
+            if self._tail is not None:
+                # The rest of a batch the direct path began: it goes first, unchanged.
+                parts, sent = self._tail, self._tail_sent
+                self._tail, self._tail_sent = None, []
+            elif ready:
+                self._writing = True
+                parts, sent, _ = self._cut_batch()
+            else:
                 if self._stopping or self._ended:
                     return
                 await self._writer_lot.park()
                 continue
-            # One SDU per channel per turn; a channel with bytes left goes to the back.
-            stamp = bearer.timestamp()
-            parts = []
-            sent = []
-            total = 0
-            while ready and len(sent) < MAX_SDUS_PER_WRITE and total < MAX_BYTES_PER_WRITE:
-                channel = ready.popleft()
-                chunks = channel._send_chunks
-                header_at = len(parts)
-                parts.append(b"")
-                room = EGRESS_SDU_SIZE
-                while chunks:
-                    piece = chunks[0]
-                    if len(piece) <= room:
-                        chunks.popleft()
-                        parts.append(piece)
-                        room -= len(piece)
-                        if not room:
-                            break
-                    else:
-                        view = piece if type(piece) is memoryview else memoryview(piece)
-                        parts.append(view[:room])
-                        chunks[0] = view[room:]
-                        room = 0
-                        break
-                size = EGRESS_SDU_SIZE - room
-                parts[header_at] = _pack_header(stamp, channel._egress_word, size)
-                channel._send_len -= size
-                sent.append((channel, size))
-                total += size + SDU_HEADER_SIZE
-                if chunks:
-                    ready.append(channel)
-                else:
-                    channel._scheduled = False
-                if channel._send_len < SEND_BUFFER_RESUME and channel._send_lot:
-                    channel._send_lot.unpark_all()
             await bearer.write_parts(parts, len(sent))
-            for channel, size in sent:
-                channel.bytes_out += size + SDU_HEADER_SIZE
-                channel.sdus_out += 1
+            self._writing = False
+            self._count_sent(sent)
+
+    def _cut_batch(self) -> tuple[list, list[tuple[MuxChannel, int]], int]:
+        """Cut the next socket write's SDUs off the ready channels.
+
+        One SDU per channel per turn; a channel with bytes left goes to the back. Returns the
+        pieces to write, the (channel, payload size) of each SDU, and the byte total.
+        """
+        ready = self._ready
+        stamp = self.bearer.timestamp()
+        parts = []
+        sent = []
+        total = 0
+        while ready and len(sent) < MAX_SDUS_PER_WRITE and total < MAX_BYTES_PER_WRITE:
+            channel = ready.popleft()
+            chunks = channel._send_chunks
+            header_at = len(parts)
+            parts.append(b"")
+            room = EGRESS_SDU_SIZE
+            while chunks:
+                piece = chunks[0]
+                if len(piece) <= room:
+                    chunks.popleft()
+                    parts.append(piece)
+                    room -= len(piece)
+                    if not room:
+                        break
+                else:
+                    view = piece if type(piece) is memoryview else memoryview(piece)
+                    parts.append(view[:room])
+                    chunks[0] = view[room:]
+                    room = 0
+                    break
+            size = EGRESS_SDU_SIZE - room
+            parts[header_at] = _pack_header(stamp, channel._egress_word, size)
+            channel._send_len -= size
+            sent.append((channel, size))
+            total += size + SDU_HEADER_SIZE
+            if chunks:
+                ready.append(channel)
+            else:
+                channel._scheduled = False
+            if channel._send_len < SEND_BUFFER_RESUME and channel._send_lot:
+                channel._send_lot.unpark_all()
+        return parts, sent, total
+
+    @staticmethod
+    def _count_sent(sent: list[tuple[MuxChannel, int]]) -> None:
+        for channel, size in sent:
+            channel.bytes_out += size + SDU_HEADER_SIZE
+            channel.sdus_out += 1
