@@ -55,6 +55,8 @@ LISTEN_BACKLOG = 4096
 #: accept(2) failures that mean "too busy right now" (as ``trio.serve_listeners``): retried after a pause.
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 ACCEPT_RETRY_DELAY = 0.1
+#: Connections accepted in one pass of the accept loop before it lets the others run.
+ACCEPTS_PER_PASS = 64
 #: accept(2) failures that concern only the connection being accepted (as ``trio.SocketListener``).
 ACCEPT_ABORTED_ERRNOS = frozenset({errno.ECONNABORTED, errno.EPERM, errno.EPROTO})
 #: Local protocols have no ingress limit in the reference (``maxBound :: Word32``).
@@ -184,19 +186,30 @@ class LocalService:
     async def _accept_loop(self, sock: trio.socket.SocketType, nursery: trio.Nursery) -> None:
         """Accept clients until cancelled, one task each (``trio.serve_listeners`` without the
         listener and the forced close around every handler: one connection per Mithril
-        message makes those a noticeable share of its cost)."""
+        message makes those a noticeable share of its cost).
+
+        Every connection already waiting is accepted in one pass, up to
+        :data:`ACCEPTS_PER_PASS`: signers of a round connect together, and a scheduler pass
+        per accepted connection was a visible share of a signer's cost.
+        """
+        listening = sock._sock  # the non-blocking socket under trio's wrapper
         while True:
-            try:
-                client, _ = await sock.accept()
-            except OSError as exc:
-                if exc.errno in ACCEPT_ABORTED_ERRNOS:
-                    continue  # that client is gone already
-                if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
-                    raise
-                # Out of descriptors or memory: the clients already connected finish and free some.
-                await trio.sleep(ACCEPT_RETRY_DELAY)
-                continue
-            nursery.start_soon(self._serve_client, trio.SocketStream(client))
+            await trio.lowlevel.wait_readable(listening)
+            for _ in range(ACCEPTS_PER_PASS):
+                try:
+                    client, _ = listening.accept()
+                except BlockingIOError:
+                    break
+                except OSError as exc:
+                    if exc.errno in ACCEPT_ABORTED_ERRNOS:
+                        continue  # that client is gone already
+                    if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                        raise
+                    # Out of descriptors or memory: the clients already connected finish and free some.
+                    await trio.sleep(ACCEPT_RETRY_DELAY)
+                    break
+                nursery.start_soon(self._serve_client, trio.SocketStream(trio.socket.from_stdlib_socket(client)))
+            await trio.lowlevel.cancel_shielded_checkpoint()  # let the accepted connections run
 
     async def _serve_client(self, stream: trio.SocketStream) -> None:
         try:
