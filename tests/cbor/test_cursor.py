@@ -133,3 +133,22 @@ def test_framer_limits_and_malformed():
     framer.feed(b"\xff")
     with pytest.raises(MalformedMessage):
         framer.next_message()
+
+
+@pytest.mark.parametrize(
+    ("hexdata", "needed"),
+    [
+        ("18", 2),            # one-byte argument missing
+        ("1901", 3),          # two-byte argument cut
+        ("1a0001", 5),        # four-byte argument cut
+        ("1b00000000", 9),    # eight-byte argument cut
+        ("5a00000010", 21),   # byte string announcing 16 bytes, none here
+        ("8201", 3),          # array of two, one item here
+        ("9f01", 3),          # indefinite array without its break
+        ("c2", 2),            # a tag without its item
+    ],
+)
+def test_an_incomplete_item_says_how_far_the_input_must_reach(hexdata, needed):
+    with pytest.raises(CborIncomplete) as info:
+        item_end(bytes.fromhex(hexdata))
+    assert info.value.needed == needed
