@@ -184,10 +184,6 @@ class Node:
             self.mempool.close()
 
 
-#: The node's JSON log reaches its file or pipe at most this many seconds after an event.
-LOG_FLUSH_INTERVAL = 0.01
-
-
 async def run_node(config: NodeConfig, topology: Topology | None) -> int:
     """The ``dmq-node`` entry point: run until interrupted or told to stop.
 
@@ -197,13 +193,11 @@ async def run_node(config: NodeConfig, topology: Topology | None) -> int:
     """
     tune_for_serving()
     tracer = Tracer()
-    log = JsonLogSink(sys.stdout, flush_interval=LOG_FLUSH_INTERVAL)
-    tracer.add_sink(log)
+    tracer.add_sink(JsonLogSink(sys.stdout))
     node = Node(config, topology, tracer=tracer)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_sigterm, nursery.cancel_scope)
-            await nursery.start(log.run_flusher)
             await node.run()
             nursery.cancel_scope.cancel()
     except* OperatorError as group:

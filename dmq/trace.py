@@ -17,8 +17,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
-import trio
-
 __all__ = [
     "TraceEvent",
     "Tracer",
@@ -150,50 +148,21 @@ class Tracer:
 class JsonLogSink:
     """One JSON object per line, for operators' log pipelines.
 
-    A line is built by a writer compiled once per event class (see :func:`_json_line`): the
+    Each line is flushed as it is written: operators and tests follow the log live. A
+    line is built by a writer compiled once per event class (see :func:`_json_line`): the
     node writes three lines per Mithril signer message, so a dict and a generic JSON
     encoder per line were a visible share of its CPU.
-
-    Without ``flush_interval`` each line is flushed as it is written. With it, lines are
-    flushed by :meth:`run_flusher` at most that many seconds after they were written: at
-    thousands of lines a second, one write system call per line becomes one per buffer
-    (about 1.4 µs less per line here), and operators and tests following the log still see
-    every line within moments.
-    Whenever no flusher runs (before it starts, after it stops) lines are flushed at once.
     """
 
-    def __init__(self, stream: TextIO = sys.stderr, kinds: set[str] | None = None,
-                 flush_interval: float | None = None) -> None:
+    def __init__(self, stream: TextIO = sys.stderr, kinds: set[str] | None = None) -> None:
         self._stream = stream
         self._kinds = kinds
-        self.flush_interval = flush_interval
-        self._flusher_running = False
-        self._unflushed = trio.Event()
 
     def __call__(self, event: TraceEvent) -> None:
         if self._kinds is not None and event.kind not in self._kinds:
             return
         self._stream.write(_json_line(event))
-        if self._flusher_running:
-            self._unflushed.set()
-        else:
-            self._stream.flush()
-
-    async def run_flusher(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Flush written lines every ``flush_interval`` seconds while there are any, until cancelled."""
-        if self.flush_interval is None:
-            raise ValueError("run_flusher needs a flush_interval")
-        self._flusher_running = True
-        task_status.started()
-        try:
-            while True:
-                await self._unflushed.wait()
-                await trio.sleep(self.flush_interval)
-                self._unflushed = trio.Event()
-                self._stream.flush()
-        finally:
-            self._flusher_running = False
-            self._stream.flush()
+        self._stream.flush()
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 
 import pytest
-import trio
 
 from dmq import trace
 from dmq.metrics import NodeMetrics
@@ -115,28 +113,3 @@ def test_a_series_appears_only_once_something_happened_to_it():
     rendered = metrics.render()
     assert b'dmq_node_messages_accepted_total{origin="local"} 1.0' in rendered
     assert b'origin="peer"' not in rendered
-
-
-async def test_with_a_flusher_lines_reach_the_file_within_the_interval(tmp_path):
-    path = tmp_path / "node.log"
-    with open(path, "w") as stream:
-        sink = JsonLogSink(stream, flush_interval=0.05)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(sink.run_flusher)
-            for event in EVENTS[:3]:
-                sink(event)
-            assert path.read_text() == ""  # written to the stream's buffer, one flush for all three
-            await trio.sleep(0.2)
-            assert len(path.read_text().splitlines()) == 3
-            sink(EVENTS[3])
-            nursery.cancel_scope.cancel()
-        # The flusher's end flushes what it holds, and lines after it are flushed at once.
-        assert len(path.read_text().splitlines()) == 4
-        sink(EVENTS[4])
-        assert [json.loads(line)["kind"] for line in path.read_text().splitlines()] == \
-            [type(event).__name__ for event in EVENTS[:5]]
-
-
-def test_a_flusher_needs_an_interval():
-    with pytest.raises(ValueError):
-        trio.run(JsonLogSink(io.StringIO()).run_flusher)
