@@ -27,6 +27,7 @@ from handshake.driver import ServerAnswers, run_server
 from handshake.errors import HandshakeError, HandshakeQueryResult
 from handshake.links import DMQ_N2C_TOPICS_V1, DMQ_NODE_TO_CLIENT, DMQ_NODE_TO_CLIENT_TOPICS, dmq_node_to_client_versions
 from miniprotocols import local_msg_notification, local_msg_submission, local_topic_subscription
+from miniprotocols.framework.cbor_write import CheckedItems
 from miniprotocols.local_msg_submission import (
     ACCEPTED,
     InvalidMessageBytes,
@@ -101,7 +102,8 @@ class _CursorSource:
                 raws = [entry.raw for entry in entries if self._keep(entry.raw)]
         if raws:
             self._tracer.emit(MessageNotified(self._tracer.now(), len(raws), sum(map(len, raws)), self._client))
-        return raws, has_more
+        # The mempool's messages were decoded strictly when accepted: no walk again per reply.
+        return CheckedItems(raws), has_more
 
 
 def bind_unix_socket(path: Path, mode: int) -> trio.socket.SocketType:

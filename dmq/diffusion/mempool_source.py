@@ -27,6 +27,9 @@ class MempoolSigSource:
     a new peer is offered everything unexpired from the start (WIRE.md 9.7).
     """
 
+    #: Every message held was decoded strictly when accepted (or reloaded): each is one CBOR item.
+    checked_items = True
+
     def __init__(self, mempool: Mempool) -> None:
         self.mempool = mempool
 
@@ -51,6 +54,8 @@ class RecordedSigSource:
     recorder, not through the tracer: a log line per message per peer would cost more than
     serving it.
     """
+
+    checked_items = MempoolSigSource.checked_items
 
     def __init__(self, source: MempoolSigSource, peer: str, record: Callable[[TraceEvent], None],
                  now: Callable[[], float]) -> None:

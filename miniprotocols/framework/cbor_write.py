@@ -12,7 +12,10 @@ import struct
 
 from ouroboros_mux.cbor import MAJOR_ARRAY, MAJOR_TEXT, MAJOR_UINT, CborError, item_end
 
-__all__ = ["head", "uint", "array_header", "text", "boolean", "INDEFINITE_ARRAY", "BREAK", "check_item"]
+__all__ = [
+    "head", "uint", "array_header", "text", "boolean", "INDEFINITE_ARRAY", "BREAK", "check_item",
+    "CheckedItems", "as_items", "join_items",
+]
 
 INDEFINITE_ARRAY = b"\x9f"
 BREAK = b"\xff"
@@ -67,3 +70,29 @@ def check_item(raw: bytes, what: str = "message") -> bytes:
     if end != len(raw):
         raise ValueError(f"{what} has {len(raw) - end} bytes after its CBOR item")
     return raw
+
+
+class CheckedItems(tuple):
+    """Byte strings each known to be exactly one complete CBOR item.
+
+    Made by code that can vouch for it: the node's mempool holds only messages its codec
+    decoded strictly when they were accepted (or reloaded), so replies built from it splice
+    them without walking each one again (a walk per message per reply was a third of the
+    node's CPU when ten aggregators drained a full mempool). Anything else is checked by
+    :func:`join_items`.
+    """
+
+    __slots__ = ()
+
+
+def as_items(items) -> tuple:
+    """``items`` as a tuple, keeping a :class:`CheckedItems` as it is (``tuple()`` would not)."""
+    return items if isinstance(items, tuple) else tuple(items)
+
+
+def join_items(items, what: str = "message") -> bytes:
+    """The items back to back, each checked to be one CBOR item unless they are :class:`CheckedItems`."""
+    if type(items) is CheckedItems:
+        return b"".join(items)
+    return b"".join(check_item(item, what) for item in items)
+

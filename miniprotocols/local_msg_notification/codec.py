@@ -33,7 +33,7 @@ _CLIENT_DONE = w.array_header(1) + w.uint(3)
 
 
 def _messages(messages: tuple[bytes, ...]) -> bytes:
-    return b"".join(w.check_item(m) for m in messages)
+    return w.join_items(messages)
 
 
 class LocalNotificationCodec:

@@ -30,7 +30,12 @@ __all__ = ["MessageSource", "SourceContractError", "serve"]
 
 class MessageSource(Protocol):
     async def next_batch(self, blocking: bool, limit: int) -> tuple[Sequence[bytes], bool]:
-        """Up to ``limit`` raw messages after the cursor, and whether more remain."""
+        """Up to ``limit`` raw messages after the cursor, and whether more remain.
+
+        A source that knows each message to be one CBOR item returns them as
+        :class:`~miniprotocols.framework.cbor_write.CheckedItems`; others are checked
+        when the reply is encoded.
+        """
 
 
 class SourceContractError(RuntimeError):
@@ -57,9 +62,9 @@ async def serve(driver_or_channel: Driver | MessageChannel, source: MessageSourc
         if request.blocking:
             if not messages:
                 raise SourceContractError("message source returned no message for a blocking request")
-            reply: MsgReplyMessagesBlocking | MsgReplyMessagesNonBlocking = MsgReplyMessagesBlocking(tuple(messages))
+            reply: MsgReplyMessagesBlocking | MsgReplyMessagesNonBlocking = MsgReplyMessagesBlocking(messages)
         else:
-            reply = MsgReplyMessagesNonBlocking(tuple(messages), bool(has_more))
+            reply = MsgReplyMessagesNonBlocking(messages, bool(has_more))
         try:
             await driver.send(reply)
         except ChannelClosed:

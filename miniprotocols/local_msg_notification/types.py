@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass
 
 from ..framework import Agency, StateSpec
+from ..framework.cbor_write import as_items
 
 __all__ = [
     "PROTOCOL_NUM",
@@ -55,7 +56,7 @@ class MsgReplyMessagesNonBlocking:
     has_more: bool
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "messages", as_items(self.messages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ class MsgReplyMessagesBlocking:
     messages: tuple[bytes, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "messages", as_items(self.messages))
         if not self.messages:
             raise ValueError("a blocking reply carries at least one message")
 

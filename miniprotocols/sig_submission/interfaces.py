@@ -28,7 +28,12 @@ class SigSource(Protocol):
         """Return once an unexpired message exists after ``position``."""
 
     def lookup(self, message_id: bytes) -> bytes | None:
-        """The raw bytes of a held, unexpired message, or None once it expired or was removed."""
+        """The raw bytes of a held, unexpired message, or None once it expired or was removed.
+
+        A source whose messages are each known to be one CBOR item (the node's mempool:
+        its codec decoded every one strictly) says so with a true ``checked_items``
+        attribute, and replies splice them without walking them again.
+        """
 
 
 class SigSink(Protocol):

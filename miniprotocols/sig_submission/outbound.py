@@ -17,6 +17,7 @@ import trio
 from ouroboros_mux.channel import MessageChannel
 
 from ..framework import Driver, as_driver
+from ..framework.cbor_write import CheckedItems
 from .dialect import Dialect, Side
 from .interfaces import SigSource
 from .outbound_window import OutboundWindow
@@ -40,6 +41,7 @@ class OutboundPeer:
         self.driver = as_driver(driver_or_channel, dialect.spec, dialect.outbound_role)
         self.dialect = dialect
         self.source = source
+        self._checked_items = bool(getattr(source, "checked_items", False))
         self.blocking_timeout = blocking_timeout
         self.window = OutboundWindow(dialect.version, window=window, position=start_position)
         self._stopping = False
@@ -112,4 +114,4 @@ class OutboundPeer:
         self.window.on_request_bodies(request.ids)
         lookup = self.source.lookup
         found = [raw for raw in map(lookup, request.ids) if raw is not None]
-        await self.driver.send(self.dialect.reply_bodies(tuple(found)))
+        await self.driver.send(self.dialect.reply_bodies(CheckedItems(found) if self._checked_items else tuple(found)))

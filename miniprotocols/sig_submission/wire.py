@@ -72,7 +72,7 @@ def encode_ids(tag: int, ids: Iterable[bytes]) -> bytes:
 
 
 def encode_messages(tag: int, messages: Iterable[bytes]) -> bytes:
-    body = b"".join(w.check_item(m) for m in messages)
+    body = w.join_items(messages)
     return w.array_header(2) + w.uint(tag) + w.INDEFINITE_ARRAY + body + w.BREAK
 
 

@@ -17,6 +17,7 @@ import enum
 from dataclasses import dataclass
 
 from ..framework import SMALL_BYTE_LIMIT, Agency, StateSpec
+from ..framework.cbor_write import as_items
 from ..sig_submission.policy import BODIES_BYTE_LIMIT, INGRESS_LIMIT, PROTOCOL_NUM, SHORT_WAIT
 from ..sig_submission.wire import check_id, check_word16, check_word32
 
@@ -97,7 +98,7 @@ class MsgReplyTxs:
     messages: tuple[bytes, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "messages", as_items(self.messages))
 
 
 @dataclass(frozen=True, slots=True)

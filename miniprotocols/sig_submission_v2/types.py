@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass
 
 from ..framework import SMALL_BYTE_LIMIT, Agency, StateSpec
+from ..framework.cbor_write import as_items
 from ..sig_submission.policy import (
     BLOCKING_STATE_TIME_LIMIT,
     BODIES_BYTE_LIMIT,
@@ -102,7 +103,7 @@ class MsgReplySigs:
     messages: tuple[bytes, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "messages", as_items(self.messages))
 
 
 @dataclass(frozen=True, slots=True)

@@ -414,3 +414,27 @@ def test_check_item_refuses_partial_or_multiple_items():
         w.check_item(h("8201"))
     with pytest.raises(ValueError, match="1 bytes after"):
         w.check_item(h("0101"))
+
+
+def test_items_are_checked_unless_their_maker_vouches_for_them():
+    assert w.join_items([h("8201f5"), h("01")]) == h("8201f501")
+    with pytest.raises(ValueError, match="not one CBOR item"):
+        w.join_items((h("01"), h("8201")))
+    # CheckedItems are spliced as they are: the maker (the node's mempool) has checked them.
+    assert w.join_items(w.CheckedItems([h("8201")])) == h("8201")
+    assert w.as_items(w.CheckedItems([h("01")])).__class__ is w.CheckedItems
+    assert w.as_items([h("01")]) == (h("01"),)
+
+
+def test_reply_types_keep_checked_items_and_encode_the_same_bytes():
+    from miniprotocols.local_msg_notification.codec import LocalNotificationCodec
+    from miniprotocols.local_msg_notification.types import MsgReplyMessagesBlocking
+    from miniprotocols.sig_submission_v2.codec import SigSubmissionV2Codec
+    from miniprotocols.sig_submission_v2.types import MsgReplySigs
+
+    messages = [cbor2.dumps([b"\x01" * 32, 7]), cbor2.dumps([b"\x02" * 40, 8])]
+    for make, codec in ((MsgReplySigs, SigSubmissionV2Codec()), (MsgReplyMessagesBlocking, LocalNotificationCodec())):
+        checked = make(w.CheckedItems(messages))
+        assert type(checked.messages) is w.CheckedItems
+        assert checked == make(messages)
+        assert codec.encode(checked) == codec.encode(make(tuple(messages)))
