@@ -77,7 +77,7 @@ class CheckedItems(tuple):
 
     Made by code that can vouch for it: the node's mempool holds only messages its codec
     decoded strictly when they were accepted (or reloaded), so replies built from it splice
-    them without walking each one again (a walk per message per reply was a third of the
+    them without walking each one again (a walk per message per reply was about half of the
     node's CPU when ten aggregators drained a full mempool). Anything else is checked by
     :func:`join_items`.
     """
