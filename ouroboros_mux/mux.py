@@ -102,6 +102,8 @@ class MuxChannel:
         "_send_chunks",
         "_send_len",
         "_send_lot",
+        "_send_waiting",
+        "_send_woken",
         "_scheduled",
         "_egress_word",
         "_finished",
@@ -127,6 +129,10 @@ class MuxChannel:
         self._send_chunks: deque = deque()
         self._send_len = 0
         self._send_lot = trio.lowlevel.ParkingLot()
+        # Senders parked on a full buffer, and whether they have been woken since the last
+        # one parked (the writer then need not wake them again for every SDU it cuts).
+        self._send_waiting = 0
+        self._send_woken = False
         self._scheduled = False
         self._egress_word = protocol_num | _RESPONDER_BIT if mode is Mode.RESPONDER else protocol_num
         self._finished = False
@@ -158,7 +164,12 @@ class MuxChannel:
                 raise self._closed_error()
             if self._send_len < SEND_BUFFER_LIMIT:
                 break
-            await self._send_lot.park()
+            self._send_waiting += 1
+            self._send_woken = False
+            try:
+                await self._send_lot.park()
+            finally:
+                self._send_waiting -= 1
         if data:
             if type(data) is not bytes:
                 data = bytes(data)  # the caller may reuse a mutable buffer
@@ -262,6 +273,9 @@ class MuxChannel:
         if self._recv_waiting:
             buffered = queued + size
             if buffered >= framer.wanted or (self._recv_max is not None and buffered > self._recv_max):
+                # Woken once: the SDUs after this one in the same socket read arrive before
+                # the receiver runs, and it looks at all of them when it does.
+                self._recv_waiting = False
                 self._recv_lot.unpark_all()
 
     def _close(self, error: ChannelClosed) -> None:
@@ -571,7 +585,8 @@ class Mux:
                 ready.append(channel)
             else:
                 channel._scheduled = False
-            if channel._send_len < SEND_BUFFER_RESUME and channel._send_lot:
+            if channel._send_waiting and not channel._send_woken and channel._send_len < SEND_BUFFER_RESUME:
+                channel._send_woken = True
                 channel._send_lot.unpark_all()
         return parts, sent, total
 
