@@ -47,6 +47,18 @@ async def _receive_message(bearer: Bearer, link: HandshakeLink, state: State,
     """
     framer = CborFramer()
     size_limit = link.size_limits[state]
+    # Usually the message is already here (a client sends its proposal as it connects):
+    # then it is taken without a timeout scope.
+    try:
+        sdu = bearer.read_sdu_nowait()
+    except MuxError as exc:
+        raise HandshakeBearerError(exc) from exc
+    if sdu is not None:
+        if sdu.protocol_num == HANDSHAKE_PROTOCOL_NUM and sdu.payload in known:
+            return sdu.payload
+        message = _take(framer, sdu, state, size_limit)
+        if message is not None:
+            return message
     time_limit = link.time_limits[state]
     with trio.move_on_after(math.inf if time_limit is None else time_limit):
         while True:

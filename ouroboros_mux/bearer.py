@@ -187,6 +187,26 @@ class Bearer:
         self.bytes_in += pos - start
         return frames
 
+    def read_sdu_nowait(self) -> SDU | None:
+        """The next SDU if it has arrived whole, reading the socket at most once and never
+        waiting; None otherwise, and what was read stays buffered for :meth:`read_sdu`.
+
+        For the handshake, whose first message is usually there by the time a connection
+        is accepted: taking it this way spares a timeout scope and a scheduler pass. The
+        errors are those of :meth:`read_sdu`.
+        """
+        sdu = self._take_sdu()
+        if sdu is not None or self._socket is None:
+            return sdu
+        try:
+            data = self._socket.recv(_RECEIVE_SIZE)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            raise _bearer_closed(exc, "reading") from exc
+        self._append(data, self._expected_size())
+        return self._take_sdu()
+
     async def _fill(self, expected: int | None) -> None:
         """Append the next chunk from the stream to the read buffer."""
         try:
@@ -196,6 +216,10 @@ class Bearer:
                 data = await self._socket_call(self._socket.recv, trio.lowlevel.wait_readable, _RECEIVE_SIZE)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise _bearer_closed(exc, "reading") from exc
+        self._append(data, expected)
+
+    def _append(self, data: bytes, expected: int | None) -> None:
+        """Add what one read returned to the buffer; the end of the stream is an error."""
         pending = len(self._rbuf) - self._rpos
         if not data:
             if pending == 0:

@@ -125,7 +125,13 @@ class _CheckedBearer(Bearer):
         self._fake = fake
 
     async def read_sdu(self) -> SDU:
-        sdu = await super().read_sdu()
+        return self._checked(await super().read_sdu())
+
+    def read_sdu_nowait(self) -> SDU | None:
+        sdu = super().read_sdu_nowait()
+        return None if sdu is None else self._checked(sdu)
+
+    def _checked(self, sdu: SDU) -> SDU:
         if sdu.protocol_num == 0:
             self._fake.check_handshake(bytes(sdu.payload))
         return sdu

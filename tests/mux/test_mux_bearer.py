@@ -239,3 +239,25 @@ async def test_read_frames_returns_every_complete_sdu_of_one_read():
     with pytest.raises(SDUDecodeError, match="short SDU.*protocol 13"):
         await bearer.read_frames()
     assert (bearer.sdus_in, bearer.bytes_in) == (4, 4 * 8 + 6)
+
+
+async def test_read_sdu_nowait_takes_only_what_has_arrived_and_keeps_the_rest(tmp_path):
+    ours, peer = await unix_stream_pair(tmp_path / "s")
+    bearer = Bearer(ours)
+    assert bearer.read_sdu_nowait() is None  # nothing sent yet: no wait, no error
+    wire = raw_sdu(0, False, b"\x82\x00\xa0") + raw_sdu(14, False, bytes(range(200)))
+    await peer.send_all(wire[:5])  # part of a header
+    await trio.testing.wait_all_tasks_blocked()
+    assert bearer.read_sdu_nowait() is None
+    await peer.send_all(wire[5:20])  # the first SDU whole, and part of the second
+    await trio.testing.wait_all_tasks_blocked()
+    first = bearer.read_sdu_nowait()
+    assert (first.protocol_num, first.payload) == (0, b"\x82\x00\xa0")
+    assert bearer.read_sdu_nowait() is None  # the second is not whole yet
+    await peer.send_all(wire[20:])
+    second = await bearer.read_sdu()  # the bytes read without waiting were kept
+    assert (second.protocol_num, second.payload) == (14, bytes(range(200)))
+    assert (bearer.sdus_in, bearer.bytes_in) == (2, len(wire))
+    await peer.aclose()
+    with pytest.raises(BearerClosed):
+        bearer.read_sdu_nowait()
