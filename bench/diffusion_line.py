@@ -423,7 +423,8 @@ def main() -> None:
 
     tp, lat = results["throughput"], results["latency"]
     factor = tp["hop_bytes_per_message"] / tp["message_size"]
-    print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average "
+          f"{os.getloadavg()[0]:.1f} at the start (other work on the cores lowers every figure)")
     print(f"throughput burst: {tp['messages']} messages of {tp['message_size']} B through 3 nodes, "
           f"{args.connections} signer connections")
     print(f"  submitted at node 1        : {tp['submit_rate']:8.0f} msg/s")

@@ -286,6 +286,8 @@ def main() -> None:
 def bench(args: argparse.Namespace, workdir: Path) -> None:
     print(f"Local service: {args.messages:,} messages of {args.size:,} bytes from {args.pools:,} pools, "
           f"{args.publishers} publishers (Mithril signer pattern), {args.aggregators} aggregators")
+    print(f"  machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average "
+          f"{os.getloadavg()[0]:.1f} at the start (other work on the cores lowers every figure)")
     t = time.perf_counter()
     pools = generate_pools(args.pools)
     expires_at = int(time.time()) + 1700
