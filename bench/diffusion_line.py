@@ -52,6 +52,8 @@ from dmq.message import message_id_of, pool_id_of  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
 from miniprotocols.sig_submission.sig_message import checked_id  # noqa: E402
 from ouroboros_mux.cbor import item_end  # noqa: E402
+from tests.e2e.raw_n2c import ACCEPT, MSG_DONE, submit_message  # noqa: E402
+from tests.e2e.raw_n2c import REQUEST_BLOCKING as REQUEST_BLOCKING_MESSAGE  # noqa: E402
 
 MAGIC = 2147483690  # Mithril devnet: a short --min-sig-delay is allowed
 #: CIP-0137 mainnet load: 1 550 signers every minute.
@@ -61,10 +63,8 @@ BODY_SIZE = 451  # a Mithril signature body (conformance mithril_body)
 
 # Local message submission (protocol 14) and notification (15): the bytes Pallas writes.
 SUBMIT_WORD, SUBMIT_REPLY_WORD, NOTIFY_WORD = 0x000E, 0x800E, 0x000F
-SUBMIT_PREFIX = b"\x82\x00"  # MsgSubmitMessage [0, msg]
-ACCEPTED = b"\x81\x01"  # MsgAcceptMessage [1]
-SUBMISSION_DONE = sdu(SUBMIT_WORD, b"\x81\x03")  # MsgDone [3]
-REQUEST_BLOCKING = sdu(NOTIFY_WORD, b"\x82\x00\xf5")  # MsgRequestMessages [0, true]
+SUBMISSION_DONE = sdu(SUBMIT_WORD, MSG_DONE)
+REQUEST_BLOCKING = sdu(NOTIFY_WORD, REQUEST_BLOCKING_MESSAGE)
 #: Arrivals whose carried id is checked against the codec's reading and the payload's hash;
 #: after them the aggregator trusts the slice, as every message is built the same way.
 CHECKED_ARRIVALS = 16
@@ -290,9 +290,9 @@ async def submit_all(signers: list[RawConnection], messages: list, sent: dict[by
             if rate is not None:
                 await trio.sleep(max(0.0, start + index / rate - time.perf_counter()))
             sent[m.message_id] = time.perf_counter()
-            await send_all(sdu(SUBMIT_WORD, SUBMIT_PREFIX + m.raw))
+            await send_all(sdu(SUBMIT_WORD, submit_message(m.raw)))
             reply = await connection.reply(SUBMIT_REPLY_WORD)
-            if reply != ACCEPTED:
+            if reply != ACCEPT:
                 raise RuntimeError(f"node 1 refused message {m.message_id.hex()}: {shown(reply)}")
 
     async with trio.open_nursery() as nursery:

@@ -12,25 +12,13 @@ from __future__ import annotations
 import socket
 import struct
 from collections.abc import Callable
-from functools import cache
 
 import trio
 
 from ouroboros_mux.cbor import CborIncomplete, item_end
+from tests.e2e.raw_n2c import accept_version, propose_versions
 
 HEADER = struct.Struct(">IHH")
-
-
-@cache
-def propose_version(magic: int) -> bytes:
-    """What Pallas proposes on a DMQ local socket: ``[0, {4097: [magic, false]}]``."""
-    return bytes.fromhex("8200a1191001821a") + magic.to_bytes(4, "big") + b"\xf4"
-
-
-@cache
-def accept_version(magic: int) -> bytes:
-    """The node's ``[1, 4097, [magic, false]]`` to that proposal."""
-    return bytes.fromhex("8301191001821a") + magic.to_bytes(4, "big") + b"\xf4"
 
 
 def sdu(word: int, payload: bytes) -> bytes:
@@ -110,7 +98,7 @@ class RawConnection:
                 on_message(pending, start, pos)
 
     async def handshake(self, magic: int) -> None:
-        await self.stream.send_all(sdu(0x0000, propose_version(magic)))
+        await self.stream.send_all(sdu(0x0000, propose_versions(magic)))
         word, payload = await self._sdu()
         if (word, payload) != (0x8000, accept_version(magic)):
             raise AssertionError(f"handshake answer {word:#06x} {payload.hex()}")
