@@ -37,14 +37,14 @@ async def test_a_node_out_of_descriptors_serves_every_client_once_others_leave(t
     workdir.mkdir()
     (workdir / "shelley-genesis.json").write_bytes((DEVNET / "shelley-genesis.json").read_bytes())
     node = DescriptorLimitedNode(workdir, devnet_config(), ("--min-sig-delay", "0")).start()
+    idle: list[socket.socket] = []
     try:
-        idle = []
         for _ in range(CLIENTS):  # connected and silent: each one the node accepts holds a descriptor
             client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             client.connect(str(node.socket_path))
             idle.append(client)
         await trio.sleep(1.0)  # the node has run out of descriptors and is waiting to retry
-        assert node.process.poll() is None, "the node died when it ran out of descriptors"
+        assert node.process.poll() is None, f"the node died out of descriptors: {_output(node)}"
 
         late = signers[0].sign()
         async with trio.open_nursery() as nursery:
@@ -58,10 +58,18 @@ async def test_a_node_out_of_descriptors_serves_every_client_once_others_leave(t
             assert not replies, "served although the node had no descriptor left"
             for client in idle:
                 client.close()
-        assert replies == [ACCEPT]
-        assert node.process.poll() is None
+        assert replies == [ACCEPT], _output(node)
+        assert node.process.poll() is None, _output(node)
         stderr = node.stderr_path.read_text()
         assert "Traceback" not in stderr, stderr
         assert any(e.get("kind") == "MessageAccepted" for e in node.trace_events())
     finally:
+        for client in idle:
+            client.close()
         node.kill()
+
+
+def _output(node: NodeProcess) -> str:
+    """The node's standard error and last log lines, for a failure report."""
+    log = node.log_path.read_text(errors="replace").splitlines()[-5:]
+    return f"stderr: {node.stderr_path.read_text(errors='replace')[-2000:]!r}; last log lines: {log}"
