@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+# The version-data errors belong to the version-data codec, which raises them; they are
+# re-exported here so that every handshake outcome can be imported from one module.
+from .version_data import VersionDataError, VersionDataMismatch
+
 if TYPE_CHECKING:
     from .messages import RefuseReason
     from .version_data import VersionData
@@ -31,22 +35,6 @@ __all__ = [
     "HandshakeBearerError",
     "HandshakeQueryResult",
 ]
-
-
-class VersionDataError(ValueError):
-    """Version data that does not decode; ``text`` is what the reference would send back."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-
-class VersionDataMismatch(ValueError):
-    """Both sides' version data decoded but cannot be combined (different network magic)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
 
 
 class HandshakeError(Exception):

@@ -22,12 +22,28 @@ import cbor2
 
 from ouroboros_mux.cbor import MAJOR_ARRAY, MAJOR_NINT, MAJOR_UINT, CborError, Cursor
 
-from .errors import VersionDataError, VersionDataMismatch
 from .magics import MAX_NETWORK_MAGIC
 from .term_text import show_term
 
 __all__ = ["NodeToNodeVersionData", "NodeToClientVersionData", "VersionData", "acceptable",
-           "encode_uint"]
+           "encode_uint", "VersionDataError", "VersionDataMismatch"]
+
+class VersionDataError(ValueError):
+    """Version data that does not decode; ``text`` is what the reference would send back."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class VersionDataMismatch(ValueError):
+    """Both sides' version data decoded but cannot be combined (different network magic)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1

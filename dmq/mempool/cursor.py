@@ -8,16 +8,24 @@ one connection, and expired messages are never delivered.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
 from .entry import StoredMessage
 
-if TYPE_CHECKING:
-    from .memory import Mempool
+__all__ = ["MempoolCursor", "CursorSource"]
 
-__all__ = ["MempoolCursor"]
+
+class CursorSource(Protocol):
+    """What a cursor reads: the two calls of the mempool it needs, and nothing else.
+
+    Declared here so that the cursor does not depend on the mempool that creates it.
+    """
+
+    def messages_after(self, position: int, limit: int) -> list[StoredMessage]: ...
+
+    async def wait_after(self, position: int) -> None: ...
 
 
 class MempoolCursor:
@@ -25,7 +33,7 @@ class MempoolCursor:
 
     __slots__ = ("_mempool", "position")
 
-    def __init__(self, mempool: Mempool, position: int) -> None:
+    def __init__(self, mempool: CursorSource, position: int) -> None:
         self._mempool = mempool
         self.position = position
 
