@@ -8,13 +8,22 @@ which epoch, and whether cardano-node is reachable.
 from .backoff import Backoff
 from .errors import CardanoLinkError, CardanoNodeUnreachable, MalformedResult, UnsupportedEra
 from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning
-from .link import DEFAULT_REFRESH_INTERVAL, STAKE_SOURCE, CardanoNodeLink, pool_stakes
+from .link import (
+    DEFAULT_REFRESH_INTERVAL,
+    EPOCH_WAIT_MAX,
+    EPOCH_WAIT_MIN,
+    STAKE_SOURCE,
+    CardanoNodeLink,
+    pool_stakes,
+)
 from .stake_round import RoundResult, query_stake_round
 from .status import StakeLinkStatus, register_gauges
 
 __all__ = [
     "CardanoNodeLink",
     "DEFAULT_REFRESH_INTERVAL",
+    "EPOCH_WAIT_MIN",
+    "EPOCH_WAIT_MAX",
     "STAKE_SOURCE",
     "CARDANO_LINK",
     "Backoff",

@@ -2,9 +2,15 @@
 
 One task for the node's lifetime. It connects to cardano-node's Unix socket, runs the
 Cardano node-to-client handshake (V16..V23, the Cardano network magic) and then only
-mini-protocol 7, where it runs a query round (:mod:`.stake_round`) at once and then every
-``refresh_interval`` seconds. A round that sees a new epoch fetches the stake snapshots and
-replaces the stake view as a whole (:meth:`~dmq.stake.StakeView.update`).
+mini-protocol 7, where it runs a query round (:mod:`.stake_round`) at once and then again
+when the ledger's current epoch ends, as the reference does (WIRE.md 10.2 step 8): it sleeps
+until the end the era history gives, clamped to [1 s, 1 day]. The ledger reaches the new
+epoch only with the first block after the boundary, so a round just after it may still see
+the old epoch, whose end is then in the past: the clamp makes the next round follow one
+second later, and so on until the new epoch shows. Nodes running the reference judge pools
+by the new epoch's snapshot within seconds of the boundary; so does this one. A round that
+sees a new epoch fetches the stake snapshots and replaces the stake view as a whole
+(:meth:`~dmq.stake.StakeView.update`).
 
 Whatever ends a connection (cardano-node restarting, its socket vanishing, a handshake
 refusal, an era mismatch at a hard fork, a malformed answer) is traced as a one-line
@@ -36,6 +42,7 @@ from handshake import (
 )
 from miniprotocols.local_state_query import (
     INGRESS_LIMIT,
+    PICOSECONDS_PER_SECOND,
     PROTOCOL_NUM,
     LocalStateQueryClient,
     StakeSnapshots,
@@ -54,10 +61,15 @@ from .status import StakeLinkStatus, register_gauges
 if TYPE_CHECKING:
     from dmq.node import Node
 
-__all__ = ["CardanoNodeLink", "DEFAULT_REFRESH_INTERVAL", "STAKE_SOURCE"]
+__all__ = ["CardanoNodeLink", "DEFAULT_REFRESH_INTERVAL", "EPOCH_WAIT_MIN", "EPOCH_WAIT_MAX", "STAKE_SOURCE"]
 
-#: Seconds between query rounds; an epoch change is noticed within this much time.
+#: Seconds to the next round when the ledger cannot tell when its epoch ends (the end lies
+#: past its forecast horizon). The reference waits a day then; a minute keeps the view from
+#: falling a whole day behind should that ever happen at a boundary.
 DEFAULT_REFRESH_INTERVAL = 60.0
+#: The reference's clamp on the wait until the epoch's end (WIRE.md 10.2 step 8).
+EPOCH_WAIT_MIN = 1.0
+EPOCH_WAIT_MAX = 86_400.0
 #: The ``source`` of the ``StakeViewUpdated`` events (the ``StakeSource`` keyword).
 STAKE_SOURCE = "cardano-node"
 
@@ -115,7 +127,7 @@ class CardanoNodeLink:
         return link
 
     def refresh_now(self) -> None:
-        """Run the next query round now rather than at the end of the interval."""
+        """Run the next query round now rather than when the epoch ends."""
         self._refresh.set()
 
     # -- the outer loop: connections and back-off ------------------------------------------
@@ -175,9 +187,19 @@ class CardanoNodeLink:
             result = await query_stake_round(client, with_system_start=first, snapshot_wanted=wanted)
             self._apply(result)
             first = False
-            with trio.move_on_after(self.refresh_interval):
+            with trio.move_on_after(self._wait_after(result)):
                 await self._refresh.wait()
             self._refresh = trio.Event()
+
+    def _wait_after(self, result: RoundResult) -> float:
+        """Seconds until the next round: to the end of the ledger's epoch, clamped."""
+        start = self.status.system_start
+        if result.epoch_end_ps is None or start is None:
+            self.status.next_epoch_at = None
+            return self.refresh_interval
+        ends_at = start.timestamp() + result.epoch_end_ps / PICOSECONDS_PER_SECOND
+        self.status.next_epoch_at = ends_at
+        return min(max(ends_at - self.clock.now(), EPOCH_WAIT_MIN), EPOCH_WAIT_MAX)
 
     def _is_new_epoch(self, epoch: int) -> bool:
         return epoch != self.view.epoch

@@ -1,16 +1,16 @@
 """One round of stake queries against an acquired ledger state (WIRE.md 10.2).
 
 The round follows the reference's sequence on one acquired volatile tip: the system start
-(first round of a connection only), the current era, the epoch, the stake snapshots, then
-release. All queries of a round see the same ledger state, so the epoch and the snapshot
+(first round of a connection only), the current era, the epoch, the era history
+(``GetInterpreter``, which says when that epoch ends), the stake snapshots, then release.
+All queries of a round see the same ledger state, so the epoch, its end and the snapshot
 belong together. The era index read from ``GetCurrentEra`` goes into the two
 ``QueryIfCurrent`` queries; a hard fork in between shows up as ``EraMismatch``.
 
 The snapshot is only fetched when the caller wants it (first round of a connection, or a
 new epoch): the set snapshot changes only at epoch boundaries, and on mainnet the answer
-covers some three thousand pools, so asking every minute would be waste. The reference's
-other steps (``GetInterpreter`` to sleep until the next boundary, ledger peers) are left
-out as WIRE.md 10.2 permits; the link re-queries on a fixed schedule instead.
+covers some three thousand pools, so fetching it on every round would be waste. The
+reference's ledger-peers step is left out as WIRE.md 10.2 permits.
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ from miniprotocols.local_state_query import (
     SystemStart,
     decode_current_era,
     decode_epoch_no,
+    decode_interpreter,
     decode_stake_snapshots,
     decode_system_start,
     get_current_era,
     get_epoch_no,
+    get_interpreter,
     get_stake_snapshots,
     get_system_start,
     unwrap_if_current,
@@ -45,12 +47,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class RoundResult:
-    """What one round learned; ``system_start`` and ``snapshots`` only when asked for."""
+    """What one round learned; ``system_start`` and ``snapshots`` only when asked for.
+
+    ``epoch_end_ps`` is when ``epoch`` ends, in picoseconds after the system start, or None
+    when the ledger cannot tell yet (the epoch's end lies past its forecast horizon).
+    """
 
     era: int
     epoch: int
     system_start: SystemStart | None
     snapshots: StakeSnapshots | None
+    epoch_end_ps: int | None = None
 
 
 def _decoded(name: str, decode: Callable[[bytes], T], raw: bytes) -> T:
@@ -81,11 +88,12 @@ async def query_stake_round(
             raise UnsupportedEra(era)
         epoch_result = _value_of("GetEpochNo", await client.query(get_epoch_no(era)))
         epoch = _decoded("GetEpochNo", decode_epoch_no, epoch_result)
+        history = _decoded("GetInterpreter", decode_interpreter, await client.query(get_interpreter()))
         snapshots = None
         if snapshot_wanted(epoch):
             raw = _value_of("GetStakeSnapshots", await client.query(get_stake_snapshots(era)))
             snapshots = _decoded("GetStakeSnapshots", decode_stake_snapshots, raw)
-    return RoundResult(era, epoch, system_start, snapshots)
+    return RoundResult(era, epoch, system_start, snapshots, history.epoch_end(epoch))
 
 
 def _value_of(name: str, raw: bytes) -> bytes:

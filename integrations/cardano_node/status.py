@@ -36,6 +36,8 @@ class StakeLinkStatus:
     system_start: datetime | None = None
     #: Wall time of the last complete query round.
     last_refresh_at: float | None = None
+    #: Wall time at which the ledger's current epoch ends (None while unknown): the next round.
+    next_epoch_at: float | None = None
     last_error: str | None = None
     last_error_at: float | None = None
     #: Completed query rounds, since start-up.
@@ -73,6 +75,7 @@ class StakeLinkStatus:
             "era": None if self.era is None else era_name(self.era),
             "systemStart": None if self.system_start is None else self.system_start.isoformat(),
             "lastRefreshAt": self.last_refresh_at,
+            "nextEpochAt": self.next_epoch_at,
             "lastError": self.last_error,
             "lastErrorAt": self.last_error_at,
             "rounds": self.rounds,

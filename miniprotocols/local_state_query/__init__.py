@@ -2,11 +2,21 @@
 
 The protocol itself (``types``, ``codec``, ``spec``, ``client``, ``server``) carries queries
 and results as raw CBOR; ``queries`` and ``results`` are the typed Cardano helpers for the
-few queries the DMQ node asks (era, epoch, stake snapshots, system start).
+few queries the DMQ node asks (era, epoch, stake snapshots, system start); ``interpreter``
+reads the era history that says when the current epoch ends.
 """
 
 from .client import AcquireFailed, LocalStateQueryClient, describe_target
 from .codec import LocalStateQueryCodec
+from .interpreter import (
+    PICOSECONDS_PER_SECOND,
+    Bound,
+    EraParams,
+    EraSummary,
+    Interpreter,
+    decode_interpreter,
+    encode_interpreter,
+)
 from .queries import (
     GET_EPOCH_NO,
     GET_LEDGER_PEER_SNAPSHOT,
@@ -130,4 +140,11 @@ __all__ = [
     "encode_epoch_no",
     "decode_stake_snapshots",
     "encode_stake_snapshots",
+    "PICOSECONDS_PER_SECOND",
+    "Bound",
+    "EraParams",
+    "EraSummary",
+    "Interpreter",
+    "decode_interpreter",
+    "encode_interpreter",
 ]

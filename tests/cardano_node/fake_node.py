@@ -11,7 +11,8 @@ connection, so a test both sees the failure and can assert there was none.
 
 The chain state starts from the Haskell-generated devnet genesis: its two pools, each with
 the initial funds delegated to it in all three snapshots, as the ledger's first snapshots
-hold them.
+hold them. Its era history (``GetInterpreter``) says when the current epoch ends; a test
+moves the chain into the next epoch itself, when it wants the ledger to get there.
 """
 
 from __future__ import annotations
@@ -31,15 +32,21 @@ from miniprotocols.framework import Driver, DriverEvent, Role
 from miniprotocols.local_state_query import (
     GET_EPOCH_NO,
     GET_STAKE_SNAPSHOTS,
+    PICOSECONDS_PER_SECOND,
     INGRESS_LIMIT,
     LOCAL_STATE_QUERY,
     PROTOCOL_NUM,
     AcquireFailure,
     AcquireTarget,
+    Bound,
     CardanoQuery,
     Era,
+    EraParams,
+    EraSummary,
     GetCurrentEra,
+    GetInterpreter,
     GetSystemStart,
+    Interpreter,
     MsgQuery,
     MsgResult,
     PoolSnapshot,
@@ -50,6 +57,7 @@ from miniprotocols.local_state_query import (
     encode_epoch_no,
     encode_era_mismatch,
     encode_if_current,
+    encode_interpreter,
     encode_stake_snapshots,
     encode_system_start,
     parse_query,
@@ -105,11 +113,33 @@ class FakeChain:
     acquire_failure: AcquireFailure | None = None
     #: Pool map encoding: None follows the ledger (indefinite above 23 pools).
     indefinite_map: bool | None = None
+    #: Wall time (POSIX) at which the current epoch ends; None: past the forecast horizon.
+    epoch_ends_at: float | None = None
+    #: Epoch length of the era history (the devnet genesis: 432 000 slots of 1 s).
+    epoch_slots: int = 432_000
+    slot_length_ms: int = 1_000
 
     @classmethod
     def devnet(cls, **kwargs) -> FakeChain:
         pools = {pool: PoolSnapshot(s, s, s) for pool, s in genesis_pools().items()}
         return cls(pools=pools, **kwargs)
+
+    def interpreter(self) -> Interpreter:
+        """A one-era history in which the current epoch ends at :attr:`epoch_ends_at`.
+
+        Without that time the history stops where the current epoch starts, so the end of
+        the epoch is past the horizon, as when cardano-node cannot forecast that far.
+        """
+        params = EraParams(self.epoch_slots, self.slot_length_ms, safe_zone=129_600, genesis_window=129_600)
+        epoch_ps = self.epoch_slots * self.slot_length_ms * 10**9
+        slot = self.epoch * self.epoch_slots
+        if self.epoch_ends_at is None:
+            era = EraSummary(Bound(0, 0, 0, 0), Bound(self.epoch * epoch_ps, slot, self.epoch, 0), params)
+        else:
+            since_start = self.epoch_ends_at - self.system_start.to_datetime().timestamp()
+            started_ps = round(since_start * PICOSECONDS_PER_SECOND) - epoch_ps
+            era = EraSummary(Bound(started_ps, slot, self.epoch, 0), None, params)
+        return Interpreter((era,))
 
     def snapshots(self) -> StakeSnapshots:
         pools = self.pools
@@ -162,6 +192,8 @@ class FakeLedger:
             return encode_system_start(state.system_start)
         if isinstance(query, GetCurrentEra):
             return encode_current_era(state.era if state.era_answer is None else state.era_answer)
+        if isinstance(query, GetInterpreter):
+            return encode_interpreter(state.interpreter())
         if isinstance(query, QueryIfCurrent):
             if query.era != state.era:
                 return encode_era_mismatch(query.era, state.era)
@@ -178,6 +210,8 @@ def _result_rule(query: CardanoQuery) -> str:
         return "systemStartResult"
     if isinstance(query, GetCurrentEra):
         return "currentEraResult"
+    if isinstance(query, GetInterpreter):
+        return "interpreterResult"
     if isinstance(query, QueryIfCurrent) and query.tag == GET_EPOCH_NO:
         return "epochNoResult"
     if isinstance(query, QueryIfCurrent) and query.tag == GET_STAKE_SNAPSHOTS:

@@ -28,3 +28,18 @@ class Recorder:
 
     def of(self, kind: type) -> list:
         return [event for event in self.events if isinstance(event, kind)]
+
+
+class TrioClock:
+    """The node's clock read from trio's, so a ``MockClock`` drives the link's waits and the
+    wall time it compares the epoch's end with alike; wall time is ``wall_at_zero`` plus
+    trio's time."""
+
+    def __init__(self, wall_at_zero: float) -> None:
+        self.wall_at_zero = wall_at_zero
+
+    def now(self) -> float:
+        return self.wall_at_zero + trio.current_time()
+
+    def monotonic(self) -> float:
+        return trio.current_time()

@@ -223,3 +223,21 @@ def test_stake_snapshots_round_trip(pools, indefinite):
     raw = encode_stake_snapshots(snapshots, indefinite=indefinite)
     assert decode_stake_snapshots(raw) == snapshots
     assert cbor2.loads(raw)[0] == {k: list(v) for k, v in pools.items()}
+
+
+def test_results_written_by_another_encoder():
+    """The results consensus has no golden files for, written by cbor2 rather than by us."""
+    assert decode_system_start(cbor2.dumps([2017, 266, 78_291 * 10**12])).to_datetime() == \
+        datetime(2017, 9, 23, 21, 44, 51, tzinfo=timezone.utc)         # mainnet's system start
+    assert decode_current_era(cbor2.dumps(6)) == Era.CONWAY
+    pools = {bytes([i]) * 28: [i * 10, i * 20, 2**64 - 1 - i] for i in range(1, 31)}
+    value = [pools, sum(p[0] for p in pools.values()), sum(p[1] for p in pools.values()), 2**64 - 1]
+    definite = cbor2.dumps(value)
+    # The ledger writes a map of more than 23 entries indefinite: the same entries, in _ ... break.
+    indefinite = bytes([0x84, 0xBF]) + b"".join(cbor2.dumps(k) + cbor2.dumps(v) for k, v in pools.items()) + \
+        b"\xff" + b"".join(cbor2.dumps(total) for total in value[1:])
+    assert cbor2.loads(indefinite) == value
+    for raw in (definite, indefinite):
+        snapshots = decode_stake_snapshots(unwrap_if_current(bytes([0x81]) + raw))   # [value]
+        assert {k: [s.mark, s.set, s.go] for k, s in snapshots.pools.items()} == pools
+        assert (snapshots.mark_total, snapshots.set_total, snapshots.go_total) == tuple(value[1:])

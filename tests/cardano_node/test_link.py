@@ -10,7 +10,7 @@ import pytest
 import trio
 from prometheus_client import CollectorRegistry, generate_latest
 
-from dmq.clock import ManualClock
+from dmq.clock import Clock, ManualClock
 from dmq.stake import Eligibility, PoolStake, StakeView
 from dmq.trace import ConnectionClosed, ConnectionOpened, StakeViewUpdated
 from handshake.links import CARDANO_N2C_VERSIONS, cardano_node_to_client_versions
@@ -34,8 +34,9 @@ BACKOFF = Backoff(initial=0.02, maximum=0.16, factor=2.0, jitter=0.0)
 class Harness:
     """A fake cardano-node, a stake view read from the devnet genesis, and a link between."""
 
-    def __init__(self, tmp_path, chain: FakeChain | None = None, *, magic: int = DEVNET_MAGIC, **fake_options):
-        self.clock = ManualClock(now=NOW)
+    def __init__(self, tmp_path, chain: FakeChain | None = None, *, magic: int = DEVNET_MAGIC,
+                 clock: Clock | None = None, **fake_options):
+        self.clock = clock if clock is not None else ManualClock(now=NOW)
         self.recorder = Recorder()
         self.chain = chain if chain is not None else FakeChain.devnet()
         self.socket = tmp_path / "node.socket"

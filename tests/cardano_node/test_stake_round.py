@@ -53,12 +53,16 @@ async def run_round(tmp_path, chain: FakeChain, ledger_type=FakeLedger, **kwargs
 
 
 async def test_first_round_sends_the_reference_bytes(tmp_path):
-    result, sent, fake = await run_round(tmp_path, FakeChain.devnet(epoch=7),
-                                      with_system_start=True, snapshot_wanted=lambda epoch: True)
-    assert sent == ["8108", "82038101", "8203820082028101", "82038200820082068101",
+    start = genesis_system_start().to_datetime().timestamp()
+    chain = FakeChain.devnet(epoch=7, epoch_ends_at=start + 8 * 432_000)
+    result, sent, fake = await run_round(tmp_path, chain, with_system_start=True, snapshot_wanted=lambda epoch: True)
+    # WIRE.md 10.2 steps 1 to 6 and 8: acquire, system start, era, epoch, interpreter, snapshots, release.
+    assert sent == ["8108", "82038101", "8203820082028101", "82038200820082068101", "8203820082028100",
                     "8203820082008206821480", "8105"]
     assert fake.violations == []
     assert (result.era, result.epoch) == (Era.CONWAY, 7)
+    # Epoch 7 of 432 000 one-second slots ends 8 * 432 000 s after the system start.
+    assert result.epoch_end_ps == 8 * 432_000 * 10**12
     assert result.system_start == genesis_system_start()
     pools = genesis_pools()
     assert result.snapshots.pools == {pool: PoolSnapshot(s, s, s) for pool, s in pools.items()}
@@ -75,9 +79,10 @@ async def test_later_rounds_skip_system_start_and_unwanted_snapshots(tmp_path):
     result, sent, fake = await run_round(tmp_path, FakeChain.devnet(epoch=3, era=Era.BABBAGE),
                                       with_system_start=False, snapshot_wanted=wanted)
     # Babbage: the era index 5 from GetCurrentEra goes into QueryIfCurrent.
-    assert sent == ["8108", "8203820082028101", "82038200820082058101", "8105"]
+    assert sent == ["8108", "8203820082028101", "82038200820082058101", "8203820082028100", "8105"]
     assert asked == [3]
     assert result.snapshots is None and result.system_start is None and result.epoch == 3
+    assert result.epoch_end_ps is None      # the fake's history stops short of the epoch's end
     assert fake.violations == []
 
 
