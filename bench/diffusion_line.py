@@ -50,6 +50,7 @@ from dmq.codec import build_message, decode_message  # noqa: E402
 from dmq.kes import KesSigningKey  # noqa: E402
 from dmq.message import message_id_of, pool_id_of  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
+from dmq.trace import read_log  # noqa: E402
 from miniprotocols.sig_submission.sig_message import checked_id  # noqa: E402
 from ouroboros_mux.cbor import item_end  # noqa: E402
 from tests.e2e.raw_n2c import ACCEPT, MSG_DONE, submit_message  # noqa: E402
@@ -119,13 +120,15 @@ class NodeProcess:
         roots = [] if upstream is None else [{"accessPoints": [{"address": "127.0.0.1", "port": upstream}],
                                                 "valency": 1}]
         (self.dir / "topology.json").write_text(json.dumps({"localRoots": roots, "publicRoots": []}))
+        # Debug: a message accepted from a peer is logged at Debug, as by the reference node.
+        (self.dir / "config.json").write_text(json.dumps({"TraceOptions": {"": {"severity": "Debug"}}}))
         self.log = self.dir / "log.jsonl"
         #: cProfile statistics, written when the node exits (``--profile``).
         self.profile = self.dir / "profile.pstats" if profile else None
         runner = ["-c", PROFILED_NODE, str(self.profile)] if profile else ["-m", "dmq.cli.node"]
         args = [sys.executable, *runner,
                 "--host-addr", "127.0.0.1", "--port", str(self.port), "--local-socket", str(self.socket),
-                "--configuration-file", str(self.dir / "absent.json"), "--topology-file",
+                "--configuration-file", str(self.dir / "config.json"), "--topology-file",
                 str(self.dir / "topology.json"), "--stake-source", str(stake), "--database-path",
                 str(self.dir / "db"), "--dmq-network-magic", str(MAGIC), "--min-sig-delay", "0",
                 "--prometheus-port", str(self.metrics_port)]
@@ -133,18 +136,13 @@ class NodeProcess:
             self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
 
     def connected(self, link: str) -> bool:
-        return self.log.exists() and f'"link":"{link}"' in self.log.read_text() and \
-            '"kind":"ConnectionOpened"' in self.log.read_text()
+        return self.log.exists() and any(e.data["link"] == link
+                                         for e in read_log(self.log.read_text(), "ConnectionOpened"))
 
     def accepted_at(self) -> dict[str, float]:
         """When the node accepted each message (its ``MessageAccepted`` log lines, after the disk commit)."""
-        times = {}
-        with open(self.log, encoding="utf-8") as log:
-            for line in log:
-                if '"kind":"MessageAccepted"' in line:
-                    event = json.loads(line)
-                    times[event["message_id"]] = event["at"]
-        return times
+        return {e.data["message_id"]: e.timestamp
+                for e in read_log(self.log.read_text(encoding="utf-8"), "MessageAccepted")}
 
     def scrape(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as reply:
@@ -154,7 +152,7 @@ class NodeProcess:
         """Bytes in plus out with the outbound peer at ``peer_port`` (from the per-peer counters)."""
         text = self.scrape()
         total = 0
-        for name in ("dmq_node_peer_bytes_in_total", "dmq_node_peer_bytes_out_total"):
+        for name in ("dmq_node_peer_bytesIn_counter", "dmq_node_peer_bytesOut_counter"):
             match = re.search(rf'^{name}{{direction="outbound",peer="127.0.0.1:{peer_port}"}} (\S+)$', text, re.M)
             if match is None:
                 raise RuntimeError(f"{self.name}: no {name} for peer {peer_port} in its metrics")

@@ -11,7 +11,7 @@ bytes (hand-built SDUs, no project protocol code on the client side):
    messages of 2 650 bytes, the CIP's mainnet mempool).
 2. *memory*: the node's resident set (``VmRSS``, and its anonymous / file-backed parts, from
    ``/proc/<pid>/status``) before and after phase 1, against the wire bytes held, and the
-   mempool's own accounting (the ``dmq_node_mempool_bytes`` gauge, scraped from the node's
+   mempool's own accounting (the ``dmq_node_mempoolBytes_int`` gauge, scraped from the node's
    Prometheus endpoint).
 3. *replay*: A aggregators (default 10) connect at once and each drains everything held
    with blocking requests, as Mithril aggregators do after a reconnect. Figure: messages
@@ -320,7 +320,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> None:
     try:
         time.sleep(0.5)
         before = read_rss(node.pid)
-        held_before = scrape(metrics_port, "dmq_node_mempool_bytes") or 0.0
+        held_before = scrape(metrics_port, "dmq_node_mempoolBytes_int") or 0.0
 
         cpu = cpu_seconds(node.pid)
         loop_cpu = cpu_seconds(node.pid, node.pid)  # the main thread runs the event loop
@@ -328,7 +328,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> None:
                                publishers=args.publishers)
         accepted = published["replies"].get("accepted", 0)
         after = read_rss(node.pid)
-        held = (scrape(metrics_port, "dmq_node_mempool_bytes") or 0.0) - held_before
+        held = (scrape(metrics_port, "dmq_node_mempoolBytes_int") or 0.0) - held_before
         wire = accepted * args.size
         rate = accepted / published["elapsed"]
         print(f"\n1. publish: {accepted:,} accepted of {args.messages:,} in {published['elapsed']:.1f} s "

@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 from dmq.errors import OperatorError
 from dmq.networks import CARDANO_MAINNET_MAGIC, DMQ_MAINNET_MAGIC, MAX_NETWORK_MAGIC, NETWORK_MAGICS
+from dmq.trace import SEVERITIES, SILENCE, STDOUT_BACKENDS
 
 __all__ = [
     "ConfigError",
@@ -459,7 +460,13 @@ class _TraceOptions(_Form):
     def from_json(self, value: Any) -> str:
         if not isinstance(value, dict):
             raise _Invalid
+        for options in value.values():
+            severity = options.get("severity") if isinstance(options, dict) else None
+            if severity is not None and severity not in _TRACE_SEVERITIES:
+                raise _Invalid(f"a severity among {', '.join(_TRACE_SEVERITIES)}", got=severity)
         for backend in _backends(value):
+            if backend.startswith("Stdout") and backend not in STDOUT_BACKENDS:
+                raise _Invalid(f"a Stdout backend among {', '.join(STDOUT_BACKENDS)}", got=backend)
             try:
                 _prometheus_simple(backend)
             except _Invalid:
@@ -470,6 +477,9 @@ class _TraceOptions(_Form):
 
     def to_json(self, value: str) -> Any:
         return json.loads(value)
+
+
+_TRACE_SEVERITIES = (*SEVERITIES, SILENCE)
 
 
 def _backends(trace_options: Mapping[str, Any]) -> list[str]:
@@ -635,6 +645,17 @@ class NodeConfig:
     def trace_options(self) -> dict[str, Any]:
         """The ``TraceOptions`` object as written (a fresh copy; empty when absent)."""
         return json.loads(self.trace_options_json) if self.trace_options_json else {}
+
+    @property
+    def trace_severities(self) -> dict[str, str]:
+        """Namespace -> least severity logged, from ``TraceOptions`` (``""`` is the root)."""
+        return {name: options["severity"] for name, options in self.trace_options.items()
+                if isinstance(options, dict) and "severity" in options}
+
+    @property
+    def trace_stdout_backend(self) -> str | None:
+        """The ``Stdout ...`` backend of ``TraceOptions``, the root's first; ``None``: none named."""
+        return next((b for b in _backends(self.trace_options) if b in STDOUT_BACKENDS), None)
 
     @property
     def prometheus_endpoint(self) -> PrometheusEndpoint | None:

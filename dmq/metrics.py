@@ -1,18 +1,40 @@
 """Prometheus metrics: a trace sink, and a tiny trio HTTP endpoint that serves them.
 
-Series carry the reference node's prefix (``dmq_node_``, ``TraceOptionMetricsPrefix``) so
-dashboards built for it keep working. The endpoint is served by trio itself rather than
-prometheus-client's threaded server: one request, one reply, no thread in the node.
+Series are named the way trace-dispatcher names the reference node's metrics: the prefix
+(``TraceOptionMetricsPrefix``, ``dmq_node_``), a dotted camel-case name with dots made
+underscores, and a suffix for the kind of value: ``_int`` (a gauge), ``_counter`` (a count
+since start) or ``_real`` (a gauge with a fraction). The ``nosuffix`` modifier of a
+``PrometheusSimple`` backend drops the suffix, as it does for the reference. Where the
+reference (dmq-node, through ouroboros-network's tracers, or cardano-node) exports the same
+quantity, the series has its name, so dashboards built for it find them:
+
+- ``submissions.{submitted,accepted,rejected}``: messages pulled from peers (sig-submission inbound);
+- ``connectionManager.{inboundConns,outboundConns}``: node-to-node connections;
+- ``txsInMempool``, ``mempoolBytes``: what the mempool holds (cardano-node's names);
+- ``currentKESPeriod``, ``remainingKESPeriods``, ``operationalCertificate{Start,Expiry}KESPeriod``:
+  the node's own signing key (cardano-node's forging names).
+
+A counter series is exposed untyped: prometheus-client would otherwise rename it with
+``_total``, and the reference's name ends in ``_counter``. Counters are plain integers updated
+per event and read at scrape time: the trace stream carries several events per Mithril
+signer message, and a labelled prometheus-client counter per event was a visible share of the
+node's CPU. The endpoint is served by trio itself rather than prometheus-client's threaded
+server: one request, one reply, no thread in the node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import trio
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from dmq.trace import (
     ConnectionClosed,
@@ -25,31 +47,62 @@ from dmq.trace import (
     TraceEvent,
 )
 
-__all__ = ["NodeMetrics", "serve_metrics"]
+__all__ = ["SeriesNames", "CounterFamily", "NodeMetrics", "serve_metrics"]
+
+_SUFFIXES = {"int": "_int", "counter": "_counter", "real": "_real"}
 
 
-class NodeMetrics:
-    """The node's series, updated from trace events and from live gauges."""
+class SeriesNames:
+    """Full series names: ``names.of("submissions.accepted", "counter")`` -> ``dmq_node_submissions_accepted_counter``."""
 
-    def __init__(self, prefix: str = "dmq_node_") -> None:
+    def __init__(self, prefix: str = "dmq_node_", no_suffix: bool = False) -> None:
+        self.prefix = prefix.replace(".", "_")
+        self.no_suffix = no_suffix
+
+    def of(self, name: str, kind: str) -> str:
+        suffix = "" if self.no_suffix else _SUFFIXES[kind]
+        return self.prefix + name.replace(".", "_") + suffix
+
+    def family(self, name: str, kind: str, documentation: str,
+               labels: list[str] | None = None) -> GaugeMetricFamily | CounterFamily:
+        """An empty family for ``name``, filled with ``add_metric(label_values, value)``."""
+        full = self.of(name, kind)
+        if kind == "counter":
+            return CounterFamily(full, documentation, labels or [])
+        return GaugeMetricFamily(full, documentation, labels=labels)
+
+
+class CounterFamily(Metric):
+    """A count since start under its exact name (untyped: no ``_total`` added)."""
+
+    def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
+        super().__init__(name, documentation, "unknown")
+        self._labels = tuple(labels)
+
+    def add_metric(self, label_values: list[str], value: float) -> None:
+        self.add_sample(self.name, dict(zip(self._labels, label_values)), value)
+
+
+class NodeMetrics(Collector):
+    """The node's series: counters from trace events, gauges read live at scrape time."""
+
+    def __init__(self, prefix: str = "dmq_node_", no_suffix: bool = False) -> None:
+        self.names = SeriesNames(prefix, no_suffix)
         self.registry = CollectorRegistry()
-        r = self.registry
-        self.accepted = Counter(f"{prefix}messages_accepted", "Messages accepted into the mempool",
-                                ["origin"], registry=r)
-        self.rejected = Counter(f"{prefix}messages_rejected", "Messages rejected by validation",
-                                ["reason", "origin"], registry=r)
-        self.expired = Counter(f"{prefix}messages_expired", "Messages removed at expiry", registry=r)
-        self.notified = Counter(f"{prefix}messages_notified", "Messages delivered to local subscribers",
-                                registry=r)
-        self.accepted_bytes = Counter(f"{prefix}bytes_accepted", "Wire bytes of accepted messages", registry=r)
-        self.connections = Gauge(f"{prefix}connections", "Open connections", ["link"], registry=r)
-        self.mempool_messages = Gauge(f"{prefix}mempool_messages", "Messages held", registry=r)
-        self.mempool_bytes = Gauge(f"{prefix}mempool_bytes", "Wire bytes held", registry=r)
-        self.stake_pools = Gauge(f"{prefix}stake_pools_eligible", "Pools with non-zero set stake", registry=r)
-        # Labelled children, created on first use as ``labels()`` would (a series appears
-        # only once something happened to it).
-        self._accepted_by_origin: dict[str, Counter] = {}
-        self._connections_by_link: dict[str, Gauge] = {}
+        # Per event; keys of the Counters are label values.
+        self.peer_accepted = 0
+        self.peer_rejected = 0
+        self.local_accepted = 0
+        self.local_rejected = 0
+        self.rejected_by_reason: Counter[tuple[str, str]] = Counter()   # (reason, origin)
+        self.accepted_bytes = 0
+        self.expired = 0
+        self.notified = 0
+        self.connections: Counter[str] = Counter()                        # link -> open
+        self.stake: StakeViewUpdated | None = None
+        self._mempool: tuple[Callable[[], float], Callable[[], float]] | None = None
+        self._database: Path | None = None
+        self._kes: tuple[Callable[[], int], int, int] | None = None
         self._updates: dict[type, Callable[[Any], None]] = {
             MessageAccepted: self._on_accepted,
             MessageRejected: self._on_rejected,
@@ -59,56 +112,136 @@ class NodeMetrics:
             ConnectionClosed: self._on_closed,
             StakeViewUpdated: self._on_stake_view,
         }
+        self.registry.register(self)
 
     def bind_mempool(self, count: Callable[[], float], size: Callable[[], float]) -> None:
-        self.mempool_messages.set_function(count)
-        self.mempool_bytes.set_function(size)
+        self._mempool = (count, size)
+
+    def bind_database(self, path: Path) -> None:
+        """Report the size of the store at ``path`` and the free space of its file system."""
+        self._database = Path(path)
+
+    def bind_kes(self, current_period: Callable[[], int], start_period: int, max_evolutions: int) -> None:
+        """Report the node's signing key: the current KES period and how many remain before the
+        operational certificate (valid from ``start_period`` for ``max_evolutions``) expires."""
+        self._kes = (current_period, start_period, max_evolutions)
 
     def __call__(self, event: TraceEvent) -> None:
         update = self._updates.get(type(event))
         if update is not None:
             update(event)
 
-    # One update per event class, looked up by type: the trace stream carries several
-    # events per Mithril signer message, and a chain of isinstance checks plus a labels()
-    # lookup per event were a visible share of the node's CPU.
+    # One update per event class, looked up by type (the trace stream is per message).
     def _on_accepted(self, event: MessageAccepted) -> None:
-        origin = "local" if event.origin == "local" else "peer"
-        counter = self._accepted_by_origin.get(origin)
-        if counter is None:
-            counter = self._accepted_by_origin[origin] = self.accepted.labels(origin)
-        counter.inc()
-        self.accepted_bytes.inc(event.size)
+        if event.origin == "local":
+            self.local_accepted += 1
+        else:
+            self.peer_accepted += 1
+        self.accepted_bytes += event.size
 
     def _on_rejected(self, event: MessageRejected) -> None:
-        reason = event.reason.split(" ", 1)[0]
-        self.rejected.labels(reason, "local" if event.origin == "local" else "peer").inc()
+        origin = "local" if event.origin == "local" else "peer"
+        if origin == "local":
+            self.local_rejected += 1
+        else:
+            self.peer_rejected += 1
+        self.rejected_by_reason[event.reason.split(" ", 1)[0], origin] += 1
 
     def _on_expired(self, event: MessageExpired) -> None:
-        self.expired.inc()
+        self.expired += 1
 
     def _on_notified(self, event: MessageNotified) -> None:
-        self.notified.inc(event.count)
+        self.notified += event.count
 
     def _on_opened(self, event: ConnectionOpened) -> None:
-        self._connections_of(event.link).inc()
+        self.connections[event.link] += 1
 
     def _on_closed(self, event: ConnectionClosed) -> None:
         # A connection refused at the handshake was never counted as open.
         if not (event.error or "").startswith("handshake:"):
-            self._connections_of(event.link).dec()
+            self.connections[event.link] -= 1
 
     def _on_stake_view(self, event: StakeViewUpdated) -> None:
-        self.stake_pools.set(event.eligible)
+        self.stake = event
 
-    def _connections_of(self, link: str) -> Gauge:
-        gauge = self._connections_by_link.get(link)
-        if gauge is None:
-            gauge = self._connections_by_link[link] = self.connections.labels(link)
-        return gauge
+    def collect(self) -> Iterator[Metric]:
+        n = self.names
+        counters = (
+            ("submissions.submitted", "Messages pulled from peers", self.peer_accepted + self.peer_rejected),
+            ("submissions.accepted", "Messages pulled from peers and accepted", self.peer_accepted),
+            ("submissions.rejected", "Messages pulled from peers and rejected", self.peer_rejected),
+            ("localSubmissions.accepted", "Messages submitted by local clients and accepted", self.local_accepted),
+            ("localSubmissions.rejected", "Messages submitted by local clients and rejected", self.local_rejected),
+            ("mempool.acceptedBytes", "Wire bytes of accepted messages", self.accepted_bytes),
+            ("mempool.expired", "Messages removed at expiry", self.expired),
+            ("localNotification.delivered", "Messages delivered to local subscribers", self.notified),
+        )
+        for name, doc, value in counters:
+            family = n.family(name, "counter", doc)
+            family.add_metric([], value)
+            yield family
+        by_reason = n.family("sigValidation.rejected", "counter", "Rejected messages by reason and origin",
+                             ["reason", "origin"])
+        for (reason, origin), count in sorted(self.rejected_by_reason.items()):
+            by_reason.add_metric([reason, origin], count)
+        yield by_reason
+        links = self.connections
+        for name, doc, value in (
+            ("connectionManager.inboundConns", "Node-to-node connections peers opened", links["n2n-in"]),
+            ("connectionManager.outboundConns", "Node-to-node connections this node opened", links["n2n-out"]),
+            ("localConnectionManager.inboundConns", "Local clients connected", links["n2c"]),
+        ):
+            yield _gauge(n, name, doc, value)
+        if self._mempool is not None:
+            count, size = self._mempool
+            yield _gauge(n, "txsInMempool", "Messages held in the mempool", count())
+            yield _gauge(n, "mempoolBytes", "Wire bytes held in the mempool", size())
+        if self.stake is not None:
+            stake = self.stake
+            yield _gauge(n, "stakeView.epoch", "Epoch of the stake snapshot, -1 when it has none",
+                         -1 if stake.epoch is None else stake.epoch)
+            yield _gauge(n, "stakeView.pools", "Pools in the stake snapshot", stake.pools)
+            yield _gauge(n, "stakeView.eligiblePools", "Pools with non-zero stake", stake.eligible)
+        if self._database is not None:
+            yield from self._database_series()
+        if self._kes is not None:
+            yield from self._kes_series()
+
+    def _database_series(self) -> Iterator[Metric]:
+        path = self._database
+        try:
+            size = sum(entry.stat().st_size for entry in os.scandir(path) if entry.is_file())
+            stats = os.statvfs(path)
+        except OSError:
+            return
+        yield _gauge(self.names, "database.sizeBytes", "Bytes of the message store's files", size)
+        yield _gauge(self.names, "database.freeBytes", "Bytes free on the store's file system",
+                     stats.f_bavail * stats.f_frsize)
+
+    def _kes_series(self) -> Iterator[Metric]:
+        current_period, start, evolutions = self._kes
+        n = self.names
+        expiry = start + evolutions
+        yield _gauge(n, "operationalCertificateStartKESPeriod", "First KES period of the operational certificate",
+                     start)
+        yield _gauge(n, "operationalCertificateExpiryKESPeriod", "KES period the operational certificate expires at",
+                     expiry)
+        try:
+            current = current_period()
+        except ValueError:  # the clock is before the network's start
+            return
+        yield _gauge(n, "currentKESPeriod", "The current KES period", current)
+        yield _gauge(n, "remainingKESPeriods", "KES periods before the operational certificate expires",
+                     max(0, expiry - current))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _gauge(names: SeriesNames, name: str, documentation: str, value: float) -> Metric:
+    family = names.family(name, "int", documentation)
+    family.add_metric([], value)
+    return family
 
 
 async def serve_metrics(metrics: NodeMetrics, port: int, host: str = "127.0.0.1", *,

@@ -32,7 +32,7 @@ from dmq.recorder import node_label
 from dmq.recorder.recorder import NO_RECORDER, NullRecorder, RecorderError, TrafficRecorder
 from dmq.stake import StakeView
 from dmq.topology import Topology
-from dmq.trace import JsonLogSink, MessageExpired, NodeStopped, StakeViewUpdated, Tracer
+from dmq.trace import LogSink, MessageExpired, NodeStopped, StakeViewUpdated, Tracer
 from dmq.validation import PoolState, ReactionPolicy, Validator
 
 __all__ = ["Node", "run_node", "NodeStartError", "load_stake_view"]
@@ -70,7 +70,8 @@ class Node:
 
     def __post_init__(self) -> None:
         self.stake_view = load_stake_view(self.config, self.clock)
-        self.metrics = NodeMetrics(self.config.trace_option_metrics_prefix)
+        endpoint = self.config.prometheus_endpoint
+        self.metrics = NodeMetrics(self.config.trace_option_metrics_prefix, endpoint is not None and endpoint.no_suffix)
         self.tracer.add_sink(self.metrics)
         self.mempool: DurableMempool | None = None
         self.ingress: Ingress | None = None
@@ -152,6 +153,11 @@ class Node:
             self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
                                               recorder=self.recorder)
         self.metrics.bind_mempool(lambda: len(mempool), lambda: mempool.bytes_held)
+        self.metrics.bind_database(Path(self.config.database_path))
+        signer = self.topics.publisher.signer if self.topics is not None else None
+        if signer is not None:
+            self.metrics.bind_kes(signer.kes_periods.current_kes_period, signer.credentials.opcert.start_kes_period,
+                                  self.stake_view.max_kes_evolutions)
         now = self.tracer.now
         mempool.expiry_observers.append(
             lambda removed: [self.tracer.emit(MessageExpired(now(), e.message_id, e.size)) for e in removed])
@@ -173,8 +179,9 @@ class Node:
                     self.config.local_address, mode=self.config.local_socket_mode, task_status=task_status))
                 if self.config.ipv4 is not None or self.config.ipv6 is not None:
                     self.diffusion = await nursery.start(Diffusion(self, self.diffusion_policy).run)
-                if self.config.prometheus_port is not None:
-                    self.metrics_port = await nursery.start(serve_metrics, self.metrics, self.config.prometheus_port)
+                endpoint = self.config.prometheus_endpoint
+                if endpoint is not None:
+                    self.metrics_port = await nursery.start(serve_metrics, self.metrics, endpoint.port, endpoint.host)
                 for service in self.services:
                     nursery.start_soon(service, self)
                 task_status.started(self)
@@ -193,7 +200,7 @@ async def run_node(config: NodeConfig, topology: Topology | None) -> int:
     """
     tune_for_serving()
     tracer = Tracer()
-    tracer.add_sink(JsonLogSink(sys.stdout))
+    tracer.add_sink(LogSink(sys.stdout, severities=config.trace_severities, backend=config.trace_stdout_backend))
     node = Node(config, topology, tracer=tracer)
     try:
         async with trio.open_nursery() as nursery:

@@ -1,8 +1,9 @@
 """One stream of typed trace events, consumed by several sinks.
 
 The node emits facts (a message was accepted, a peer was disconnected, the stake view became
-ready) as small frozen dataclasses. Sinks decide what to do with them: the JSON log writes
-one machine-readable line per event, the metrics sink updates Prometheus series, the traffic
+ready) as small frozen dataclasses. Sinks decide what to do with them: the log writes one
+line per event in the reference node's trace-dispatcher shape (namespace, severity, JSON or
+human text, filtered by ``TraceOptions``), the metrics sink updates Prometheus series, the traffic
 recorder appends records. Emitting code never knows which sinks exist, so adding a sink never
 touches the protocol or validation code.
 """
@@ -12,15 +13,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import socket
 import sys
+import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Callable, TextIO
 
 __all__ = [
     "TraceEvent",
     "Tracer",
-    "JsonLogSink",
+    "LogSink",
+    "LogEvent",
+    "read_log_line",
+    "read_log",
+    "route_of",
+    "ROUTES",
+    "SEVERITIES",
     "MessageAccepted",
     "MessageRejected",
     "MessageExpired",
@@ -44,12 +55,9 @@ class TraceEvent:
         return type(self).__name__
 
     def to_json(self) -> dict[str, Any]:
-        cls = type(self)
-        names = _FIELD_NAMES.get(cls)
-        if names is None:
-            names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name != "at")
-        out: dict[str, Any] = {"at": self.at, "kind": cls.__name__}
-        for name in names:
+        """The event's fields as the log's ``data`` object writes them (``kind`` first, bytes as hex)."""
+        out: dict[str, Any] = {"kind": type(self).__name__}
+        for name in _field_names(type(self)):
             value = getattr(self, name)
             out[name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
         return out
@@ -145,24 +153,253 @@ class Tracer:
                 print(f"dmq-node: trace sink {sink!r} failed: {exc}", file=sys.stderr)
 
 
-class JsonLogSink:
-    """One JSON object per line, for operators' log pipelines.
+# ---------------------------------------------------------------------------------------------
+# The log: trace-dispatcher's line shape, namespaces and severities
 
-    Each line is flushed as it is written: operators and tests follow the log live. A
-    line is built by a writer compiled once per event class (see :func:`_json_line`): the
-    node writes three lines per Mithril signer message, so a dict and a generic JSON
-    encoder per line were a visible share of its CPU.
+
+#: trace-dispatcher's severities, least severe first; ``Silence`` (in ``TraceOptions`` only)
+#: lets nothing through.
+SEVERITIES = ("Debug", "Info", "Notice", "Warning", "Error", "Critical", "Alert", "Emergency")
+SILENCE = "Silence"
+_RANK = {name: rank for rank, name in enumerate((*SEVERITIES, SILENCE))}
+
+#: What ``Stdout`` backends of ``TraceOptions`` ask for; ``None`` (no such backend): human
+#: lines on a terminal, JSON otherwise.
+MACHINE, HUMAN, HUMAN_COLOURED = "Stdout MachineFormat", "Stdout HumanFormatUncoloured", "Stdout HumanFormatColoured"
+STDOUT_BACKENDS = (MACHINE, HUMAN, HUMAN_COLOURED)
+
+Target = tuple[str, str]  # (namespace, severity)
+
+
+def _n2n_or_local(link: str, remote: str, local: str, cardano: str) -> str:
+    if link.startswith("n2n"):
+        return remote
+    return local if link == "n2c" else cardano
+
+
+def _opened(event: Any) -> Target:
+    return (_n2n_or_local(event.link, "Net.ConnectionManager.Remote", "Net.ConnectionManager.Local",
+                          "Net.Local.Cardano.Handshake") + ".ConnectionHandler.HandshakeSuccess", "Info")
+
+
+def _closed(event: Any) -> Target:
+    prefix = _n2n_or_local(event.link, "Net.ConnectionManager.Remote", "Net.ConnectionManager.Local",
+                           "Net.Local.Cardano.Mux")
+    if event.error is None:
+        return prefix + ".TerminatedConnection", "Debug"
+    if event.error.startswith("handshake:"):
+        return prefix + ".ConnectionHandler.HandshakeServerError", "Info"
+    return prefix + ".ConnectionHandler.Error", "Info"
+
+
+def _listening(event: Any) -> Target:
+    return ("Net.Server.Local.Started" if event.link == "n2c" else "Net.Server.Remote.Started"), "Notice"
+
+
+#: Where each event class is logged. The reference node's namespace and severity where it
+#: traces the same fact (its ``mkDMQTracers`` prefixes plus the inner names of the
+#: ouroboros-network and dmq-node ``MetaTrace`` instances); this node's own facts are named in
+#: the same style. A value is one target, or a function of the event for classes whose
+#: namespace depends on a field (local or peer origin, link); such a function must return one
+#: of a few targets, each of which gets its own precompiled writer.
+ROUTES: dict[str, Target | Callable[[Any], Target]] = {
+    "MessageAccepted": lambda e: (("Net.Local.SigSubmission.Server.TraceSubmitAccept", "Info") if e.origin == "local"
+                                  else ("Net.SigSubmission.Inbound.AddedToMempool", "Debug")),
+    "MessageRejected": lambda e: (("Net.Local.SigSubmission.Server.TraceSubmitFailure", "Warning")
+                                  if e.origin == "local" else ("Net.Sig.Validation.SigValidation", "Error")),
+    "MessageExpired": ("Mempool.Expired", "Info"),
+    "MessageNotified": ("Net.Local.MsgNotification.Server.TraceMsgNotificationServerReply", "Debug"),
+    "ConnectionOpened": _opened,
+    "ConnectionClosed": _closed,
+    "StakeViewUpdated": ("StakeView.Updated", "Info"),
+    "NodeListening": _listening,
+    "NodeStopped": ("Shutdown.Stopped", "Notice"),
+    # dmq.diffusion.events
+    "PeerDialFailed": ("Net.ConnectionManager.Remote.ConnectError", "Info"),
+    "PeerBackoff": ("Net.PeerSelection.Actions.Backoff", "Info"),
+    "InboundRefused": ("Net.Server.Remote.AcceptPolicy.ConnectionHardLimit", "Warning"),
+    "InboundDelayed": ("Net.Server.Remote.AcceptPolicy.ConnectionRateLimiting", "Info"),
+    "PeersShared": ("Net.PeerShare.Protocol.PeerShareResult", "Debug"),
+    "PeerForgotten": ("Net.PeerSelection.Selection.ForgetColdPeers", "Info"),
+    "MessageOffered": ("Net.SigSubmission.V2.Outbound.TraceSigSubmissionOutboundRecvMsgRequestSigIds", "Debug"),
+    "MessageSent": ("Net.SigSubmission.V2.Outbound.TraceSigSubmissionOutboundSendMsgReplySigs", "Debug"),
+    # integrations.cardano_node.events
+    "CardanoLinkRetry": ("Net.Local.Cardano.Link.Retry", "Warning"),
+    "CardanoLinkWarning": ("Net.Local.Cardano.Link.Warning", "Warning"),
+    "CardanoEpochChanged": ("Net.Local.LocalStateQuery.NextEpoch", "Info"),
+    # topics.trace
+    "TopicDeferred": ("Topics.Ingress.Deferred", "Debug"),
+    "TopicPendingDropped": ("Topics.Ingress.PendingDropped", "Warning"),
+    "TopicAcceptedLate": ("Topics.Ingress.AcceptedLate", "Info"),
+    "TopicPublicationRefused": ("Topics.Publication.Refused", "Warning"),
+}
+
+
+def route_of(event: TraceEvent) -> Target:
+    """The namespace and severity ``event`` is logged under (``Node.<Class>`` at Info if unlisted)."""
+    route = ROUTES.get(type(event).__name__)
+    if route is None:
+        return "Node." + type(event).__name__, "Info"
+    return route(event) if callable(route) else route
+
+
+def severity_threshold(namespace: str, severities: Mapping[str, str]) -> str:
+    """The least severity logged for ``namespace``: its most specific ``TraceOptions`` entry.
+
+    ``Net.Local.SigSubmission`` decides for ``Net.Local.SigSubmission.Server.TraceSubmitAccept``
+    unless that name or ``Net.Local.SigSubmission.Server`` has an entry; ``""`` is the root,
+    Info when absent (the reference's default).
+    """
+    name = namespace
+    while True:
+        if name in severities:
+            return severities[name]
+        if not name:
+            return "Info"
+        name = name.rpartition(".")[0]
+
+
+class LogSink:
+    """The node's log: one line per event that passes the severity filter, flushed at once.
+
+    Machine lines are trace-dispatcher's (``{"at","ns","data","sev","thread","host"}``, the
+    event's fields inside ``data`` with ``kind``, its class name); human lines are its
+    ``[time][host:namespace](severity,thread) text``. Which one: the ``Stdout`` backend of
+    ``TraceOptions`` if given, else human on a terminal and JSON otherwise.
+
+    The node writes three lines per Mithril signer message, so the cost per line is kept
+    small: everything that depends only on the event class and its target (namespace,
+    severity, filter verdict, keys) is compiled once into a writer; a line then costs the
+    field values, the time stamp (its date and time part is kept for the current second) and
+    one write.
     """
 
-    def __init__(self, stream: TextIO = sys.stderr, kinds: set[str] | None = None) -> None:
+    def __init__(self, stream: TextIO = sys.stdout, *, severities: Mapping[str, str] | None = None,
+                 backend: str | None = None, host: str | None = None) -> None:
         self._stream = stream
-        self._kinds = kinds
+        self._severities = dict(severities or {})
+        if backend is None:
+            isatty = getattr(stream, "isatty", None)
+            backend = HUMAN_COLOURED if isatty is not None and isatty() else MACHINE
+        if backend not in STDOUT_BACKENDS:
+            raise ValueError(f"unknown log backend {backend!r}")
+        self.backend = backend
+        self._host = host if host is not None else socket.gethostname()
+        self._writers: dict[Any, Callable[[TraceEvent], str] | None] = {}
+        self._second = -1
+        self._stamp = ""
+
+    def passes(self, namespace: str, severity: str) -> bool:
+        return _RANK[severity] >= _RANK[severity_threshold(namespace, self._severities)]
 
     def __call__(self, event: TraceEvent) -> None:
-        if self._kinds is not None and event.kind not in self._kinds:
-            return
-        self._stream.write(_json_line(event))
-        self._stream.flush()
+        line = self.format(event)
+        if line is not None:
+            self._stream.write(line)
+            self._stream.flush()
+
+    def format(self, event: TraceEvent) -> str | None:
+        """The line ``event`` is logged as, or ``None`` when the severity filter drops it."""
+        cls = type(event)
+        route = ROUTES.get(cls.__name__)
+        key = (cls, route(event)) if callable(route) else cls
+        writer = self._writers.get(key, _MISSING)
+        if writer is _MISSING:
+            writer = self._writers[key] = self._compile(cls, route_of(event))
+        return None if writer is None else writer(event)
+
+    def _compile(self, cls: type, target: Target) -> Callable[[TraceEvent], str] | None:
+        namespace, severity = target
+        if not self.passes(namespace, severity):
+            return None
+        if self.backend == MACHINE:
+            return _machine_writer(cls, namespace, severity, self._host, self._time)
+        return _human_writer(cls, namespace, severity, self._host, self._time, self.backend == HUMAN_COLOURED)
+
+    def _time(self, at: float) -> tuple[str, int]:
+        """``at`` as ``YYYY-MM-DDTHH:MM:SS`` (UTC) and microseconds; the first part is cached per second."""
+        try:
+            second = math.floor(at)
+            micro = round((at - second) * 1_000_000)
+            if micro == 1_000_000:
+                second, micro = second + 1, 0
+            if second != self._second:
+                self._stamp = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+                self._second = second
+        except (ValueError, OverflowError, OSError):  # not a time the calendar can show
+            return repr(at), -1
+        return self._stamp, micro
+
+
+_MISSING = object()
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name != "at")
+    return names
+
+
+def _machine_writer(cls: type, namespace: str, severity: str, host: str,
+                    clock: Callable[[float], tuple[str, int]]) -> Callable[[TraceEvent], str]:
+    """A function writing one event of ``cls`` as trace-dispatcher's JSON line."""
+    names = _field_names(cls)
+    fields = tuple(zip(("," + _encode(name) + ":" for name in names), names))
+    head = '","ns":' + _encode(namespace) + ',"data":{"kind":' + _encode(cls.__name__)
+    tail = '},"sev":"' + severity + '","thread":"'
+    end = '","host":' + _encode(host) + "}\n"
+    get_thread = threading.get_native_id
+
+    def line(event: TraceEvent) -> str:
+        stamp, micro = clock(event.at)
+        parts = ['{"at":"', stamp, ".%06dZ" % micro if micro >= 0 else "", head]
+        for key, name in fields:
+            parts.append(key)
+            parts.append(_json_value(getattr(event, name)))
+        parts.append(tail)
+        parts.append(str(get_thread()))
+        parts.append(end)
+        return "".join(parts)
+
+    return line
+
+
+_COLOURS = {"Emergency": "31", "Alert": "31", "Critical": "31", "Error": "31", "Warning": "33", "Notice": "35",
+            "Info": "34"}
+
+
+def _human_writer(cls: type, namespace: str, severity: str, host: str,
+                  clock: Callable[[float], tuple[str, int]], coloured: bool) -> Callable[[TraceEvent], str]:
+    """A function writing one event of ``cls`` as trace-dispatcher's human line, ``key=value`` text."""
+    names = _field_names(cls)
+    keys = tuple((" " + name + "=", name) for name in names)
+    where = "][" + host + ":" + namespace + "](" + severity + ","
+    colour = _COLOURS.get(severity) if coloured else None
+    start, stop = ("\x1b[" + colour + "m", "\x1b[0m") if colour else ("", "")
+    kind = cls.__name__
+    get_thread = threading.get_native_id
+
+    def line(event: TraceEvent) -> str:
+        stamp, micro = clock(event.at)
+        parts = [start, "[", stamp.replace("T", " "), ".%04dZ" % (micro // 100) if micro >= 0 else "",
+                 where, str(get_thread()), ")", stop, " ", kind]
+        for key, name in keys:
+            parts.append(key)
+            parts.append(_human_value(getattr(event, name)))
+        parts.append("\n")
+        return "".join(parts)
+
+    return line
+
+
+def _human_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    text = str(value)
+    return text if text and " " not in text and "\n" not in text else _encode_text(text)
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
@@ -185,31 +422,41 @@ def _json_value(value: Any) -> str:
     return _encode(value.hex() if isinstance(value, (bytes, bytearray)) else value)
 
 
-def _line_writer(cls: type) -> Callable[[TraceEvent], str]:
-    """A function writing one event of ``cls`` as the line ``_encode(event.to_json())``."""
-    names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "at")
-    keys = tuple("," + _encode(name) + ":" for name in names)
-    head = ',"kind":' + _encode(cls.__name__)
-    fields = tuple(zip(keys, names))
-
-    def line(event: TraceEvent) -> str:
-        parts = ['{"at":', _json_value(event.at), head]
-        for key, name in fields:
-            parts.append(key)
-            parts.append(_json_value(getattr(event, name)))
-        parts.append("}\n")
-        return "".join(parts)
-
-    return line
+# ---------------------------------------------------------------------------------------------
+# Reading the log back
 
 
-_LINE_WRITERS: dict[type, Callable[[TraceEvent], str]] = {}
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """One machine-readable log line, read back: what tools and tests look at."""
+
+    at: str                 # ISO-8601 UTC, as written
+    ns: str
+    sev: str
+    data: dict[str, Any]    # the event's fields, with ``kind`` (its class name)
+
+    @property
+    def kind(self) -> str | None:
+        return self.data.get("kind")
+
+    @property
+    def timestamp(self) -> float:
+        """``at`` as POSIX seconds."""
+        return datetime.fromisoformat(self.at).timestamp()
 
 
-def _json_line(event: TraceEvent) -> str:
-    """The event's JSON object and a newline, exactly ``_encode(event.to_json()) + "\\n"``."""
-    cls = type(event)
-    writer = _LINE_WRITERS.get(cls)
-    if writer is None:
-        writer = _LINE_WRITERS[cls] = _line_writer(cls)
-    return writer(event)
+def read_log_line(line: str) -> LogEvent | None:
+    """The event of one log line, or ``None`` for anything else (a human line, a partial line)."""
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict) or "ns" not in obj:
+        return None
+    return LogEvent(str(obj.get("at")), obj["ns"], str(obj.get("sev")), obj["data"])
+
+
+def read_log(text: str, kind: str | None = None) -> list[LogEvent]:
+    """Every event of a log's text (optionally of one event class), in order."""
+    events = (read_log_line(line) for line in text.splitlines())
+    return [e for e in events if e is not None and (kind is None or e.kind == kind)]

@@ -3,17 +3,21 @@
 Byte counters move with every SDU; updating a labelled counter per SDU would cost more
 than the traffic it measures. A custom collector instead reads the live counters of
 every peer when Prometheus asks, so the figures are exact and the hot path pays nothing.
-Series use the node's prefix (``dmq_node_``) and one ``peer`` label (``host:port``).
+Names follow :class:`dmq.metrics.SeriesNames`; the per-peer series carry ``peer``
+(``host:port``) and ``direction`` labels. ``peerSelection.{KnownPeers,EstablishedPeers,
+ActivePeers}`` are the reference's peer-selection counters over the outbound peers (a DMQ
+connection runs every protocol once established, so established peers are active ones).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from .peers import PeerState, PeerTable
+from dmq.metrics import SeriesNames
+
+from .peers import Direction, PeerState, PeerTable
 
 __all__ = ["PeerCollector"]
 
@@ -21,26 +25,21 @@ __all__ = ["PeerCollector"]
 class PeerCollector(Collector):
     """Yields the per-peer families of one :class:`PeerTable`."""
 
-    def __init__(self, peers: PeerTable, prefix: str = "dmq_node_") -> None:
+    def __init__(self, peers: PeerTable, names: SeriesNames | None = None) -> None:
         self.peers = peers
-        self.prefix = prefix
+        self.names = names or SeriesNames()
 
     def collect(self) -> Iterator:
-        p = self.prefix
+        n = self.names
         labels = ["peer", "direction"]
-        bytes_in = CounterMetricFamily(f"{p}peer_bytes_in", "Bytes received from the peer, SDU headers included",
-                                       labels=labels)
-        bytes_out = CounterMetricFamily(f"{p}peer_bytes_out", "Bytes sent to the peer, SDU headers included",
-                                        labels=labels)
-        accepted = CounterMetricFamily(f"{p}peer_messages_accepted", "Messages pulled from the peer and accepted",
-                                       labels=labels)
-        rejected = CounterMetricFamily(f"{p}peer_messages_rejected", "Messages pulled from the peer and rejected",
-                                       labels=labels)
-        connections = CounterMetricFamily(f"{p}peer_connections", "Connections established with the peer",
-                                          labels=labels)
-        state = GaugeMetricFamily(f"{p}peer_state", "1 for the peer's current state", labels=[*labels, "state"])
-        rtt = GaugeMetricFamily(f"{p}peer_keep_alive_rtt_seconds", "Last keep-alive round trip", labels=labels)
-        per_state = {s: 0 for s in PeerState}
+        bytes_in = n.family("peer.bytesIn", "counter", "Bytes received from the peer, SDU headers included", labels)
+        bytes_out = n.family("peer.bytesOut", "counter", "Bytes sent to the peer, SDU headers included", labels)
+        accepted = n.family("peer.sigsAccepted", "counter", "Messages pulled from the peer and accepted", labels)
+        rejected = n.family("peer.sigsRejected", "counter", "Messages pulled from the peer and rejected", labels)
+        connections = n.family("peer.connections", "counter", "Connections established with the peer", labels)
+        state = n.family("peer.state", "int", "1 for the peer's current state", [*labels, "state"])
+        rtt = n.family("peer.keepAliveRtt", "real", "Last keep-alive round trip, seconds", labels)
+        known = established = 0
         for peer in self.peers:
             key = [peer.peer, peer.direction.value]
             bytes_in.add_metric(key, peer.bytes_in)
@@ -49,10 +48,16 @@ class PeerCollector(Collector):
             rejected.add_metric(key, peer.messages_rejected)
             connections.add_metric(key, peer.connections)
             state.add_metric([*key, peer.state.value], 1)
-            per_state[peer.state] += 1
             if peer.keep_alive_rtt is not None:
                 rtt.add_metric(key, peer.keep_alive_rtt)
-        totals = GaugeMetricFamily(f"{p}peers", "Peers by state", labels=["state"])
-        for s, count in per_state.items():
-            totals.add_metric([s.value], count)
-        yield from (bytes_in, bytes_out, accepted, rejected, connections, state, rtt, totals)
+            if peer.direction is Direction.OUTBOUND:
+                known += 1
+                established += peer.state is PeerState.HOT
+        yield from (bytes_in, bytes_out, accepted, rejected, connections, state, rtt)
+        for name, doc, value in (("peerSelection.KnownPeers", "Outbound peers known", known),
+                                 ("peerSelection.EstablishedPeers", "Outbound peers connected", established),
+                                 ("peerSelection.ActivePeers", "Outbound peers running sig-submission",
+                                  established)):
+            family = n.family(name, "int", doc)
+            family.add_metric([], value)
+            yield family

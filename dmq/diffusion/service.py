@@ -151,7 +151,7 @@ class Diffusion:
         self.outbound.ctx = ctx
         self.inbound = InboundServer(ctx, self.peers, self.tracer, self.versions(),
                                      config.accepted_connections_limit)
-        collector = PeerCollector(self.peers, config.trace_option_metrics_prefix)
+        collector = PeerCollector(self.peers, self.node.metrics.names)
         registry = self.node.metrics.registry
         registry.register(collector)
         try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["ScrapeError", "NodeSample", "parse_node_sample", "scrape_node"]
+__all__ = ["ScrapeError", "NodeSample", "parse_node_sample", "scrape_text", "scrape_node"]
 
 _MAX_REPLY = 4 * 1024 * 1024
 
@@ -40,6 +40,12 @@ class NodeSample:
         return self.connections.get("n2n-in", 0)
 
 
+#: Series name (after the prefix, as ``dmq.metrics.SeriesNames`` writes it) -> the link it counts.
+_LINKS = {"connectionManager_inboundConns_int": "n2n-in", "connectionManager_outboundConns_int": "n2n-out",
+          "localConnectionManager_inboundConns_int": "n2c"}
+_ACCEPTED = {"localSubmissions_accepted_counter": "local", "submissions_accepted_counter": "peer"}
+
+
 def parse_node_sample(text: str, prefix: str = "dmq_node_") -> NodeSample:
     """The devnet's series from a metrics page (text exposition format)."""
     held = 0
@@ -48,14 +54,16 @@ def parse_node_sample(text: str, prefix: str = "dmq_node_") -> NodeSample:
     rejected: dict[str, int] = defaultdict(int)
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            name, labels, value = sample.name, sample.labels, int(sample.value)
-            if name == f"{prefix}mempool_messages":
+            if not sample.name.startswith(prefix):
+                continue
+            name, labels, value = sample.name[len(prefix):], sample.labels, int(sample.value)
+            if name == "txsInMempool_int":
                 held = value
-            elif name == f"{prefix}connections":
-                connections[labels.get("link", "")] = value
-            elif name == f"{prefix}messages_accepted_total":
-                accepted[labels.get("origin", "")] += value
-            elif name == f"{prefix}messages_rejected_total":
+            elif name in _LINKS:
+                connections[_LINKS[name]] = value
+            elif name in _ACCEPTED:
+                accepted[_ACCEPTED[name]] += value
+            elif name == "sigValidation_rejected_counter":
                 rejected[labels.get("reason", "")] += value
     return NodeSample(held, connections, dict(accepted), dict(rejected))
 
@@ -77,16 +85,21 @@ async def _get(host: str, port: int, path: str) -> str:
     return body.decode("utf-8", errors="replace")
 
 
-async def scrape_node(port: int, *, host: str = "127.0.0.1", timeout: float = 2.0,
-                      prefix: str = "dmq_node_") -> NodeSample:
-    """One scrape of ``http://host:port/metrics``; ScrapeError when it fails or times out."""
+async def scrape_text(port: int, *, host: str = "127.0.0.1", timeout: float = 2.0) -> str:
+    """The metrics page ``http://host:port/metrics``; ScrapeError when it fails or times out."""
     try:
         with trio.fail_after(timeout):
-            text = await _get(host, port, "/metrics")
+            return await _get(host, port, "/metrics")
     except trio.TooSlowError:
         raise ScrapeError(f"{host}:{port}: no metrics within {timeout} s") from None
     except OSError as exc:
         raise ScrapeError(f"{host}:{port}: {exc.strerror or exc}") from None
+
+
+async def scrape_node(port: int, *, host: str = "127.0.0.1", timeout: float = 2.0,
+                      prefix: str = "dmq_node_") -> NodeSample:
+    """One scrape of ``http://host:port/metrics``; ScrapeError when it fails or times out."""
+    text = await scrape_text(port, host=host, timeout=timeout)
     try:
         return parse_node_sample(text, prefix)
     except ValueError as exc:

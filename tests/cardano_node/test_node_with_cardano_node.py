@@ -110,7 +110,7 @@ async def test_stake_from_cardano_node_gates_validation(tmp_path, creds):
         metrics = node.metrics.render().decode()
         assert "dmq_node_stake_view_ready 1.0" in metrics and "dmq_node_stake_view_epoch 31.0" in metrics
         assert "dmq_node_cardano_node_connected 1.0" in metrics
-        assert "dmq_node_stake_pools_eligible 1.0" in metrics
+        assert "dmq_node_stakeView_eligiblePools_int 1.0" in metrics
         assert len(node.mempool) == 1
         nursery.cancel_scope.cancel()
     assert fake.violations == []

@@ -362,6 +362,17 @@ def test_metrics_endpoint_follows_the_trace_options_backend(in_tmp: Path, backen
     assert read_config({"PrometheusPort": "9100"}).prometheus_endpoint == PrometheusEndpoint("127.0.0.1", 9100)
 
 
+def test_trace_options_give_the_log_its_severities_and_format(in_tmp: Path) -> None:
+    write_json(in_tmp / "dmq.config.json", {"TraceOptions": {
+        "": {"severity": "Notice", "backends": ["EKGBackend", "Stdout HumanFormatUncoloured"]},
+        "Net.Local.SigSubmission": {"severity": "Debug"},
+        "Mempool": {"detail": "DNormal"}}})
+    config = read_config({})
+    assert config.trace_severities == {"": "Notice", "Net.Local.SigSubmission": "Debug"}
+    assert config.trace_stdout_backend == "Stdout HumanFormatUncoloured"
+    assert read_config({"ConfigFile": "absent.json"}).trace_stdout_backend is None
+
+
 @pytest.mark.parametrize(
     ("text", "kind", "path"),
     [

@@ -52,6 +52,18 @@ BAD_FILE_VALUES = [
         '"TraceOptions" must be a "PrometheusSimple [suffix|nosuffix] [host] port" backend, '
         'got "PrometheusSimple local host 80"',
     ),
+    (
+        "TraceOptions",
+        {"Net": {"severity": "Verbose"}},
+        '"TraceOptions" must be a severity among Debug, Info, Notice, Warning, Error, Critical, Alert, '
+        'Emergency, Silence, got "Verbose"',
+    ),
+    (
+        "TraceOptions",
+        {"": {"backends": ["Stdout JsonFormat"]}},
+        '"TraceOptions" must be a Stdout backend among Stdout MachineFormat, Stdout HumanFormatUncoloured, '
+        'Stdout HumanFormatColoured, got "Stdout JsonFormat"',
+    ),
     ("TraceOptionMetricsPrefix", 3, '"TraceOptionMetricsPrefix" must be a string, got 3'),
     ("StakeSource", 3, '"StakeSource" must be "cardano-node", "genesis" or the path of a JSON stake file, got 3'),
     ("DatabasePath", False, '"DatabasePath" must be a non-empty path string, got false'),

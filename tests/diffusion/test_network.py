@@ -153,13 +153,13 @@ async def test_per_peer_metrics_are_exposed(stake_file, nursery):
     peer = f'direction="outbound",peer="127.0.0.1:{a.port}"'
     values = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
               if line.startswith("dmq_node_peer") and peer in line}
-    assert values[f"dmq_node_peer_messages_accepted_total{{{peer}}}"] == 1
-    assert values[f"dmq_node_peer_bytes_in_total{{{peer}}}"] > len(message.raw)
-    assert values[f"dmq_node_peer_bytes_out_total{{{peer}}}"] > 0
-    assert values[f"dmq_node_peer_connections_total{{{peer}}}"] == 1
-    assert values[f'dmq_node_peer_state{{{peer},state="hot"}}'] == 1
-    assert 'dmq_node_peers{state="hot"} 1.0' in text
-    assert 'dmq_node_connections{link="n2n-out"} 1.0' in text
+    assert values[f"dmq_node_peer_sigsAccepted_counter{{{peer}}}"] == 1
+    assert values[f"dmq_node_peer_bytesIn_counter{{{peer}}}"] > len(message.raw)
+    assert values[f"dmq_node_peer_bytesOut_counter{{{peer}}}"] > 0
+    assert values[f"dmq_node_peer_connections_counter{{{peer}}}"] == 1
+    assert values[f'dmq_node_peer_state_int{{{peer},state="hot"}}'] == 1
+    assert "dmq_node_peerSelection_ActivePeers_int 1.0" in text
+    assert "dmq_node_connectionManager_outboundConns_int 1.0" in text
 
 
 async def test_a_restarted_node_catches_up_on_what_is_still_unexpired(stake_file, nursery):

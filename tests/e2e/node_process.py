@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dmq.trace import read_log
+
 __all__ = ["NodeProcess", "NodeStartTimeout", "NodeExited", "read_rss"]
 
 #: The flags a node needs beyond its configuration file. ``--host-addr`` is required by the
@@ -79,7 +81,10 @@ class NodeProcess:
         if self.running:
             raise RuntimeError(f"node {self.pid} is already running")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        (self.workdir / "dmq.config.json").write_text(json.dumps(self.config, indent=2))
+        # Every event is logged (Debug) unless the test sets its own ``TraceOptions``: tests read
+        # events the reference logs at Debug, such as a clean close.
+        config = {"TraceOptions": {"": {"severity": "Debug"}}, **self.config}
+        (self.workdir / "dmq.config.json").write_text(json.dumps(config, indent=2))
         topology = self.workdir / "dmq.topology.json"
         if not topology.exists():
             topology.write_text(json.dumps({"localRoots": [], "publicRoots": []}))
@@ -146,16 +151,8 @@ class NodeProcess:
                 self.process.wait()
 
     def trace_events(self, kind: str | None = None) -> list[dict[str, Any]]:
-        """The JSON log lines of the current run (optionally of one event kind)."""
-        events = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if kind is None or event.get("kind") == kind:
-                events.append(event)
-        return events
+        """The ``data`` of the current run's log events (optionally of one event kind)."""
+        return [event.data for event in read_log(self.log_path.read_text(errors="replace"), kind)]
 
 
 def read_rss(pid: int) -> dict[str, int]:

@@ -1,18 +1,24 @@
-"""The trace sinks on the per-message path: the JSON log's lines and the Prometheus series."""
+"""The trace sinks on the per-message path: the log's lines and the Prometheus series."""
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+import re
+from datetime import datetime, timezone
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from dmq import trace
 from dmq.metrics import NodeMetrics
 from dmq.trace import (
+    HUMAN,
+    HUMAN_COLOURED,
+    MACHINE,
     ConnectionClosed,
     ConnectionOpened,
-    JsonLogSink,
+    LogSink,
     MessageAccepted,
     MessageExpired,
     MessageNotified,
@@ -20,10 +26,15 @@ from dmq.trace import (
     NodeListening,
     NodeStopped,
     StakeViewUpdated,
+    read_log,
+    read_log_line,
+    route_of,
+    severity_threshold,
 )
 
 EVENTS = [
     MessageAccepted(1_800_000_000.123456, bytes(range(32)), bytearray(b"\x02" * 28), 2650, "local", 123_456),
+    MessageAccepted(1_800_000_000.9999996, b"\x01", b"\x02", 10, "127.0.0.1:3001", 1),
     MessageRejected(0.5, b"\x00", b"\xff", 1, "127.0.0.1:3001", 'Invalid "x" \u00e9\n', "disconnect"),
     MessageExpired(1e21, b"", 0),
     MessageNotified(-0.0, 3, 7950, "local#9"),
@@ -36,47 +47,142 @@ EVENTS = [
 ]
 
 
-def expected_line(event) -> str:
-    """The line as the standard library writes the event's fields (bytes as hex)."""
-    fields = {"at": event.at, "kind": type(event).__name__}
+def expected_data(event) -> dict:
+    """The event's fields as the standard library would write them (bytes as hex), ``kind`` first."""
+    fields = {"kind": type(event).__name__}
     for field in dataclasses.fields(event):
         if field.name != "at":
             value = getattr(event, field.name)
             fields[field.name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
-    return json.dumps(fields, separators=(",", ":")) + "\n"
+    return fields
+
+
+def expected_at(at: float) -> str:
+    try:
+        return datetime.fromtimestamp(round(at, 6), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    except (ValueError, OverflowError, OSError):
+        return repr(at)
 
 
 @pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
-def test_a_json_line_is_the_standard_encoding_of_the_event(event):
-    assert trace._json_line(event) == expected_line(event)
-    assert trace._encode(event.to_json()) + "\n" == expected_line(event)
+def test_a_machine_line_is_trace_dispatchers_object_with_the_event_in_data(event):
+    line = LogSink(io.StringIO(), severities={"": "Debug"}, backend=MACHINE, host="relay-1").format(event)
+    assert line.endswith("\n") and "\n" not in line[:-1]
+    obj = json.loads(line)
+    assert list(obj) == ["at", "ns", "data", "sev", "thread", "host"]  # trace-dispatcher's order
+    namespace, severity = route_of(event)
+    assert (obj["ns"], obj["sev"], obj["host"]) == (namespace, severity, "relay-1")
+    assert obj["thread"].isdigit()
+    assert obj["at"] == expected_at(event.at)
+    assert json.dumps(obj["data"]) == json.dumps(expected_data(event))  # same keys, same order
+    assert obj["data"] == event.to_json()
+
+
+def test_times_are_utc_with_microseconds_and_a_z():
+    sink = LogSink(io.StringIO(), backend=MACHINE)
+    stamps = [json.loads(sink.format(MessageExpired(at, b"", 0)))["at"]
+              for at in (1_800_000_000.0, 1_800_000_000.0000004, 1_800_000_000.9999996, 1_800_000_001.25)]
+    assert stamps == ["2027-01-15T08:00:00.000000Z", "2027-01-15T08:00:00.000000Z",
+                      "2027-01-15T08:00:01.000000Z", "2027-01-15T08:00:01.250000Z"]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", s) for s in stamps)
+
+
+def test_the_reference_namespaces_name_the_events_it_traces_too():
+    assert route_of(EVENTS[0]) == ("Net.Local.SigSubmission.Server.TraceSubmitAccept", "Info")
+    assert route_of(EVENTS[1]) == ("Net.SigSubmission.Inbound.AddedToMempool", "Debug")
+    assert route_of(MessageRejected(0, b"", b"", 0, "local", "SigDuplicate", "reject")) == (
+        "Net.Local.SigSubmission.Server.TraceSubmitFailure", "Warning")
+    assert route_of(ConnectionOpened(0, "p", "n2n-in", 1))[0] == \
+        "Net.ConnectionManager.Remote.ConnectionHandler.HandshakeSuccess"
+
+
+@pytest.mark.parametrize(("namespace", "decides"), [
+    ("Net.Local.SigSubmission.Server.TraceSubmitAccept", "Silence"),
+    ("Net.Local.SigSubmission.Server.TraceSubmitFailure", "Debug"),
+    ("Net.Local.MsgNotification.Server.TraceMsgNotificationServerReply", "Warning"),
+    ("Net.SigSubmission.Inbound.AddedToMempool", "Notice"),
+    ("Net.Local", "Warning"),
+    ("Netherlands", "Notice"),      # a prefix of a word is not a parent namespace
+])
+def test_the_most_specific_trace_options_entry_decides(namespace, decides):
+    severities = {"": "Notice", "Net.Local": "Warning", "Net.Local.SigSubmission": "Debug",
+                  "Net.Local.SigSubmission.Server.TraceSubmitAccept": "Silence"}
+    assert severity_threshold(namespace, severities) == decides
+
+
+def test_the_severity_filter_keeps_what_is_at_least_as_severe():
+    out = io.StringIO()
+    sink = LogSink(out, severities={"": "Warning", "Net.Local.SigSubmission.Server": "Info"}, backend=MACHINE)
+    for event in EVENTS:
+        sink(event)
+    kept = [(e.kind, e.sev) for e in read_log(out.getvalue())]
+    # Local accept (Info) passes its namespace's Info; a peer's invalid message is an Error;
+    # the rest (Info, Debug and Notice under the root's Warning) is dropped.
+    assert kept == [("MessageAccepted", "Info"), ("MessageRejected", "Error")]
+
+
+def test_without_trace_options_info_and_above_are_logged():
+    out = io.StringIO()
+    sink = LogSink(out, backend=MACHINE)
+    for event in EVENTS:
+        sink(event)
+    assert {e.sev for e in read_log(out.getvalue())} <= {"Info", "Notice", "Warning", "Error"}
+    assert "Debug" not in out.getvalue()
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_coloured_human_lines_and_anything_else_json():
+    assert LogSink(Terminal()).backend == HUMAN_COLOURED
+    assert LogSink(io.StringIO()).backend == MACHINE
+    assert LogSink(Terminal(), backend=MACHINE).backend == MACHINE  # the Stdout backend forces it
+
+
+def test_a_human_line_is_trace_dispatchers_prefix_and_the_fields():
+    event = MessageRejected(1_800_000_000.5, b"\x00", b"\xff", 1, "local", "SigDuplicate x", "reject")
+    plain = LogSink(io.StringIO(), backend=HUMAN, host="h").format(event)
+    assert re.fullmatch(r"\[2027-01-15 08:00:00\.5000Z\]\[h:Net\.Local\.SigSubmission\.Server\.TraceSubmitFailure\]"
+                        r"\(Warning,\d+\) MessageRejected message_id=00 pool_id=ff size=1 origin=local "
+                        r'reason="SigDuplicate x" reaction=reject\n', plain)
+    coloured = LogSink(io.StringIO(), backend=HUMAN_COLOURED, host="h").format(event)
+    assert coloured.startswith("\x1b[33m[2027") and "\x1b[0m MessageRejected" in coloured  # Warning: yellow
+    assert read_log_line(plain) is None  # the reader takes machine lines only
 
 
 def test_every_line_is_flushed_as_it_is_written(tmp_path):
     path = tmp_path / "node.log"
     with open(path, "w") as stream:
-        sink = JsonLogSink(stream)
+        sink = LogSink(stream, severities={"": "Debug"})
         for count, event in enumerate(EVENTS[:3], start=1):
             sink(event)
-            lines = path.read_text().splitlines()  # read while the stream is still open
-            assert len(lines) == count
-            assert json.loads(lines[-1])["kind"] == type(event).__name__
+            text = path.read_text()  # read while the stream is still open
+            assert len(text.splitlines()) == count
+            assert read_log(text)[-1].kind == type(event).__name__
 
 
-def test_a_kind_filter_keeps_only_its_kinds(tmp_path):
-    path = tmp_path / "node.log"
-    with open(path, "w") as stream:
-        sink = JsonLogSink(stream, kinds={"ConnectionOpened"})
-        for event in EVENTS:
-            sink(event)
-    assert [json.loads(line)["kind"] for line in path.read_text().splitlines()] == ["ConnectionOpened"]
+def test_the_reader_gives_kind_data_and_time():
+    out = io.StringIO()
+    LogSink(out, backend=MACHINE)(EVENTS[0])
+    out.write("not json\n{\"partial\": 1}\n")
+    events = read_log(out.getvalue())
+    assert len(events) == 1
+    (event,) = events
+    assert (event.kind, event.data["size"], event.ns) == ("MessageAccepted", 2650,
+                                                          "Net.Local.SigSubmission.Server.TraceSubmitAccept")
+    assert event.timestamp == pytest.approx(1_800_000_000.123456, abs=1e-6)
+    assert read_log(out.getvalue(), "MessageExpired") == []
 
 
-def sample(metrics: NodeMetrics, name: str, labels: dict[str, str] | None = None) -> float | None:
-    return metrics.registry.get_sample_value(name, labels or {})
+def samples(metrics: NodeMetrics) -> dict[tuple[str, tuple], float]:
+    text = metrics.render().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
 
 
-def test_metrics_follow_the_events():
+def test_metrics_follow_the_events_under_the_reference_names():
     metrics = NodeMetrics()
     for event in [
         ConnectionOpened(0.0, "local#1", "n2c", 4097),
@@ -94,22 +200,38 @@ def test_metrics_follow_the_events():
         StakeViewUpdated(0.0, "file", 7, 12, 10),
     ]:
         metrics(event)
-    assert sample(metrics, "dmq_node_messages_accepted_total", {"origin": "local"}) == 2
-    assert sample(metrics, "dmq_node_messages_accepted_total", {"origin": "peer"}) == 1
-    assert sample(metrics, "dmq_node_bytes_accepted_total") == 4150
-    assert sample(metrics, "dmq_node_messages_rejected_total", {"reason": "SigDuplicate", "origin": "local"}) == 1
-    assert sample(metrics, "dmq_node_messages_rejected_total", {"reason": "InvalidSignatureOp", "origin": "peer"}) == 1
-    assert sample(metrics, "dmq_node_messages_expired_total") == 1
-    assert sample(metrics, "dmq_node_messages_notified_total") == 4
-    assert sample(metrics, "dmq_node_connections", {"link": "n2c"}) == 1
-    assert sample(metrics, "dmq_node_connections", {"link": "n2n-in"}) == 1
-    assert sample(metrics, "dmq_node_stake_pools_eligible") == 10
+    values = samples(metrics)
+    assert values["dmq_node_submissions_submitted_counter", ()] == 2
+    assert values["dmq_node_submissions_accepted_counter", ()] == 1
+    assert values["dmq_node_submissions_rejected_counter", ()] == 1
+    assert values["dmq_node_localSubmissions_accepted_counter", ()] == 2
+    assert values["dmq_node_localSubmissions_rejected_counter", ()] == 1
+    assert values["dmq_node_mempool_acceptedBytes_counter", ()] == 4150
+    assert values["dmq_node_sigValidation_rejected_counter", (("origin", "local"), ("reason", "SigDuplicate"))] == 1
+    assert values["dmq_node_sigValidation_rejected_counter",
+                  (("origin", "peer"), ("reason", "InvalidSignatureOp"))] == 1
+    assert values["dmq_node_mempool_expired_counter", ()] == 1
+    assert values["dmq_node_localNotification_delivered_counter", ()] == 4
+    assert values["dmq_node_localConnectionManager_inboundConns_int", ()] == 1
+    assert values["dmq_node_connectionManager_inboundConns_int", ()] == 1
+    assert values["dmq_node_stakeView_epoch_int", ()] == 7
+    assert values["dmq_node_stakeView_eligiblePools_int", ()] == 10
 
 
-def test_a_series_appears_only_once_something_happened_to_it():
+def test_nosuffix_drops_the_type_suffixes_like_the_reference():
+    metrics = NodeMetrics("dmq_node_", no_suffix=True)
+    metrics(MessageAccepted(0.0, b"k", b"q", 500, "127.0.0.1:3001"))
+    assert samples(metrics)["dmq_node_submissions_accepted", ()] == 1
+
+
+def test_the_store_and_signing_key_gauges(tmp_path):
     metrics = NodeMetrics()
-    assert b'origin="peer"' not in metrics.render()
-    metrics(MessageAccepted(0.0, b"i", b"p", 1, "local"))
-    rendered = metrics.render()
-    assert b'dmq_node_messages_accepted_total{origin="local"} 1.0' in rendered
-    assert b'origin="peer"' not in rendered
+    (tmp_path / "data.mdb").write_bytes(bytes(12_288))
+    metrics.bind_database(tmp_path)
+    metrics.bind_kes(lambda: 130, start_period=100, max_evolutions=62)
+    values = samples(metrics)
+    assert values["dmq_node_database_sizeBytes_int", ()] == 12_288
+    assert values["dmq_node_database_freeBytes_int", ()] > 0
+    assert values["dmq_node_remainingKESPeriods_int", ()] == 32
+    assert values["dmq_node_operationalCertificateExpiryKESPeriod_int", ()] == 162
+    assert values["dmq_node_currentKESPeriod_int", ()] == 130

@@ -106,13 +106,14 @@ def _metric(node: Node, name: str, labels: dict | None = None) -> float:
 
 def _snapshot(node: Node, reasons: list[str]) -> dict:
     return {
-        "accepted": _metric(node, "messages_accepted_total", {"origin": "local"}),
-        "accepted_bytes": _metric(node, "bytes_accepted_total"),
-        "expired": _metric(node, "messages_expired_total"),
-        "notified": _metric(node, "messages_notified_total"),
-        "rejected": {r: _metric(node, "messages_rejected_total", {"reason": r, "origin": "local"}) for r in reasons},
-        "mempool_messages": _metric(node, "mempool_messages"),
-        "mempool_bytes": _metric(node, "mempool_bytes"),
+        "accepted": _metric(node, "localSubmissions_accepted_counter"),
+        "accepted_bytes": _metric(node, "mempool_acceptedBytes_counter"),
+        "expired": _metric(node, "mempool_expired_counter"),
+        "notified": _metric(node, "localNotification_delivered_counter"),
+        "rejected": {r: _metric(node, "sigValidation_rejected_counter", {"reason": r, "origin": "local"})
+                     for r in reasons},
+        "mempool_messages": _metric(node, "txsInMempool_int"),
+        "mempool_bytes": _metric(node, "mempoolBytes_int"),
     }
 
 
