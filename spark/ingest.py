@@ -12,7 +12,8 @@ read with that version's fields and given the current ones with their defaults (
 :mod:`dmq.recorder.schema`), so one run may mix sessions of several versions, as a node
 upgraded mid-recording leaves them. A torn last line (a node killed mid-write, or a
 recording still being written) is dropped, not fatal. Ingesting a run again replaces that
-run's partitions only.
+run's partitions only. Recordings and the dataset may be local paths or URIs
+(:mod:`spark.storage`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dmq.recorder.schema import (
     safe_name,
 )
 from spark.progress import Progress
+from spark.storage import HadoopFiles, Location, StorageError, basename, is_uri, join, spark_path
 from spark.structs import PARTITIONS, spark_type, struct_type
 
 __all__ = ["RecordingError", "Recording", "find_recording", "ingest", "read_recording", "read_table", "with_day"]
@@ -46,59 +48,90 @@ class RecordingError(ValueError):
 class Recording:
     """What a recording directory holds, from its manifests and file names."""
 
-    directory: Path
+    directory: Location
     run: str
     manifests: tuple[dict, ...]
-    files: dict[str, tuple[Path, ...]]
+    files: dict[str, tuple[Location, ...]]
 
     @property
     def nodes(self) -> tuple[str, ...]:
         return tuple(sorted({m["node"] for m in self.manifests}))
 
-    def version_of(self, path: Path) -> int:
+    def version_of(self, path: Location) -> int:
         """The schema version of a data file: its session's manifest's."""
-        parsed = parse_data_file_name(Path(path).name)
+        parsed = parse_data_file_name(basename(path))
         for m in self.manifests:
             if parsed is not None and parsed[:2] == (safe_name(m["node"]), safe_name(m["session"])):
                 return int(m["schema_version"])
         raise RecordingError(f"{path}: no manifest for this file")
 
-    def files_by_version(self, record_type: str) -> dict[int, tuple[Path, ...]]:
+    def files_by_version(self, record_type: str) -> dict[int, tuple[Location, ...]]:
         """A record type's data files, grouped by schema version, oldest first."""
-        groups: dict[int, list[Path]] = {}
+        groups: dict[int, list[Location]] = {}
         for path in self.files.get(record_type, ()):
             groups.setdefault(self.version_of(path), []).append(path)
         return {version: tuple(paths) for version, paths in sorted(groups.items())}
 
 
-def find_recording(directory: Path, run: str | None = None) -> Recording:
-    """Check a recording directory's manifests and list its data files."""
+def find_recording(directory: Location, run: str | None = None, *, spark: SparkSession | None = None) -> Recording:
+    """Check a recording directory's manifests and list its data files.
+
+    A local directory is read with :mod:`pathlib` (no Spark needed, so a mistake is reported
+    before the JVM starts); a URI through ``spark``'s Hadoop file system.
+    """
+    if is_uri(directory):
+        if spark is None:
+            raise RecordingError(f"recording {directory}: a URI is read through a Spark session, and none was given")
+        return _find_remote(str(directory), run, HadoopFiles(spark))
     directory = Path(directory)
     if not directory.is_dir():
         raise RecordingError(f"recording {directory}: not a directory")
+    manifests = [(str(p), p.read_text(encoding="utf-8")) for p in sorted(directory.glob("manifest.*.json"))]
+    listing = {}
+    for name in RECORD_TYPES:
+        folder = directory / name
+        paths = sorted(folder.glob(f"*{DATA_SUFFIX}")) if folder.is_dir() else []
+        listing[name] = [(p, p.stat().st_size) for p in paths]
+    return _recording(directory, run or directory.resolve().name, manifests, listing)
+
+
+def _find_remote(directory: str, run: str | None, files: HadoopFiles) -> Recording:
+    try:
+        if not files.is_dir(directory):
+            raise RecordingError(f"recording {directory}: not a directory")
+        manifests = [(uri, files.read_text(uri)) for uri, _ in files.files(directory, ".json")
+                     if basename(uri).startswith("manifest.")]
+        listing = {name: files.files(join(directory, name), DATA_SUFFIX) for name in RECORD_TYPES}
+    except StorageError as exc:
+        raise RecordingError(f"recording {exc}") from None
+    return _recording(directory, run or basename(directory), manifests, listing)
+
+
+def _recording(directory: Location, run: str, manifest_texts: list[tuple[str, str]],
+               listing: dict[str, list[tuple[Location, int]]]) -> Recording:
+    """The checks shared by local and remote recordings: manifests first, then every data file."""
     manifests = []
-    for path in sorted(directory.glob("manifest.*.json")):
+    for source, text in manifest_texts:
         try:
-            manifests.append(decode_manifest(path.read_text(encoding="utf-8"), source=str(path)))
+            manifests.append(decode_manifest(text, source=source))
         except ValueError as exc:
             raise RecordingError(str(exc)) from None
     if not manifests:
         raise RecordingError(f"recording {directory}: no manifest.*.json (is this a --record-traffic directory?)")
     known = {(safe_name(m["node"]), safe_name(m["session"])) for m in manifests}
-    files: dict[str, tuple[Path, ...]] = {}
-    for name in RECORD_TYPES:
+    files: dict[str, tuple[Location, ...]] = {}
+    for name, entries in listing.items():
         found = []
-        folder = directory / name
-        for path in sorted(folder.glob(f"*{DATA_SUFFIX}")) if folder.is_dir() else ():
-            parsed = parse_data_file_name(path.name)
+        for path, size in entries:
+            parsed = parse_data_file_name(basename(path))
             if parsed is None:
                 continue
             if parsed[:2] not in known:
                 raise RecordingError(f"{path}: no manifest for node {parsed[0]} session {parsed[1]}")
-            if path.stat().st_size:
+            if size:
                 found.append(path)
         files[name] = tuple(found)
-    return Recording(directory, run or directory.resolve().name, tuple(manifests), files)
+    return Recording(directory, run, tuple(manifests), files)
 
 
 def with_day(frame: DataFrame) -> DataFrame:
@@ -106,12 +139,12 @@ def with_day(frame: DataFrame) -> DataFrame:
     return frame.withColumn("day", F.date_format(F.timestamp_seconds(F.col("t")), "yyyy-MM-dd"))
 
 
-def _read_json(spark: SparkSession, record_type: RecordType, paths: Sequence[Path], version: int) -> DataFrame:
+def _read_json(spark: SparkSession, record_type: RecordType, paths: Sequence[Location], version: int) -> DataFrame:
     """Files of one schema version, with every current field (older ones' missing fields defaulted)."""
     frame = (
         spark.read.schema(struct_type(record_type, version))
         .option("mode", "DROPMALFORMED")
-        .json([str(p) for p in paths])
+        .json([spark_path(p) for p in paths])
     )
     for missing in record_type.missing_in(version):
         frame = frame.withColumn(missing.name, F.lit(missing.default).cast(spark_type(missing.type)))
@@ -130,7 +163,7 @@ def read_recording(spark: SparkSession, recording: Recording, record_type: Recor
     return frame
 
 
-def write_table(frame: DataFrame, parquet_root: Path, record_type: str) -> None:
+def write_table(frame: DataFrame, parquet_root: Location, record_type: str) -> None:
     """Append or replace (per partition) a table of the Parquet dataset."""
     if "day" in PARTITIONS[record_type] and "day" not in frame.columns:
         frame = with_day(frame)
@@ -138,13 +171,13 @@ def write_table(frame: DataFrame, parquet_root: Path, record_type: str) -> None:
     # every page, which doubles the cost of writing a month of events for nothing.
     (frame.write.mode("overwrite").partitionBy(*PARTITIONS[record_type])
      .option("parquet.enable.dictionary#message_id", "false")
-     .parquet(str(Path(parquet_root) / record_type)))
+     .parquet(spark_path(join(parquet_root, record_type))))
 
 
 def ingest(
     spark: SparkSession,
     recordings: Sequence[Recording],
-    parquet_root: Path,
+    parquet_root: Location,
     progress: Progress | None = None,
 ) -> dict[str, dict[str, int]]:
     """Convert recordings to Parquet; returns ``{run: {record type: rows}}``."""
@@ -168,15 +201,15 @@ def ingest(
     return rows
 
 
-def read_table(spark: SparkSession, parquet_root: Path, record_type: str, run: str | None = None) -> DataFrame:
+def read_table(spark: SparkSession, parquet_root: Location, record_type: str, run: str | None = None) -> DataFrame:
     """A table of the Parquet dataset, optionally one run's rows; empty if never written."""
-    path = Path(parquet_root) / record_type
-    if not path.is_dir():
+    path = join(parquet_root, record_type)
+    if not (HadoopFiles(spark).is_dir(path) if is_uri(path) else Path(path).is_dir()):
         schema = struct_type(RECORD_TYPES[record_type])
         for column in PARTITIONS[record_type]:
             if column not in schema.fieldNames():
                 schema = schema.add(column, "string")
         return spark.createDataFrame([], schema)
     # Runs ingested from different schema versions sit side by side: merge their columns.
-    frame = spark.read.option("mergeSchema", "true").parquet(str(path))
+    frame = spark.read.option("mergeSchema", "true").parquet(spark_path(path))
     return frame.where(F.col("run") == run) if run is not None else frame

@@ -21,14 +21,15 @@ Only small aggregates are collected to the driver; the rows stay in Spark.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from dmq.recorder.schema import LOCAL_ORIGIN, N2C_LINK, N2N_LINKS, MessageEventKind
 from spark.ingest import read_table
+from spark.storage import Location
 
 __all__ = ["NodeFigures", "ProtocolTraffic", "Measurement", "measure", "runs_in", "SIG_SUBMISSION"]
 
@@ -129,7 +130,7 @@ class Measurement:
                 and (self.rss_fit_r2 or 0) >= MIN_FIT_R2 and self.rss_fit_span >= MIN_FIT_SPAN)
 
 
-def runs_in(spark: SparkSession, parquet_root: Path) -> list[str]:
+def runs_in(spark: SparkSession, parquet_root: Location) -> list[str]:
     """The runs present in an ingested dataset."""
     frame = read_table(spark, parquet_root, "node_samples")
     return sorted(row["run"] for row in frame.select("run").distinct().collect())
@@ -146,10 +147,10 @@ _SUMS = ("records", "messages", "bytes", "verify_sum", "verify_n")
 
 def _process_windows(samples: DataFrame) -> list[dict]:
     """Per process: when it was sampled, the CPU it spent meanwhile and its nodes."""
-    return [r.asDict() for r in samples.groupBy("process").agg(
+    return [{**r.asDict(), "nodes": sorted(r["nodes"])} for r in samples.groupBy("process").agg(
         F.min("t").alias("t0"), F.max("t").alias("t1"),
         (F.max("cpu_seconds") - F.min("cpu_seconds")).alias("cpu"), F.collect_set("node").alias("nodes"),
-    ).collect()]
+    ).orderBy("process").collect()]
 
 
 def _event_pass(events: DataFrame, windows: list[dict]) -> tuple[list[dict], list[tuple[int, int]], list[int] | None]:
@@ -294,23 +295,34 @@ def _process_points(samples: DataFrame, interval: float, basis: str = "resident"
 
 
 def _memory_fit(points: DataFrame) -> tuple[float | None, float | None, int, float | None]:
-    """Pooled least-squares slope of RSS on messages held (per-process intercepts), r², span."""
+    """Pooled least-squares slope of RSS on messages held (per-process intercepts), r², span.
+
+    Computed from exact integer sums (held and memory are whole numbers), so the result does
+    not depend on how Spark partitioned the points or merged the partial sums: a run gives
+    the same slope in local mode and on any cluster.
+    """
+    exact = "decimal(38,0)"
+    h, r = F.col("held").cast(exact), F.col("rss").cast(exact)
     stats = points.where(F.col("held").isNotNull() & F.col("rss").isNotNull()).groupBy("process").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.covar_pop("rss", "held").alias("cov"), F.var_pop("held").alias("var_h"), F.var_pop("rss").alias("var_r"),
+        F.count(F.lit(1)).alias("n"), F.sum(h).alias("sh"), F.sum(r).alias("sr"),
+        F.sum(h * h).alias("shh"), F.sum(h * r).alias("shr"), F.sum(r * r).alias("srr"),
         (F.max("held") - F.min("held")).alias("span"),
-        F.sum("held_bytes").alias("bytes"), F.sum("held").alias("messages"),
-    ).collect()
-    sxy = sum((r["cov"] or 0) * r["n"] for r in stats)
-    sxx = sum((r["var_h"] or 0) * r["n"] for r in stats)
-    syy = sum((r["var_r"] or 0) * r["n"] for r in stats)
-    span = max((r["span"] or 0 for r in stats), default=0)
-    messages = sum(r["messages"] or 0 for r in stats)
-    wire = sum(r["bytes"] or 0 for r in stats) / messages if messages else None
+        F.sum(F.col("held_bytes").cast(exact)).alias("bytes"),
+    ).orderBy("process").collect()
+    # n times the centred sums of each process, as exact integers, then pooled.
+    sxy = sxx = syy = 0
+    for row in stats:
+        n, sh, sr = row["n"], int(row["sh"]), int(row["sr"])
+        sxy += Fraction(n * int(row["shr"]) - sh * sr, n)
+        sxx += Fraction(n * int(row["shh"]) - sh * sh, n)
+        syy += Fraction(n * int(row["srr"]) - sr * sr, n)
+    span = max((row["span"] or 0 for row in stats), default=0)
+    messages = sum(int(row["sh"]) for row in stats)
+    wire = sum(int(row["bytes"] or 0) for row in stats) / messages if messages else None
     if sxx <= 0:
         return None, None, int(span), wire
-    slope = sxy / sxx
-    r2 = (sxy * sxy) / (sxx * syy) if syy > 0 else None
+    slope = float(sxy / sxx)
+    r2 = float(sxy * sxy / (sxx * syy)) if syy > 0 else None
     return slope, r2, int(span), wire
 
 
@@ -347,12 +359,16 @@ def _traffic(conns: DataFrame) -> list[dict]:
 
 
 def _plot_points(points: DataFrame) -> list[tuple[int, int]]:
-    """At most about 2,000 (messages held, RSS) points, spread over the run."""
+    """At most about 2,000 (messages held, RSS) points, spread over the run, in a fixed order.
+
+    The points kept are chosen by a hash of their process and second, not by a random sample
+    (whose draw depends on the partitioning), so a plot is the same in local mode and on a cluster.
+    """
     n = points.count()
     frame = points.where(F.col("held").isNotNull())
     if n > 2000:
-        frame = frame.sample(fraction=2000 / n, seed=7)
-    return [(r["held"], r["rss"]) for r in frame.select("held", "rss").collect()]
+        frame = frame.where(F.pmod(F.xxhash64("process", "bucket"), F.lit(n)) < 2000)
+    return [(r["held"], r["rss"]) for r in frame.orderBy("process", "bucket").select("held", "rss").collect()]
 
 
 def _held_series(samples: DataFrame, duration: float, interval: float) -> dict[str, list[tuple[float, int, int]]]:
@@ -366,7 +382,7 @@ def _held_series(samples: DataFrame, duration: float, interval: float) -> dict[s
     return series
 
 
-def measure(spark: SparkSession, parquet_root: Path, run: str, *, sample_interval: float = 1.0,
+def measure(spark: SparkSession, parquet_root: Location, run: str, *, sample_interval: float = 1.0,
             ttl_hint_s: float = DEFAULT_TTL_S) -> Measurement:
     """Everything :class:`Measurement` holds, for one ingested run.
 

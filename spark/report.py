@@ -60,6 +60,7 @@ class ReportInputs:
     master: str = ""
     sources: list[str] = field(default_factory=list)
     stages: list[tuple[str, float]] = field(default_factory=list)
+    shuffle_partitions: int | None = None
 
 
 def _n(value: float | None, digits: int = 1) -> str:
@@ -290,7 +291,9 @@ def write_report(inputs: ReportInputs, output: Path) -> Path:
                     [(r.measurement.run, r.tables) for r in inputs.runs])
     lines = ["# DMQ capacity report (CIP-0137)", ""]
     if inputs.sources:
-        lines += ["Inputs: " + ", ".join(f"`{s}`" for s in inputs.sources) + f". Spark master: `{inputs.master}`.", ""]
+        partitions = f" ({inputs.shuffle_partitions} shuffle partitions)" if inputs.shuffle_partitions else ""
+        lines += ["Inputs: " + ", ".join(f"`{s}`" for s in inputs.sources)
+                  + f". Spark master: `{inputs.master}`{partitions}.", ""]
     lines += _reproduction(inputs)
     lines += _corrections(inputs)
     lines += ["## 3. Runs", ""]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -41,6 +40,7 @@ from spark.measure import SIG_SUBMISSION
 from spark.message_size import CIP_MESSAGE_BYTES_HIGH, CIP_MESSAGE_BYTES_LOW
 from spark.model import MONTH_SECONDS
 from spark.progress import Progress
+from spark.storage import Location
 
 __all__ = ["SyntheticSpec", "SCALES", "generate", "message_frame"]
 
@@ -224,7 +224,7 @@ def _connection_samples(spark: SparkSession, spec: SyntheticSpec, timeline: Data
                             for n in CONNECTION_SAMPLES.field_names))
 
 
-def generate(spark: SparkSession, spec: SyntheticSpec, parquet_root: Path,
+def generate(spark: SparkSession, spec: SyntheticSpec, parquet_root: Location,
              progress: Progress | None = None, partitions: int | None = None) -> dict[str, int]:
     """Write a synthetic run into the Parquet dataset; returns the expected row counts."""
     progress = progress or Progress(enabled=False)
