@@ -45,7 +45,8 @@ def write_report(recordings: Sequence[Path], output: Path = DEFAULT_OUTPUT, *, m
         from spark.progress import Progress
         from spark.session import SparkUnavailable
     except ImportError as exc:
-        raise OperatorError(f"the Spark pipeline is unavailable: {exc} (install the 'spark' extra)") from None
+        raise OperatorError(f"the Spark pipeline is unavailable ({exc}); install the spark extra "
+                            "into the node's environment: pip install 'dmq-node[spark]'") from None
     try:
         return capacity_report(list(recordings), output, master=master, parquet=parquet, synthetic=synthetic,
                                progress=Progress(enabled=not quiet))
