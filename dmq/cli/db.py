@@ -39,6 +39,8 @@ class StoreReport:
     format: bytes | None
     messages: int = 0
     message_bytes: int = 0
+    #: Messages past their expiry that the node has not deleted yet (it runs, or it is stopped).
+    expired: int = 0
     pool_states: int = 0
     oldest_expiry: int | None = None
     newest_expiry: int | None = None
@@ -73,14 +75,17 @@ def open_store_readonly(path: Path) -> Iterator["lmdb.Environment"]:  # noqa: F8
         env.close()
 
 
-def read_store(env) -> StoreReport:
+def read_store(env, now: float | None = None) -> StoreReport:
     """Walk the ``messages`` database in one read transaction, judging each record as the load does."""
+    import time
+
     import lmdb
 
     from dmq.mempool.entry import default_decoder
     from dmq.mempool.store import FORMAT_KEY, MESSAGES_DB, META_DB, POOLSTATE_DB, CorruptRecord, MempoolStore
 
     decode = default_decoder()
+    now = time.time() if now is None else now
     with env.begin() as txn:
         try:
             meta = env.open_db(META_DB, txn=txn, create=False)
@@ -103,6 +108,7 @@ def read_store(env) -> StoreReport:
             found.messages += 1
             found.message_bytes += len(raw)
             expiry = message.expires_at
+            found.expired += expiry <= now
             found.oldest_expiry = expiry if found.oldest_expiry is None else min(found.oldest_expiry, expiry)
             found.newest_expiry = expiry if found.newest_expiry is None else max(found.newest_expiry, expiry)
     return found
@@ -147,7 +153,7 @@ def _info(path: Path) -> int:
     print("\n".join([
         f"database:       {path}",
         f"format:         {_format_text(found.format)}",
-        f"messages:       {found.messages} ({found.message_bytes} bytes)",
+        f"messages:       {found.messages} ({found.message_bytes} bytes), {found.expired} of them expired",
         f"pool states:    {found.pool_states}",
         f"size:           {file_size} bytes on disk, {used} bytes in use",
         f"oldest expiry:  {_expiry_text(found.oldest_expiry)}",

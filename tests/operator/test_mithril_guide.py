@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -84,8 +85,12 @@ def test_a_signer_on_another_network_is_refused_and_the_node_says_why(start_node
     with pytest.raises(HandshakeFailed):
         publish(node.socket_path, bytes.fromhex(vectors["mithril_body"]["body"]), credentials=credentials,
                 kes_periods=FixedKesPeriod(0), network=mithril_dmq_magic("preprod"))
-    # (The readiness probe of the test's node process also ends its connection before a handshake.)
-    refusals = [event["error"] for event in node.trace_events("ConnectionClosed")
-                if "handshake" in (event["error"] or "") and "2147483649" in event["error"]]
+    # The client may learn of the refusal before the node has logged it; the readiness probe of
+    # the test's node process also ends a connection before any handshake.
+    deadline = time.monotonic() + 10
+    while not (refusals := [event["error"] for event in node.trace_events("ConnectionClosed")
+                            if "handshake" in (event["error"] or "") and "2147483649" in event["error"]]):
+        assert time.monotonic() < deadline, node.diagnostics()
+        time.sleep(0.05)
     assert len(refusals) == 1
     assert str(config["NetworkMagic"]) in refusals[0], refusals
