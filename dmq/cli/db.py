@@ -30,6 +30,8 @@ __all__ = ["add_parser", "run", "StoreReport", "open_store_readonly", "read_stor
 
 #: The data file of an LMDB environment directory.
 DATA_FILE = "data.mdb"
+#: Named databases a reader may open: the mempool's and the topic adapters' (TOPICS.md 2.9).
+_MAX_DBS = 64
 
 
 @dataclass
@@ -65,7 +67,7 @@ def open_store_readonly(path: Path) -> Iterator["lmdb.Environment"]:  # noqa: F8
 
     _require_store(path)
     try:
-        env = lmdb.open(str(path), readonly=True, lock=True, subdir=True, max_dbs=8)
+        env = lmdb.open(str(path), readonly=True, lock=True, subdir=True, max_dbs=_MAX_DBS)
     except lmdb.Error as exc:
         raise OperatorError(f"database {path}: cannot open it read-only ({exc}); "
                             "run this as the user the node runs as") from None
