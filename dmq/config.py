@@ -51,6 +51,7 @@ __all__ = [
     "read_config",
     "load_config",
     "check_node_startup",
+    "node_startup_problems",
     "check_cardano_node_socket",
 ]
 
@@ -817,28 +818,40 @@ def _explain(exc: _Invalid, form: _Form, value: Any) -> tuple[str, str]:
     return expected, _shown(value if exc.got is MISSING else exc.got)
 
 
-def check_node_startup(config: NodeConfig) -> None:
-    """The start-up refusals of the reference that need no I/O (WIRE.md section 11.4)."""
+def node_startup_problems(config: NodeConfig) -> list[ConfigError]:
+    """Every start-up refusal of the reference that needs no I/O (WIRE.md section 11.4).
+
+    The node stops at the first (:func:`check_node_startup`); ``dmq-node --check`` lists them all.
+    """
+    problems: list[ConfigError] = []
     if config.ipv4 is None and config.ipv6 is None:
-        raise ConfigError(NO_ADDRESS_MESSAGE)
+        problems.append(ConfigError(NO_ADDRESS_MESSAGE))
     if not config.uses_default_validation and config.network_magic == DMQ_MAINNET_MAGIC:
-        raise ConfigError(
+        problems.append(ConfigError(
             f"min-sig-delay {_Seconds().to_json(config.min_sig_delay)}s (--min-sig-delay or \"MinSigDelay\") "
             f"is refused on the mainnet DMQ network (NetworkMagic {DMQ_MAINNET_MAGIC}); "
             f"remove it, or use another --dmq-network-magic"
-        )
+        ))
     adapters = [name for name in config.topics_carried if name != "raw"]
     if adapters and config.is_mithril_network:
-        raise ConfigError(
+        problems.append(ConfigError(
             f'"TopicsCarried": adapter {adapters[0]!r} cannot run on NetworkMagic {config.network_magic}, '
             f"a Mithril network (raw only); give the topic network its own magic"
-        )
+        ))
     socket_bytes = len(bytes(config.local_address))
     if socket_bytes > MAX_UNIX_SOCKET_PATH_BYTES:
-        raise ConfigError(
+        problems.append(ConfigError(
             f'"LocalAddress" / --local-socket {str(config.local_address)!r} is {socket_bytes} bytes long; '
             f"a Unix socket path may have at most {MAX_UNIX_SOCKET_PATH_BYTES}: use a shorter or relative path"
-        )
+        ))
+    return problems
+
+
+def check_node_startup(config: NodeConfig) -> None:
+    """Raise the first of :func:`node_startup_problems`, as the reference refuses to start."""
+    problems = node_startup_problems(config)
+    if problems:
+        raise problems[0]
 
 
 def load_config(cli_args: Mapping[str, str | None] | None = None) -> NodeConfig:

@@ -49,7 +49,7 @@ from dmq.recorder.recorder import NO_RECORDER, NullRecorder, TrafficRecorder
 from dmq.trace import ConnectionClosed, ConnectionOpened, MessageNotified, NodeListening, Tracer
 from dmq.validation import LocalRejectKind, SigValidationError, local_reject_reason
 
-__all__ = ["LocalService", "LocalSocketError", "N2C_INGRESS_LIMIT", "reject_reason_for"]
+__all__ = ["LocalService", "LocalSocketError", "check_socket_path", "N2C_INGRESS_LIMIT", "reject_reason_for"]
 
 #: Pending connections the local socket queues before connects fail (see ``bind_unix_socket``).
 LISTEN_BACKLOG = 4096
@@ -106,8 +106,13 @@ class _CursorSource:
         return CheckedItems(raws), has_more
 
 
-def bind_unix_socket(path: Path, mode: int) -> trio.socket.SocketType:
-    """Bind and listen on ``path``, replacing a stale socket file but never a live one."""
+def check_socket_path(path: Path) -> bool:
+    """Raise :class:`LocalSocketError` if the node could not bind ``path``; True when a stale
+    socket file (nobody listening, a leftover of a previous run) is there to be replaced.
+
+    Touches nothing, so ``dmq-node --check`` asks the same questions as the bind.
+    """
+    stale = False
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise LocalSocketError(f"local socket {path}: a file that is not a socket is in the way")
@@ -115,13 +120,20 @@ def bind_unix_socket(path: Path, mode: int) -> trio.socket.SocketType:
         try:
             probe.connect(str(path))
         except OSError:
-            path.unlink()  # nobody listens: a leftover of a previous run
+            stale = True
         else:
             raise LocalSocketError(f"local socket {path}: another process is already listening on it")
         finally:
             probe.close()
     if not path.parent.is_dir():
         raise LocalSocketError(f"local socket {path}: directory {path.parent} does not exist")
+    return stale
+
+
+def bind_unix_socket(path: Path, mode: int) -> trio.socket.SocketType:
+    """Bind and listen on ``path``, replacing a stale socket file but never a live one."""
+    if check_socket_path(path):
+        path.unlink()
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     try:
         # Create the file with the final permissions: no window where others may connect.

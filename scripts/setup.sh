@@ -14,3 +14,8 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -e ".[dev,spark]"
 bash scripts/ensure-java.sh
+# The unit file deploy/dmq-node.service is checked with systemd-analyze (tests/operator).
+if ! command -v systemd-analyze >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null \
+        || echo "setup: could not install systemd-analyze (package systemd); the unit-file test needs it" >&2
+fi

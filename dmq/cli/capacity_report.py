@@ -51,7 +51,8 @@ def write_report(recordings: Sequence[Location], output: Location = DEFAULT_OUTP
         from spark.session import SparkUnavailable
         from spark.storage import StorageError
     except ImportError as exc:
-        raise OperatorError(f"the Spark pipeline is unavailable: {exc} (install the 'spark' extra)") from None
+        raise OperatorError(f"the Spark pipeline is unavailable ({exc}); install the spark extra "
+                            "into the node's environment: pip install 'dmq-node[spark]'") from None
     try:
         return capacity_report(list(recordings), output, parquet=parquet, synthetic=synthetic,
                                progress=Progress(enabled=not quiet), options=options or SparkOptions(master=master))

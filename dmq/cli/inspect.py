@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from dmq.cli.publish import bytes_from_hex, read_message_file
 from dmq.errors import OperatorError
 
-__all__ = ["add_parser", "run", "parse_time"]
+__all__ = ["add_parser", "run", "parse_time", "utc_text"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -59,7 +59,8 @@ def parse_time(text: str) -> float:
     return moment.timestamp()
 
 
-def _utc(seconds: float) -> str:
+def utc_text(seconds: float) -> str:
+    """POSIX seconds as ``2026-01-01T00:00:00Z`` (``out of range`` when no date has them)."""
     try:
         return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         f"pool:        {pool_id_bech32(message.pool_id)}",
         f"kes period:  {message.kes_period} (evolution {evolution} of the certificate starting at "
         f"{opcert.start_kes_period}, issue number {opcert.issue_number})",
-        f"expires at:  {message.expires_at} ({_utc(message.expires_at)})",
+        f"expires at:  {message.expires_at} ({utc_text(message.expires_at)})",
         f"body:        {len(message.body)} bytes, {_mithril_line(message.body)}",
         f"size:        {message.size} bytes",
     ]

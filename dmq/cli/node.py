@@ -30,7 +30,7 @@ from dmq.config import (
 from dmq.errors import OperatorError
 from dmq.topology import Topology, load_topology
 
-__all__ = ["PROGRAM", "RUNTIME_MISSING", "build_parser", "run", "main"]
+__all__ = ["PROGRAM", "RUNTIME_MISSING", "FLAG_KEYS", "add_node_flags", "build_parser", "run", "main"]
 
 PROGRAM = "dmq-node"
 #: Exit status when the package has no node runtime (``dmq.node``) to start.
@@ -78,8 +78,12 @@ _FLAGS: tuple[_Flag, ...] = (
 )
 
 
-def build_parser() -> OneLineArgumentParser:
-    parser = OneLineArgumentParser(prog=PROGRAM, description="Run the DMQ-Node", allow_abbrev=False)
+#: The configuration keys the flags are stored under (what ``load_config`` takes).
+FLAG_KEYS = frozenset(flag.key for flag in _FLAGS)
+
+
+def add_node_flags(parser: argparse.ArgumentParser) -> None:
+    """The node's configuration flags, each stored under its configuration key (``dmq doctor`` too)."""
     for flag in _FLAGS:
         if flag.help is None:
             text = argparse.SUPPRESS
@@ -88,7 +92,15 @@ def build_parser() -> OneLineArgumentParser:
         else:
             text = f"{flag.help} (default: {flag.default})"
         parser.add_argument(*flag.names, dest=flag.key, metavar=flag.metavar, help=text)
+
+
+def build_parser() -> OneLineArgumentParser:
+    parser = OneLineArgumentParser(prog=PROGRAM, description="Run the DMQ-Node", allow_abbrev=False)
+    add_node_flags(parser)
     parser.add_argument("-v", "--version", action="store_true", help="Show dmq-node version")
+    parser.add_argument("--check", action="store_true",
+                        help="Check the configuration, files, sockets and database, print every problem, "
+                             "and exit (0: ready to start) without starting the node")
     return parser
 
 
@@ -122,6 +134,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.pop("version"):
         print(f"{PROGRAM} version: {package_version()}")
         return 0
+    if args.pop("check"):
+        from dmq.cli.doctor import check
+
+        return check(args, PROGRAM)
     try:
         config = load_config(args)
         if args.get("ConfigFile") is not None and not config.config_file_found:

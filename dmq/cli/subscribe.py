@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
+from dmq.cli.inspect import utc_text
 from dmq.cli.publish import add_connection_arguments, network_magic_of, socket_path_of
 from dmq.errors import OperatorError
 
@@ -37,16 +37,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="print every copy the node sends (no de-duplication by body)")
 
 
-def _utc(seconds: int) -> str:
-    try:
-        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (OverflowError, OSError, ValueError):
-        return "out of range"
-
-
 def describe_message(message, party_id: str) -> str:
     return (f"id={message.message_id.hex()} pool={party_id} kes_period={message.kes_period} "
-            f"expires_at={message.expires_at} ({_utc(message.expires_at)}) size={message.size}")
+            f"expires_at={message.expires_at} ({utc_text(message.expires_at)}) size={message.size}")
 
 
 def save_message(directory: Path, message) -> Path:

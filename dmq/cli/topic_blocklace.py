@@ -46,12 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _reading(path: str, adapter: str, names: tuple[str, ...]) -> Iterator[object]:
     import lmdb
 
+    from dmq.cli.db import open_store_readonly
     from topics.store import LmdbView
 
-    if not (Path(path) / "data.mdb").is_file():
-        raise OperatorError(f"{path}: no node database here; pass the node's DatabasePath with --database-path")
-    env = lmdb.open(path, readonly=True, lock=False, max_dbs=64, subdir=True)
-    try:
+    with open_store_readonly(Path(path)) as env:  # a registered reader: the node may be writing
         with env.begin() as txn:
             dbs = {}
             for name in names:
@@ -60,8 +58,6 @@ def _reading(path: str, adapter: str, names: tuple[str, ...]) -> Iterator[object
                 except lmdb.NotFoundError:
                     raise OperatorError(f"{path}: the node has no {adapter} state (adapter not enabled?)") from None
             yield LmdbView(txn, dbs, adapter)
-    finally:
-        env.close()
 
 
 def equivocation_rows(view) -> list[dict]:

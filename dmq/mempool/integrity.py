@@ -29,9 +29,9 @@ class DamagedDatabase(Exception):
     """The environment cannot be read back safely."""
 
 
-def _walk(path: Path) -> int:
+def _walk(path: Path, lock: bool) -> int:
     """Read every record of every named database; the number of records read."""
-    env = lmdb.open(str(path), readonly=True, lock=False, subdir=True, max_dbs=_MAX_DBS)
+    env = lmdb.open(str(path), readonly=True, lock=lock, subdir=True, max_dbs=_MAX_DBS)
     try:
         records = 0
         with env.begin() as txn:
@@ -48,10 +48,12 @@ def _walk(path: Path) -> int:
         env.close()
 
 
-def check_readable(path: str | os.PathLike[str]) -> None:
+def check_readable(path: str | os.PathLike[str], *, lock: bool = False) -> None:
     """Raise :class:`DamagedDatabase` if reading the environment at ``path`` fails or crashes.
 
-    An absent or empty directory is fine (a first start).
+    An absent or empty directory is fine (a first start). ``lock=True`` registers the walk as
+    an LMDB reader, as it must be while a running node writes (``dmq db check``): an
+    unregistered reader may find its pages reused under it and report damage that is not there.
     """
     path = Path(path)
     if not (path / "data.mdb").exists():
@@ -62,7 +64,7 @@ def check_readable(path: str | os.PathLike[str]) -> None:
         os.close(read_end)
         code, text = 0, b""
         try:
-            _walk(path)
+            _walk(path, lock)
         except BaseException as exc:  # noqa: BLE001 - everything is reported to the parent
             code, text = 1, f"{type(exc).__name__}: {exc}".encode(errors="replace")
         os.write(write_end, text[:500])

@@ -53,7 +53,8 @@ from .errors import CorruptRecordWarning, MempoolStoreFormatError
 from .mapped_pages import MappedFile
 from .record import seal, unseal
 
-__all__ = ["DEFAULT_MAP_SIZE", "STORE_FORMAT", "MempoolStore", "CorruptRecord", "LoadReport", "LoadedMempool"]
+__all__ = ["DEFAULT_MAP_SIZE", "STORE_FORMAT", "UPGRADABLE_FORMATS", "MESSAGES_DB", "META_DB",
+           "POOLSTATE_DB", "FORMAT_KEY", "MempoolStore", "CorruptRecord", "LoadReport", "LoadedMempool"]
 
 #: Upper bound of the memory map (and of the data file); the file only grows as needed.
 DEFAULT_MAP_SIZE = 4 << 30
@@ -61,9 +62,15 @@ DEFAULT_MAP_SIZE = 4 << 30
 STORE_FORMAT = b"dmq-mempool/2"
 #: The previous format: records without a checksum. Upgraded in place when opened.
 _UNCHECKED_FORMAT = b"dmq-mempool/1"
+#: Formats a node opens: its own, and those it upgrades in place.
+UPGRADABLE_FORMATS = (STORE_FORMAT, _UNCHECKED_FORMAT)
 
 _U64 = struct.Struct(">Q")
-_FORMAT_KEY = b"format"
+#: The named databases and the ``meta`` keys (public for read-only tools such as ``dmq db``).
+MESSAGES_DB = b"messages"
+META_DB = b"meta"
+POOLSTATE_DB = b"poolstate"
+FORMAT_KEY = b"format"
 _NEXT_INDEX_KEY = b"next_index"
 #: The on-disk id index of earlier versions (see the module docstring).
 _LEGACY_ID_INDEX = b"byid"
@@ -108,9 +115,9 @@ class MempoolStore:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self._env = lmdb.open(str(self.path), map_size=map_size, subdir=True, max_dbs=_MAX_DBS, lock=True)
-        self._messages = self._env.open_db(b"messages")
-        self._meta = self._env.open_db(b"meta")
-        self._poolstate = self._env.open_db(b"poolstate")
+        self._messages = self._env.open_db(MESSAGES_DB)
+        self._meta = self._env.open_db(META_DB)
+        self._poolstate = self._env.open_db(POOLSTATE_DB)
         self._write_lock = threading.Lock()
         self._mapped = MappedFile.for_lmdb(self.path)
         #: Write transactions committed for appends / for deletions (group commit is measured by these).
@@ -146,14 +153,14 @@ class MempoolStore:
 
     def _check_format(self) -> None:
         with self._write_txn() as txn:
-            found = txn.get(_FORMAT_KEY, db=self._meta)
+            found = txn.get(FORMAT_KEY, db=self._meta)
             if found is None:
                 if txn.stat(self._messages)["entries"] or txn.get(_NEXT_INDEX_KEY, db=self._meta) is not None:
                     raise MempoolStoreFormatError(f"{self.path} holds mempool data without a format tag; refusing to use it")
-                txn.put(_FORMAT_KEY, STORE_FORMAT, db=self._meta)
+                txn.put(FORMAT_KEY, STORE_FORMAT, db=self._meta)
             elif found == _UNCHECKED_FORMAT:
                 self._add_checksums(txn)
-                txn.put(_FORMAT_KEY, STORE_FORMAT, db=self._meta)
+                txn.put(FORMAT_KEY, STORE_FORMAT, db=self._meta)
             elif found != STORE_FORMAT:
                 raise MempoolStoreFormatError(
                     f"{self.path} holds mempool format {found!r}, this node reads {STORE_FORMAT!r}; "
@@ -196,7 +203,7 @@ class MempoolStore:
         with self._write_txn() as txn:
             next_index = self._next_index_in(txn)
             for key, record in txn.cursor(db=self._messages):
-                problem = self._load_one(key, record, decode, by_id)
+                problem = self.examine_record(key, record, decode, by_id)
                 if isinstance(problem, CorruptRecord):
                     corrupt.append(problem)
                     if problem.index is not None:  # its index was handed out once: never again
@@ -235,9 +242,10 @@ class MempoolStore:
         txn.drop(legacy, delete=True)
 
     @staticmethod
-    def _load_one(
+    def examine_record(
         key: bytes, record: bytes, decode: Callable[[bytes], DmqMessage], by_id: dict[bytes, int]
     ) -> CorruptRecord | tuple[int, bytes, DmqMessage]:
+        """One ``messages`` record as the load judges it (``dmq db check`` asks the same)."""
         if len(key) != _U64.size:
             return CorruptRecord(key, None, f"key of {len(key)} bytes is not an 8-byte index")
         index = _U64.unpack(key)[0]

@@ -26,7 +26,7 @@ from .kes_period import (
     KesPeriodUnavailable,
     SlotKesPeriod,
 )
-from .network import UnknownNetwork, network_name_of, resolve_dmq_magic
+from .network import UnknownNetwork, mithril_dmq_magic, network_name_of, resolve_dmq_magic
 from .publisher import Publisher, describe_result, is_accepted
 from .signed_entity import (
     CURRENT_ORDER,
@@ -80,6 +80,7 @@ __all__ = [
     "UnreadableMessage",
     "describe_result",
     "is_accepted",
+    "mithril_dmq_magic",
     "network_name_of",
     "open_local_connection",
     "resolve_dmq_magic",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dmq.networks import MAX_NETWORK_MAGIC, NETWORK_MAGICS
 
-__all__ = ["UnknownNetwork", "resolve_dmq_magic", "network_name_of"]
+__all__ = ["UnknownNetwork", "resolve_dmq_magic", "mithril_dmq_magic", "network_name_of"]
 
 
 class UnknownNetwork(ValueError):
@@ -32,6 +32,19 @@ def resolve_dmq_magic(network: str | int) -> int:
     if not 0 <= magic <= MAX_NETWORK_MAGIC:
         raise UnknownNetwork(f"network magic {magic} outside 0..{MAX_NETWORK_MAGIC}")
     return magic
+
+
+def mithril_dmq_magic(network: str, dmq_network_magic: int | str | None = None) -> int:
+    """The DMQ magic a Mithril signer or aggregator proposes for its ``NETWORK`` and
+    ``DMQ_NETWORK_MAGIC`` settings: a named network fixes it, ``private`` takes the number
+    (``DmqNetwork::from_code`` in ``internal/mithril-dmq/src/model/network.rs``)."""
+    if network.strip().lower() != "private":
+        if network.strip().isdigit():
+            raise UnknownNetwork(f"NETWORK {network!r}: Mithril expects a name; use private and DMQ_NETWORK_MAGIC")
+        return resolve_dmq_magic(network)
+    if dmq_network_magic is None or not str(dmq_network_magic).strip().isdigit():
+        raise UnknownNetwork("NETWORK private needs DMQ_NETWORK_MAGIC, the magic of the DMQ network")
+    return resolve_dmq_magic(int(str(dmq_network_magic).strip()))
 
 
 def network_name_of(magic: int) -> str:

@@ -1,0 +1,158 @@
+"""``dmq-node --check`` / ``dmq doctor``: a good configuration passes; each kind of problem is one line.
+
+Most cases call the check in-process (it is the function both commands run); the command
+lines themselves are run once each as processes, for their exit status and their output.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import lmdb
+import pytest
+
+from dmq.cli.doctor import check
+from dmq.config import NO_ADDRESS_MESSAGE
+from dmq.mempool.store import FORMAT_KEY, META_DB
+from tests.cli.conftest import run_dmq
+
+from .conftest import NodeDirectory
+
+
+def _problems(capsys: pytest.CaptureFixture[str], flags: dict[str, str], **options: int) -> tuple[int, list[str]]:
+    status = check(flags, "dmq doctor", **options)
+    captured = capsys.readouterr()
+    return status, captured.err.splitlines()
+
+
+def test_a_good_configuration_passes(node_directory: NodeDirectory, capsys):
+    assert check(node_directory.flags(), "dmq doctor") == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.startswith("dmq doctor: check passed")
+
+
+def test_an_existing_store_and_a_stale_socket_pass(node_directory: NodeDirectory, start_node, signers, capsys):
+    """After a node ran (and was killed, leaving its socket file behind): still ready to start."""
+    node = start_node("node")  # the same directory layout, in tmp_path/node
+    node.kill()
+    assert node.socket_path.exists() and (node.workdir / "db" / "data.mdb").exists()
+    assert check(node_directory.flags(), "dmq doctor") == 0, capsys.readouterr().err
+
+
+def _config(**changes) -> Callable[[NodeDirectory], None]:
+    def change(directory: NodeDirectory) -> None:
+        directory.config.update(changes)
+        directory.write_config()
+    return change
+
+
+def _write(name: str, content: bytes) -> Callable[[NodeDirectory], None]:
+    def write(directory: NodeDirectory) -> None:
+        path = directory.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    return write
+
+
+def _listening_socket(name: str) -> Callable[[NodeDirectory], None]:
+    def bind(directory: NodeDirectory) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(directory.path / name))
+        sock.listen(1)
+        directory.keep = sock  # listening until the directory object goes away
+    return bind
+
+
+def _store_with_format(tag: bytes) -> Callable[[NodeDirectory], None]:
+    def write(directory: NodeDirectory) -> None:
+        env = lmdb.open(str(directory.path / "db"), max_dbs=4)
+        with env.begin(write=True) as txn:
+            txn.put(FORMAT_KEY, tag, db=env.open_db(META_DB, txn=txn))
+        env.close()
+    return write
+
+
+def _remove_flag(name: str) -> Callable[[NodeDirectory], None]:
+    def remove(directory: NodeDirectory) -> None:
+        directory.removed_flag = name
+    return remove
+
+
+PROBLEMS = {
+    "configuration value": (_config(PortNumber="3141"), '"PortNumber" must be an integer 0..65535, got "3141"'),
+    "no bind address": (_remove_flag("IPv4"), NO_ADDRESS_MESSAGE),
+    "topology file": (lambda d: (d.path / "dmq.topology.json").unlink(), "topology file not found"),
+    "topology content": (_write("dmq.topology.json", b'{"localRoots": 1}'), "dmq.topology.json"),
+    "socket directory": (_config(LocalAddress="run/dmq.socket"), "directory run does not exist"),
+    "file in the socket's way": (_write("dmq.socket", b"x"), "a file that is not a socket is in the way"),
+    "socket in use": (_listening_socket("dmq.socket"), "another process is already listening on it"),
+    "cardano-node socket absent": (_config(StakeSource="cardano-node", CardanoNodeSocket="cardano.socket"),
+                                   'CardanoNodeSocket "cardano.socket": file does not exist'),
+    "cardano-node socket not a socket": (
+        lambda d: (_write("cardano.socket", b"")(d),
+                   _config(StakeSource="cardano-node", CardanoNodeSocket="cardano.socket")(d)),
+        'CardanoNodeSocket "cardano.socket": not a socket'),
+    "genesis file": (_write("shelley-genesis.json", b"{not json"), "shelley-genesis.json"),
+    "stake file": (lambda d: (_write("stake.json", b"[]")(d), _config(StakeSource="stake.json")(d)), "stake.json"),
+    "damaged database": (_write("db/data.mdb", b"\x07" * 8192), "database db is damaged"),
+    "foreign database format": (_store_with_format(b"someone-else/7"),
+                                "database db: format someone-else/7, this node reads dmq-mempool/2"),
+}
+
+
+@pytest.mark.parametrize("kind", PROBLEMS)
+def test_each_problem_is_one_line(node_directory: NodeDirectory, capsys, kind: str):
+    make_problem, expected = PROBLEMS[kind]
+    make_problem(node_directory)
+    flags = node_directory.flags()
+    flags.pop(getattr(node_directory, "removed_flag", ""), None)
+    status, lines = _problems(capsys, flags)
+    assert status == 1
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("dmq doctor: ") and expected in lines[0], lines
+
+
+def test_free_space_below_the_minimum_is_a_problem(node_directory: NodeDirectory, capsys):
+    status, lines = _problems(capsys, node_directory.flags(), min_free_mb=1 << 40)
+    assert status == 1 and len(lines) == 1
+    assert "MiB free on its file system, at least 1099511627776 MiB needed" in lines[0]
+
+
+def test_every_problem_is_listed_not_only_the_first(node_directory: NodeDirectory, capsys):
+    for kind in ("no bind address", "topology file", "file in the socket's way", "genesis file"):
+        PROBLEMS[kind][0](node_directory)
+    flags = node_directory.flags()
+    del flags["IPv4"]
+    status, lines = _problems(capsys, flags)
+    assert status == 1
+    assert len(lines) == 4, lines
+    for kind in ("no bind address", "topology file", "file in the socket's way", "genesis file"):
+        assert any(PROBLEMS[kind][1] in line for line in lines), (kind, lines)
+
+
+def test_an_unreadable_configuration_stops_the_check_at_one_line(node_directory: NodeDirectory, capsys):
+    _write("dmq.config.json", b"{")(node_directory)
+    status, lines = _problems(capsys, node_directory.flags())
+    assert status == 1 and len(lines) == 1 and "invalid JSON" in lines[0]
+
+
+def test_dmq_node_check_and_dmq_doctor_as_commands(node_directory: NodeDirectory):
+    flags = ["-c", "dmq.config.json", "-t", "dmq.topology.json", "--host-addr", "127.0.0.1"]
+    node = subprocess.run([sys.executable, "-m", "dmq.cli.node", "--check", *flags], cwd=node_directory.path,
+                          capture_output=True, text=True, timeout=60)
+    assert (node.returncode, node.stderr) == (0, ""), node.stderr
+    assert node.stdout.startswith("dmq-node: check passed")
+    assert not (node_directory.path / "db").exists() and not (node_directory.path / "dmq.socket").exists()
+
+    _config(StakeSource="cardano-node", CardanoNodeSocket="absent.socket")(node_directory)
+    done = run_dmq(["doctor", *flags, "--min-free-mb", str(1 << 40)], cwd=node_directory.path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith('dmq doctor: CardanoNodeSocket "absent.socket": file does not exist')
+    assert "MiB free" in lines[1]
