@@ -21,7 +21,7 @@ SWITCH_WITHIN = 3.0
 
 
 def _updates(node: NodeProcess) -> list[tuple[float, int]]:
-    return [(event["at"], event["epoch"]) for event in node.trace_events("StakeViewUpdated")]
+    return [(event.timestamp, event.data["epoch"]) for event in node.log_events("StakeViewUpdated")]
 
 
 async def _until_updates(node: NodeProcess, count: int, timeout: float) -> None:

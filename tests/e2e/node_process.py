@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dmq.trace import read_log
+from dmq.trace import LogEvent, read_log
 
 __all__ = ["NodeProcess", "NodeStartTimeout", "NodeExited", "read_rss"]
 
@@ -150,9 +150,13 @@ class NodeProcess:
                 self.process.kill()
                 self.process.wait()
 
+    def log_events(self, kind: str | None = None) -> list[LogEvent]:
+        """The current run's log events, whole (optionally of one event kind)."""
+        return list(read_log(self.log_path.read_text(errors="replace"), kind))
+
     def trace_events(self, kind: str | None = None) -> list[dict[str, Any]]:
         """The ``data`` of the current run's log events (optionally of one event kind)."""
-        return [event.data for event in read_log(self.log_path.read_text(errors="replace"), kind)]
+        return [event.data for event in self.log_events(kind)]
 
 
 def read_rss(pid: int) -> dict[str, int]:

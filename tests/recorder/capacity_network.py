@@ -172,14 +172,11 @@ def _metric(node: Node, name: str, labels: dict | None = None) -> int:
 
 
 def _totals(name: str, node: Node) -> NodeTotals:
-    registry = node.metrics.registry
-    accepted = sum(int(s.value) for m in registry.collect() if m.name == "dmq_node_messages_accepted"
-                   for s in m.samples if s.name.endswith("_total"))
-    rejected = sum(int(s.value) for m in registry.collect() if m.name == "dmq_node_messages_rejected"
-                   for s in m.samples if s.name.endswith("_total"))
-    totals = NodeTotals(name, accepted, _metric(node, "bytes_accepted_total"), rejected,
-                        _metric(node, "messages_expired_total"), _metric(node, "mempool_messages"),
-                        _metric(node, "mempool_bytes"))
+    accepted = _metric(node, "localSubmissions_accepted_counter") + _metric(node, "submissions_accepted_counter")
+    rejected = _metric(node, "localSubmissions_rejected_counter") + _metric(node, "submissions_rejected_counter")
+    totals = NodeTotals(name, accepted, _metric(node, "mempool_acceptedBytes_counter"), rejected,
+                        _metric(node, "mempool_expired_counter"), _metric(node, "txsInMempool_int"),
+                        _metric(node, "mempoolBytes_int"))
     assert node.diffusion is not None
     for peer in node.diffusion.peers:
         counters = peer.mux.counters().values() if peer.mux is not None else ()
