@@ -102,7 +102,7 @@ async def run_connection(
     async with trio.open_nursery() as nursery:
         for task in tasks:
             if task.on_demand:
-                task.channel.on_first_data(partial(nursery.start_soon, speak, task, nursery.cancel_scope))
+                task.channel.on_data(partial(nursery.start_soon, speak, task, nursery.cancel_scope))
             else:
                 nursery.start_soon(speak, task, nursery.cancel_scope)
         try:
