@@ -4,10 +4,21 @@ One trio nursery per connection: the mux's reader runs in the connection's own t
 writer and one task per mini-protocol instance in the nursery. An instance marked
 ``on_demand`` gets its task only when the peer's first bytes for it arrive, as the
 reference's ``StartOnDemand`` responders: a Mithril signer's connection (one submission,
-then close) never pays for the notification server it does not use. A protocol that finishes marks its channel finished; when every one has, the
-connection closes cleanly. A protocol error, a validation error that calls for a disconnect,
-or a fatal mux error ends the whole connection (WIRE.md 2.6) and nothing else: the error is
-returned to the caller for tracing, never raised into the listener that accepted it.
+then close) never pays for the notification server it does not use.
+
+This module plays the reference's inbound governor towards those responders (WIRE.md 2.3):
+one that finishes cleanly is started again on demand, on the same connection, when the
+peer's next bytes for it arrive (a peer that demotes us hot -> warm -> hot starts sig
+submission again; a local client may submit again after MsgDone). The mux only marks the
+instance finished; it never restarts anything itself. When no instance runs any more, the
+connection is idle: with nothing left that could start (no on-demand instance) it closes at
+once; otherwise it closes after ``idle_timeout`` seconds unless the peer starts one again
+(the reference's ``protocolIdleTimeout`` on node-to-node links), or stays open until the
+peer closes it when there is no such timeout (local links, as the reference).
+
+A protocol error, a validation error that calls for a disconnect, or a fatal mux error ends
+the whole connection (WIRE.md 2.6) and nothing else, with no restart: the error is returned
+to the caller for tracing, never raised into the listener that accepted it.
 """
 
 from __future__ import annotations
@@ -33,7 +44,8 @@ class ProtocolTask:
     run: Callable[[], Awaitable[None]]
     name: str
     #: Start only when the peer's first bytes for this channel arrive (a responder whose
-    #: peer speaks first); until then it is idle and, like a finished one, costs nothing.
+    #: peer speaks first), and again on its next bytes after each clean finish; while it
+    #: waits it costs no task.
     on_demand: bool = False
 
 
@@ -73,18 +85,24 @@ async def run_connection(
     tasks: Sequence[ProtocolTask],
     *,
     peer_close_is_clean: bool = False,
+    idle_timeout: float | None = None,
 ) -> ConnectionEnd:
     """Run ``tasks`` over ``mux`` until the connection ends; return how it ended.
 
     ``peer_close_is_clean``: on local links a client may hang up whenever it is idle (a
     Mithril signer closes right after MsgDone without ever starting notification), so the
     peer closing the socket is not an error there.
+
+    ``idle_timeout``: how long the connection may stay idle (no instance running) after an
+    instance finished before it is closed; None keeps it open until the peer closes it.
     """
     first_error: list[BaseException] = []
-    remaining = len(tasks)
+    restartable = any(task.on_demand for task in tasks)
+    running = 0
+    idle: trio.CancelScope | None = None
 
-    async def speak(task: ProtocolTask, cancel_scope: trio.CancelScope) -> None:
-        nonlocal remaining
+    async def speak(task: ProtocolTask, nursery: trio.Nursery) -> None:
+        nonlocal running
         try:
             await task.run()
         except ChannelClosed:
@@ -92,19 +110,40 @@ async def run_connection(
         except Exception as exc:  # a protocol or validation error ends this connection only
             if not first_error:
                 first_error.append(exc)
-            cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
             return
         task.channel.finish()
-        remaining -= 1
-        if remaining == 0:
+        running -= 1
+        if task.on_demand:
+            task.channel.on_data(partial(start, task, nursery))
+        if running == 0 and mux.running:
+            if not restartable:
+                mux.stop()  # every instance is done and none can start again
+            elif idle_timeout is not None:
+                nursery.start_soon(close_when_idle)
+
+    def start(task: ProtocolTask, nursery: trio.Nursery) -> None:
+        nonlocal running, idle
+        running += 1
+        if idle is not None:
+            idle.cancel()
+            idle = None
+        nursery.start_soon(speak, task, nursery)
+
+    async def close_when_idle() -> None:
+        nonlocal idle
+        with trio.CancelScope() as scope:
+            idle = scope
+            await trio.sleep(idle_timeout)
+            idle = None
             mux.stop()
 
     async with trio.open_nursery() as nursery:
         for task in tasks:
             if task.on_demand:
-                task.channel.on_data(partial(nursery.start_soon, speak, task, nursery.cancel_scope))
+                task.channel.on_data(partial(start, task, nursery))
             else:
-                nursery.start_soon(speak, task, nursery.cancel_scope)
+                start(task, nursery)
         try:
             await mux.run(nursery=nursery)
         except BearerClosed as exc:
