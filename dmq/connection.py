@@ -102,7 +102,7 @@ async def run_connection(
     idle: trio.CancelScope | None = None
 
     async def speak(task: ProtocolTask, nursery: trio.Nursery) -> None:
-        nonlocal running
+        nonlocal running, idle
         try:
             await task.run()
         except ChannelClosed:
@@ -120,7 +120,9 @@ async def run_connection(
             if not restartable:
                 mux.stop()  # every instance is done and none can start again
             elif idle_timeout is not None:
-                nursery.start_soon(close_when_idle)
+                # Made here, not in the new task: a start before that task runs must cancel it.
+                idle = trio.CancelScope()
+                nursery.start_soon(close_when_idle, idle)
 
     def start(task: ProtocolTask, nursery: trio.Nursery) -> None:
         nonlocal running, idle
@@ -130,12 +132,9 @@ async def run_connection(
             idle = None
         nursery.start_soon(speak, task, nursery)
 
-    async def close_when_idle() -> None:
-        nonlocal idle
-        with trio.CancelScope() as scope:
-            idle = scope
+    async def close_when_idle(scope: trio.CancelScope) -> None:
+        with scope:
             await trio.sleep(idle_timeout)
-            idle = None
             mux.stop()
 
     async with trio.open_nursery() as nursery:
