@@ -80,6 +80,68 @@ def _drop_tracebacks(error: BaseException) -> None:
         error = error.__cause__ or error.__context__
 
 
+class _Instances:
+    """Starts, restarts and watches the mini-protocol instances of one running connection.
+
+    A plain object rather than closures calling each other: functions that refer to each
+    other through their closures form a reference cycle holding the mux, which only the
+    cyclic collector frees, once per connection. The starters left on channels refer to it,
+    and the mux drops them when the connection ends.
+    """
+
+    __slots__ = ("mux", "nursery", "restartable", "idle_timeout", "running", "idle", "error")
+
+    def __init__(self, mux: Mux, nursery: trio.Nursery, restartable: bool, idle_timeout: float | None) -> None:
+        self.mux = mux
+        self.nursery = nursery
+        self.restartable = restartable
+        self.idle_timeout = idle_timeout
+        self.running = 0
+        #: Calls off the close of an idle connection (set while one is pending).
+        self.idle: trio.CancelScope | None = None
+        #: The first error, which ended the connection.
+        self.error: BaseException | None = None
+
+    def fail(self, error: BaseException) -> None:
+        """End the connection; the first error is the one it ended with."""
+        _drop_tracebacks(error)  # its frames would refer back to this object
+        if self.error is None:
+            self.error = error
+        self.nursery.cancel_scope.cancel()
+
+    def start(self, task: ProtocolTask) -> None:
+        self.running += 1
+        if self.idle is not None:
+            self.idle.cancel()
+            self.idle = None
+        self.nursery.start_soon(self._speak, task)
+
+    async def _speak(self, task: ProtocolTask) -> None:
+        try:
+            await task.run()
+        except ChannelClosed:
+            return  # the connection is ending; the mux knows why
+        except Exception as exc:  # a protocol or validation error ends this connection only
+            self.fail(exc)
+            return
+        task.channel.finish()
+        self.running -= 1
+        if task.on_demand:
+            task.channel.on_data(partial(self.start, task))
+        if self.running == 0 and self.mux.running:
+            if not self.restartable:
+                self.mux.stop()  # every instance is done and none can start again
+            elif self.idle_timeout is not None:
+                # Made here, not in the new task: a start before that task runs must cancel it.
+                self.idle = trio.CancelScope()
+                self.nursery.start_soon(self._close_when_idle, self.idle)
+
+    async def _close_when_idle(self, scope: trio.CancelScope) -> None:
+        with scope:
+            await trio.sleep(self.idle_timeout)
+            self.mux.stop()
+
+
 async def run_connection(
     mux: Mux,
     tasks: Sequence[ProtocolTask],
@@ -96,65 +158,24 @@ async def run_connection(
     ``idle_timeout``: how long the connection may stay idle (no instance running) after an
     instance finished before it is closed; None keeps it open until the peer closes it.
     """
-    first_error: list[BaseException] = []
-    restartable = any(task.on_demand for task in tasks)
-    running = 0
-    idle: trio.CancelScope | None = None
-
-    async def speak(task: ProtocolTask, nursery: trio.Nursery) -> None:
-        nonlocal running, idle
-        try:
-            await task.run()
-        except ChannelClosed:
-            return  # the connection is ending; the mux knows why
-        except Exception as exc:  # a protocol or validation error ends this connection only
-            if not first_error:
-                first_error.append(exc)
-            nursery.cancel_scope.cancel()
-            return
-        task.channel.finish()
-        running -= 1
-        if task.on_demand:
-            task.channel.on_data(partial(start, task, nursery))
-        if running == 0 and mux.running:
-            if not restartable:
-                mux.stop()  # every instance is done and none can start again
-            elif idle_timeout is not None:
-                # Made here, not in the new task: a start before that task runs must cancel it.
-                idle = trio.CancelScope()
-                nursery.start_soon(close_when_idle, idle)
-
-    def start(task: ProtocolTask, nursery: trio.Nursery) -> None:
-        nonlocal running, idle
-        running += 1
-        if idle is not None:
-            idle.cancel()
-            idle = None
-        nursery.start_soon(speak, task, nursery)
-
-    async def close_when_idle(scope: trio.CancelScope) -> None:
-        with scope:
-            await trio.sleep(idle_timeout)
-            mux.stop()
-
     async with trio.open_nursery() as nursery:
+        instances = _Instances(mux, nursery, any(task.on_demand for task in tasks), idle_timeout)
         for task in tasks:
             if task.on_demand:
-                task.channel.on_data(partial(start, task, nursery))
+                task.channel.on_data(partial(instances.start, task))
             else:
-                start(task, nursery)
+                instances.start(task)
         try:
             await mux.run(nursery=nursery)
         except BearerClosed as exc:
-            _drop_tracebacks(exc)
-            if not peer_close_is_clean and not first_error:
-                first_error.append(exc)
+            if not peer_close_is_clean:
+                instances.fail(exc)
+            else:
+                _drop_tracebacks(exc)
         except MuxError as exc:
-            _drop_tracebacks(exc)
-            if not first_error:
-                first_error.append(exc)
+            instances.fail(exc)
         nursery.cancel_scope.cancel()
     if not mux.bearer.close_now():
         with trio.CancelScope(shield=True):
             await mux.bearer.aclose()
-    return ConnectionEnd(first_error[0] if first_error else None)
+    return ConnectionEnd(instances.error)
