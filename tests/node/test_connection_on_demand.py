@@ -14,6 +14,11 @@ from tests.mux.streams import raw_sdu, unix_stream_pair
 ECHO, IDLE = 14, 15
 
 
+async def serve_into(ends: list, mux: Mux, tasks: list[ProtocolTask]) -> None:
+    """Run the connection of a local client; record how it ended."""
+    ends.append(await run_connection(mux, tasks, peer_close_is_clean=True))
+
+
 async def test_a_protocol_starts_when_its_first_bytes_arrive_and_an_unused_one_never(tmp_path):
     client, server = await unix_stream_pair(tmp_path / "s")
     started: list[int] = []
@@ -32,10 +37,7 @@ async def test_a_protocol_starts_when_its_first_bytes_arrive_and_an_unused_one_n
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             ends = []
-
-            async def serve():
-                ends.append(await run_connection(mux, tasks, peer_close_is_clean=True))
-            nursery.start_soon(serve)
+            nursery.start_soon(serve_into, ends, mux, tasks)
             await trio.sleep(0.05)
             assert started == []                       # nothing spoken yet: no task at all
             await client.send_all(raw_sdu(ECHO, False, b"\x82\x00\x01"))
@@ -66,17 +68,14 @@ async def test_a_protocol_starts_again_after_a_clean_finish_and_leaves_no_cyclic
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
                 ends = []
-
-                async def serve():
-                    ends.append(await run_connection(mux, tasks, peer_close_is_clean=True))
-                nursery.start_soon(serve)
+                nursery.start_soon(serve_into, ends, mux, tasks)
                 for n in range(3):
                     await client.send_all(raw_sdu(ECHO, False, bytes([0x82, 0x00, n])))
                     reply = await client.receive_some(100)
                     assert reply[8:] == bytes([0x82, 0x00, n])
                 await client.aclose()
         assert runs == [0, 1, 2] and ends[-1].clean
-        del ends, serve, nursery, tasks, mux, echo, echo_once
+        del ends, nursery, tasks, mux, echo, echo_once
         assert gc.collect() == 0
     finally:
         gc.enable()
