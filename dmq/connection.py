@@ -4,10 +4,21 @@ One trio nursery per connection: the mux's reader runs in the connection's own t
 writer and one task per mini-protocol instance in the nursery. An instance marked
 ``on_demand`` gets its task only when the peer's first bytes for it arrive, as the
 reference's ``StartOnDemand`` responders: a Mithril signer's connection (one submission,
-then close) never pays for the notification server it does not use. A protocol that finishes marks its channel finished; when every one has, the
-connection closes cleanly. A protocol error, a validation error that calls for a disconnect,
-or a fatal mux error ends the whole connection (WIRE.md 2.6) and nothing else: the error is
-returned to the caller for tracing, never raised into the listener that accepted it.
+then close) never pays for the notification server it does not use.
+
+This module plays the reference's inbound governor towards those responders (WIRE.md 2.3):
+one that finishes cleanly is started again on demand, on the same connection, when the
+peer's next bytes for it arrive (a peer that demotes us hot -> warm -> hot starts sig
+submission again; a local client may submit again after MsgDone). The mux only marks the
+instance finished; it never restarts anything itself. When no instance runs any more, the
+connection is idle: with nothing left that could start (no on-demand instance) it closes at
+once; otherwise it closes after ``idle_timeout`` seconds unless the peer starts one again
+(the reference's ``protocolIdleTimeout`` on node-to-node links), or stays open until the
+peer closes it when there is no such timeout (local links, as the reference).
+
+A protocol error, a validation error that calls for a disconnect, or a fatal mux error ends
+the whole connection (WIRE.md 2.6) and nothing else, with no restart: the error is returned
+to the caller for tracing, never raised into the listener that accepted it.
 """
 
 from __future__ import annotations
@@ -33,7 +44,8 @@ class ProtocolTask:
     run: Callable[[], Awaitable[None]]
     name: str
     #: Start only when the peer's first bytes for this channel arrive (a responder whose
-    #: peer speaks first); until then it is idle and, like a finished one, costs nothing.
+    #: peer speaks first), and again on its next bytes after each clean finish; while it
+    #: waits it costs no task.
     on_demand: bool = False
 
 
@@ -68,55 +80,102 @@ def _drop_tracebacks(error: BaseException) -> None:
         error = error.__cause__ or error.__context__
 
 
+class _Instances:
+    """Starts, restarts and watches the mini-protocol instances of one running connection.
+
+    A plain object rather than closures calling each other: functions that refer to each
+    other through their closures form a reference cycle holding the mux, which only the
+    cyclic collector frees, once per connection. The starters left on channels refer to it,
+    and the mux drops them when the connection ends.
+    """
+
+    __slots__ = ("mux", "nursery", "restartable", "idle_timeout", "running", "idle", "error")
+
+    def __init__(self, mux: Mux, nursery: trio.Nursery, restartable: bool, idle_timeout: float | None) -> None:
+        self.mux = mux
+        self.nursery = nursery
+        self.restartable = restartable
+        self.idle_timeout = idle_timeout
+        self.running = 0
+        #: Calls off the close of an idle connection (set while one is pending).
+        self.idle: trio.CancelScope | None = None
+        #: The first error, which ended the connection.
+        self.error: BaseException | None = None
+
+    def fail(self, error: BaseException) -> None:
+        """End the connection; the first error is the one it ended with."""
+        _drop_tracebacks(error)  # its frames would refer back to this object
+        if self.error is None:
+            self.error = error
+        self.nursery.cancel_scope.cancel()
+
+    def start(self, task: ProtocolTask) -> None:
+        self.running += 1
+        if self.idle is not None:
+            self.idle.cancel()
+            self.idle = None
+        self.nursery.start_soon(self._speak, task)
+
+    async def _speak(self, task: ProtocolTask) -> None:
+        try:
+            await task.run()
+        except ChannelClosed:
+            return  # the connection is ending; the mux knows why
+        except Exception as exc:  # a protocol or validation error ends this connection only
+            self.fail(exc)
+            return
+        task.channel.finish()
+        self.running -= 1
+        if task.on_demand:
+            task.channel.on_data(partial(self.start, task))
+        if self.running == 0 and self.mux.running:
+            if not self.restartable:
+                self.mux.stop()  # every instance is done and none can start again
+            elif self.idle_timeout is not None:
+                # Made here, not in the new task: a start before that task runs must cancel it.
+                self.idle = trio.CancelScope()
+                self.nursery.start_soon(self._close_when_idle, self.idle)
+
+    async def _close_when_idle(self, scope: trio.CancelScope) -> None:
+        with scope:
+            await trio.sleep(self.idle_timeout)
+            self.mux.stop()
+
+
 async def run_connection(
     mux: Mux,
     tasks: Sequence[ProtocolTask],
     *,
     peer_close_is_clean: bool = False,
+    idle_timeout: float | None = None,
 ) -> ConnectionEnd:
     """Run ``tasks`` over ``mux`` until the connection ends; return how it ended.
 
     ``peer_close_is_clean``: on local links a client may hang up whenever it is idle (a
     Mithril signer closes right after MsgDone without ever starting notification), so the
     peer closing the socket is not an error there.
+
+    ``idle_timeout``: how long the connection may stay idle (no instance running) after an
+    instance finished before it is closed; None keeps it open until the peer closes it.
     """
-    first_error: list[BaseException] = []
-    remaining = len(tasks)
-
-    async def speak(task: ProtocolTask, cancel_scope: trio.CancelScope) -> None:
-        nonlocal remaining
-        try:
-            await task.run()
-        except ChannelClosed:
-            return  # the connection is ending; the mux knows why
-        except Exception as exc:  # a protocol or validation error ends this connection only
-            if not first_error:
-                first_error.append(exc)
-            cancel_scope.cancel()
-            return
-        task.channel.finish()
-        remaining -= 1
-        if remaining == 0:
-            mux.stop()
-
     async with trio.open_nursery() as nursery:
+        instances = _Instances(mux, nursery, any(task.on_demand for task in tasks), idle_timeout)
         for task in tasks:
             if task.on_demand:
-                task.channel.on_first_data(partial(nursery.start_soon, speak, task, nursery.cancel_scope))
+                task.channel.on_data(partial(instances.start, task))
             else:
-                nursery.start_soon(speak, task, nursery.cancel_scope)
+                instances.start(task)
         try:
             await mux.run(nursery=nursery)
         except BearerClosed as exc:
-            _drop_tracebacks(exc)
-            if not peer_close_is_clean and not first_error:
-                first_error.append(exc)
+            if not peer_close_is_clean:
+                instances.fail(exc)
+            else:
+                _drop_tracebacks(exc)
         except MuxError as exc:
-            _drop_tracebacks(exc)
-            if not first_error:
-                first_error.append(exc)
+            instances.fail(exc)
         nursery.cancel_scope.cancel()
     if not mux.bearer.close_now():
         with trio.CancelScope(shield=True):
             await mux.bearer.aclose()
-    return ConnectionEnd(first_error[0] if first_error else None)
+    return ConnectionEnd(instances.error)

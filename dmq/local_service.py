@@ -246,7 +246,9 @@ class LocalService:
         submission = mux.register(local_msg_submission.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
         notification = mux.register(local_msg_notification.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
         # Both start when the client first speaks them: a signer never pays for notification,
-        # not even for its cursor (one from the beginning of the mempool, whenever made).
+        # not even for its cursor. Each start after a clean finish (MsgDone, MsgClientDone) is
+        # a new instance: its notification cursor begins at the start of the mempool again,
+        # as the reference's server begins each instance at the mempool's first index.
         tasks = [
             ProtocolTask(submission, lambda: local_msg_submission.serve(submission, self.submit),
                          "local-msg-submission", on_demand=True),

@@ -108,7 +108,7 @@ class MuxChannel:
         "_egress_word",
         "_finished",
         "_closed",
-        "_on_first_data",
+        "_on_data",
         "bytes_in",
         "bytes_out",
         "sdus_in",
@@ -137,7 +137,7 @@ class MuxChannel:
         self._egress_word = protocol_num | _RESPONDER_BIT if mode is Mode.RESPONDER else protocol_num
         self._finished = False
         self._closed: ChannelClosed | None = None
-        self._on_first_data: Callable[[], None] | None = None
+        self._on_data: Callable[[], None] | None = None
         self.bytes_in = 0
         self.bytes_out = 0
         self.sdus_in = 0
@@ -217,21 +217,29 @@ class MuxChannel:
 
         When every registered channel is finished, the peer closing the connection is a
         clean end; before that it is :class:`BearerClosed`. Bytes already queued with
-        :meth:`send` are still delivered.
+        :meth:`send` are still delivered. The mux never starts a terminated protocol
+        again by itself: bytes the peer sends for it stay queued (and count against the
+        ingress limit) until the layer above starts a new instance with :meth:`on_data`.
         """
         self._finished = True
 
-    def on_first_data(self, start: Callable[[], None]) -> None:
-        """Call ``start`` when the peer's first bytes for this channel arrive (once).
+    def on_data(self, start: Callable[[], None]) -> None:
+        """Call ``start`` once the peer's bytes for this channel are here (once per call).
 
         For protocols started on demand, as the reference's ``StartOnDemand``: a local
-        client that never speaks notification costs no task for it. The bytes are already
-        queued when ``start`` runs, so the protocol's first ``recv_message`` finds them.
+        client that never speaks notification costs no task for it. Bytes already queued
+        (the peer's next instance sent right behind the end of the last one) start it at
+        once; otherwise the next bytes to arrive do, and they are queued when ``start``
+        runs, so the protocol's first ``recv_message`` finds them. From then on the channel
+        counts as running again, not finished. On a closed channel nothing is started.
         """
-        if self.sdus_in:
+        if self._closed is not None:
+            return
+        if self._framer.buffered:
+            self._finished = False
             start()
         else:
-            self._on_first_data = start
+            self._on_data = start
 
     @property
     def finished(self) -> bool:
@@ -265,8 +273,9 @@ class MuxChannel:
         framer.feed(payload)
         self.bytes_in += size + SDU_HEADER_SIZE
         self.sdus_in += 1
-        if self._on_first_data is not None:
-            start, self._on_first_data = self._on_first_data, None
+        if self._on_data is not None:
+            start, self._on_data = self._on_data, None
+            self._finished = False
             start()
         # Wake the receiver only when it has something to do: a message may be complete,
         # or its state's size limit is exceeded.
@@ -286,7 +295,7 @@ class MuxChannel:
         # leaves no reference cycle, so a connection is freed as soon as it ends instead of
         # waiting for the cyclic collector.
         self._mux = None
-        self._on_first_data = None
+        self._on_data = None
         self._recv_lot.unpark_all()
         self._send_lot.unpark_all()
 

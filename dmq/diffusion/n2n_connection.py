@@ -13,7 +13,9 @@ The plan (:mod:`.plan`) says which instances exist; this module says what each r
 * peer sharing (13): the responder answers with the governor's shareable peers, the
   initiator asks when the governor wants more.
 
-Responder instances start on demand (:class:`OnDemandChannel`). Every error of any
+Responder instances start on demand (:class:`OnDemandChannel`), and start again on demand
+after a clean finish, each run a new instance with fresh state (a sig-submission server
+announces the mempool from its start again, as the reference's). Every error of any
 instance, or of the mux, ends the connection through :func:`dmq.connection.run_connection`.
 """
 
@@ -88,6 +90,10 @@ class N2NContext:
     keep_alive_interval: float
     blocking_reply_timeout: float
     peer_share_interval: float
+    #: How long a connection may stay idle after its last running instance finished before it
+    #: is closed (the reference's ``ProtocolIdleTimeout``): a peer that demoted us to warm and
+    #: promotes us again within it finds its responders ready to start again.
+    protocol_idle_timeout: float
     #: Wraps each running connection: ``watch(peer, mux, link)`` (the traffic recorder samples its mux).
     watch: Callable[[str, Mux, str], AbstractContextManager] = field(default=lambda peer, mux, link: nullcontext())
     #: The traffic recorder's sink for offered and sent messages, and its clock (None: not recording).
@@ -106,11 +112,11 @@ async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeR
     for instance in connection_plan(we_opened=we_opened, duplex=agreed.duplex, peer_sharing=agreed.peer_sharing):
         channel = mux.register(instance.protocol, instance.mode, instance.ingress_limit)
         tasks.append(ProtocolTask(channel, _runner(ctx, instance, channel, dialect, stats, claim_key),
-                                  instance.name))
+                                  instance.name, on_demand=instance.on_demand))
     stats.established(mux, result.version, agreed.duplex)
     try:
         with ctx.watch(stats.peer, mux, link):
-            return await run_connection(mux, tasks)
+            return await run_connection(mux, tasks, idle_timeout=ctx.protocol_idle_timeout)
     finally:
         ctx.registry.release_peer(claim_key)
 

@@ -5,9 +5,11 @@ first bytes of the peer's initiator instance arrive (WIRE.md 2.5). That matters 
 time limits: the keep-alive server may wait 97 s for the *next* keep-alive, but a peer
 that never starts keep-alive on a connection (its governor keeps it warm, or it runs no
 initiator instance on our inbound connection) must not be cut off 97 s after the
-handshake. :class:`OnDemandChannel` waits, without a time limit, for the first complete
-message (within the byte limit of the protocol's initial state) and hands it to the
-driver as if it had just arrived; from then on the driver's limits apply as usual.
+handshake. The connection starts the instance's task when the peer's first bytes arrive
+(``ProtocolTask.on_demand``), and again on its next bytes after each clean finish;
+:class:`OnDemandChannel` then waits, without a time limit, for the first complete message
+(within the byte limit of the protocol's initial state) and hands it to the driver as if it
+had just arrived; from then on the driver's limits apply as usual.
 """
 
 from __future__ import annotations

@@ -142,6 +142,7 @@ class Diffusion:
             keep_alive_interval=self.policy.keep_alive_interval,
             blocking_reply_timeout=self.policy.blocking_reply_timeout,
             peer_share_interval=self.policy.peer_share_interval,
+            protocol_idle_timeout=config.protocol_idle_timeout,
         )
         recorder = getattr(self.node, "recorder", None)
         if recorder is not None and hasattr(recorder, "watching"):

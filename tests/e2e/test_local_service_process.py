@@ -172,3 +172,43 @@ async def test_messages_expire_on_the_real_clock(start_node, signers):
     # Gone from the duplicate set too: the same bytes are now simply expired.
     assert await publish_like_mithril_signer(node.socket_path, MAGIC, short.raw) == REJECT_EXPIRED
     assert await publish_like_mithril_signer(node.socket_path, MAGIC, long.raw) == REJECT_ALREADY_RECEIVED
+
+
+
+async def test_submission_starts_again_on_the_same_connection_after_msg_done(start_node, signers):
+    """After MsgDone on 14 a client may submit again on the same connection: the node starts
+    a new submission server on demand, as the reference's inbound governor restarts a
+    responder after a clean finish (WIRE.md 2.3)."""
+    node = start_node()
+    first, second = signers[0].sign(), signers[1].sign()
+    async with await subscriber(node) as client:
+        with trio.fail_after(10):  # a protocol not started again leaves the submission unanswered
+            assert await client.submit(first.raw) == ACCEPT
+            await client.submission_done()
+            assert await client.submit(second.raw) == ACCEPT
+            await client.submission_done()
+            assert await client.submit(first.raw) == REJECT_ALREADY_RECEIVED
+            # Both protocols finished: the connection stays open for the client, as the reference's.
+            await client.submission_done()
+            assert await client.request(blocking=False) == non_blocking_reply([first.raw, second.raw], False)
+            await client.notification_done()
+            await trio.sleep(0.2)
+            assert await client.request(blocking=False) == non_blocking_reply([first.raw, second.raw], False)
+
+
+async def test_notification_starts_again_on_the_same_connection_from_the_start(start_node, signers):
+    """After MsgClientDone on 15 a client may ask again on the same connection. The new
+    instance is a new server whose cursor begins at the start of the mempool, as the
+    reference's server begins every instance at the mempool's first index."""
+    node = start_node()
+    first, second = signers[0].sign(), signers[1].sign()
+    for message in (first, second):
+        assert await publish_like_mithril_signer(node.socket_path, MAGIC, message.raw) == ACCEPT
+    async with await subscriber(node) as client:
+        with trio.fail_after(10):  # a protocol not started again leaves the request unanswered
+            assert await client.request(blocking=False) == non_blocking_reply([first.raw, second.raw], False)
+            assert await client.request(blocking=False) == non_blocking_reply([], False)
+            await client.notification_done()
+            assert await client.request(blocking=False) == non_blocking_reply([first.raw, second.raw], False)
+            await client.notification_done()
+            assert await client.request(blocking=True) == blocking_reply([first.raw, second.raw])
