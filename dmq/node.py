@@ -13,12 +13,14 @@ import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import lmdb
 import trio
 
 from dmq.clock import Clock, SystemClock
+from dmq.codec import decode_message
 from dmq.config import NodeConfig, StakeSourceKind
 from dmq.diffusion import Diffusion, DiffusionPolicy
 from dmq.errors import OperatorError
@@ -99,7 +101,10 @@ class Node:
         try:
             path.mkdir(parents=True, exist_ok=True)
             check_readable(path)
-            return DurableMempool(path, self.clock)
+            # Stored messages are read back with the decoder that accepted them: with
+            # LegacyMessageFormat on, acknowledged legacy messages survive a restart too.
+            decode = partial(decode_message, allow_legacy=self.config.legacy_message_format)
+            return DurableMempool(path, self.clock, decode=decode)
         except OSError as exc:
             raise NodeStartError(f"database {path}: {exc.strerror or exc}") from None
         except (DamagedDatabase, lmdb.Error) as exc:

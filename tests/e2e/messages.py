@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from nacl.signing import SigningKey
 
-from dmq.codec import build_message, encode_message
+from dmq.codec import build_legacy_message, build_message, encode_message
 from dmq.kes import KesSigningKey
 from dmq.keyfiles import BulkCredential, read_bulk_credentials
 from dmq.message import DmqMessage, OperationalCertificate, pool_id_of
@@ -57,9 +57,11 @@ class Signer:
         return pool_id_of(self.cold_vk)
 
     def sign(self, *, expires_in: int = 1700, expires_at: int | None = None, kes_period: int = 0,
-             body: bytes | None = None, sign_period: int | None = None) -> DmqMessage:
-        """A message as ``mithril-dmq`` builds it; ``sign_period`` signs at a wrong evolution."""
-        return build_message(
+             body: bytes | None = None, sign_period: int | None = None, legacy: bool = False) -> DmqMessage:
+        """A message as ``mithril-dmq`` builds it; ``sign_period`` signs at a wrong evolution;
+        ``legacy`` builds the layout of released Mithril 2543–2617 (WIRE.md 5.5)."""
+        build = build_legacy_message if legacy else build_message
+        return build(
             unique_body() if body is None else body,
             kes_period,
             now_s() + expires_in if expires_at is None else expires_at,
@@ -103,3 +105,4 @@ def with_cold_signature(message: DmqMessage, cold_signature: bytes) -> bytes:
 def foreign_cold_signature(opcert: OperationalCertificate) -> bytes:
     """A well-formed Ed25519 signature of the opcert's signable by a key that is not the pool's."""
     return SigningKey(b"\x42" * 32).sign(opcert.signable()).signature
+
