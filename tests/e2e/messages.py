@@ -25,6 +25,7 @@ from tests.conftest import CONFORMANCE
 __all__ = [
     "DEVNET", "DMQ_DEVNET_MAGIC", "Signer", "devnet_signers", "generated_signer", "unique_body",
     "with_message_id", "with_kes_signature", "with_cold_signature", "foreign_cold_signature", "now_s",
+    "StakedPools", "staked_pools",
 ]
 
 DEVNET = CONFORMANCE / "cardano-devnet"
@@ -106,3 +107,22 @@ def foreign_cold_signature(opcert: OperationalCertificate) -> bytes:
     """A well-formed Ed25519 signature of the opcert's signable by a key that is not the pool's."""
     return SigningKey(b"\x42" * 32).sign(opcert.signable()).signature
 
+
+@dataclass(frozen=True)
+class StakedPools:
+    """Pools for the rejects a genesis cannot produce, with the stake file that sets them up:
+    ``staked`` (opcert issue 1), the same pool with a lower opcert (issue 0), and ``unstaked``,
+    a pool with zero set stake. The node reads the stake file as ``StakeSource``."""
+
+    staked: Signer
+    staked_lower_counter: Signer
+    unstaked: Signer
+
+    def stake_file(self) -> dict:
+        return {"epoch": 3, "maxKESEvolutions": 60,
+                "pools": {self.staked.pool_id.hex(): 1_000_000,
+                          self.unstaked.pool_id.hex(): {"mark": 5, "set": 0, "go": 5}}}
+
+
+def staked_pools() -> StakedPools:
+    return StakedPools(generated_signer(11, issue_number=1), generated_signer(11, issue_number=0), generated_signer(12))
