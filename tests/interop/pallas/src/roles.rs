@@ -320,6 +320,13 @@ macro_rules! dmq_roles {
                     let batch: Vec<DmqMsg> = notify[cursor..].to_vec();
                     cursor = notify.len();
                     let count = batch.len();
+                    // The reply as pallas encodes it: what the client under test has to read.
+                    let reply = if blocking {
+                        localmsgnotification::Message::ReplyMessagesBlocking(batch.clone())
+                    } else {
+                        localmsgnotification::Message::ReplyMessagesNonBlocking(batch.clone(), false)
+                    };
+                    let wire = hex(&minicbor::to_vec(&reply).expect("encoding into a Vec cannot fail"));
                     let sent = if blocking {
                         notification.send_reply_messages_blocking(batch).await
                     } else {
@@ -329,7 +336,9 @@ macro_rules! dmq_roles {
                         emit(json!({"event": "error", "stage": "reply", "connection": connection, "detail": format!("{e:?}")}));
                         return;
                     }
-                    emit(json!({"event": "replied", "blocking": blocking, "messages": count, "connection": connection}));
+                    emit(json!({
+                        "event": "replied", "blocking": blocking, "messages": count, "wire": wire, "connection": connection,
+                    }));
                 }
             };
             // Either protocol ending (done, or the client gone) ends the connection.
