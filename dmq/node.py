@@ -147,7 +147,8 @@ class Node:
             self.services.append(lambda _node: self.topics.run())
             self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
                                               recorder=self.recorder, topics=self.topics,
-                                              notify_filter=is_raw_message)
+                                              notify_filter=is_raw_message,
+                                              legacy_reject_text=self.config.legacy_reject_text)
         else:
             from topics.raw import RawOnlyScreen
 
@@ -155,7 +156,8 @@ class Node:
             self.ingress = Ingress(mempool, validator, self.tracer, allow_legacy=self.config.legacy_message_format,
                                    reactions=reactions, screen=RawOnlyScreen(validator))
             self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
-                                              recorder=self.recorder)
+                                              recorder=self.recorder,
+                                              legacy_reject_text=self.config.legacy_reject_text)
         self.metrics.bind_mempool(lambda: len(mempool), lambda: mempool.bytes_held)
         now = self.tracer.now
         mempool.expiry_observers.append(

@@ -169,3 +169,20 @@ async def test_messages_expire_on_the_real_clock(start_node, signers):
     # Gone from the duplicate set too: the same bytes are now simply expired.
     assert await publish_like_mithril_signer(node.socket_path, MAGIC, short.raw) == REJECT_EXPIRED
     assert await publish_like_mithril_signer(node.socket_path, MAGIC, long.raw) == REJECT_ALREADY_RECEIVED
+
+
+async def test_legacy_reject_text_answers_legacy_messages_with_a_bare_text(start_node, signers):
+    """``LegacyRejectText``: ``[2, tstr]`` for a legacy-format message (what pallas 0.34 reads),
+    the structured reason still for a current-format one, on the same connection."""
+    node = start_node(LegacyMessageFormat=True, LegacyRejectText=True, flags=("--min-sig-delay", "0"))
+    legacy = signers[0].sign(legacy=True)
+    current = signers[1].sign()
+    async with await subscriber(node) as client:
+        assert await client.submit(legacy.raw) == ACCEPT
+        assert await client.submit(current.raw) == ACCEPT
+        assert await client.submit(legacy.raw) == cbor2.dumps([2, "SigDuplicate"])
+        assert await client.submit(current.raw) == REJECT_ALREADY_RECEIVED
+        assert await client.submit(signers[0].sign(legacy=True, expires_at=now_s() - 10).raw) == cbor2.dumps(
+            [2, "SigExpired"])
+        assert await client.submit(signers[0].sign(legacy=True, kes_period=3, sign_period=0).raw) == cbor2.dumps(
+            [2, 'InvalidKESSignature (KESPeriod 0) (KESPeriod 3) "Reject"'])

@@ -46,22 +46,26 @@ def legacy(version: str) -> bool:
 
 
 def node_config(version: str, **config):
+    """Legacy clients need ``LegacyMessageFormat``; 0.34 ones also ``LegacyRejectText`` to read
+    rejects (without it they fail to decode every reject: see the test below)."""
+    if version == "0.34":
+        return {"LegacyMessageFormat": True, "LegacyRejectText": True, **config}
     return {"LegacyMessageFormat": True, **config} if legacy(version) else config
 
 
 def invalid(version: str, text: str) -> dict:
-    """How pallas ``version`` reads the node's ``[2, [0, text]]``."""
-    if version == "0.34":
-        return {"error": "verdict"}
-    return {"verdict": "rejected", "reason": {"kind": "invalid", "text": text}, "done_error": None}
+    """How pallas ``version`` reads the node's reject for a validation error shown as ``text``."""
+    kind = "text" if version == "0.34" else "invalid"
+    return {"verdict": "rejected", "reason": {"kind": kind, "text": text}, "done_error": None}
 
 
 def verdicts(version: str) -> dict[str, dict]:
-    structured = version != "0.34"
-    def rejected(kind: str) -> dict:
-        return {"verdict": "rejected", "reason": {"kind": kind}, "done_error": None} if structured else {"error": "verdict"}
+    def rejected(kind: str, constructor: str) -> dict:
+        reason = {"kind": "text", "text": constructor} if version == "0.34" else {"kind": kind}
+        return {"verdict": "rejected", "reason": reason, "done_error": None}
     return {"accepted": {"verdict": "accepted", "done_error": None},
-            "already-received": rejected("already-received"), "expired": rejected("expired")}
+            "already-received": rejected("already-received", "SigDuplicate"),
+            "expired": rejected("expired", "SigExpired")}
 
 
 def outcome(result: dict) -> dict:
@@ -117,11 +121,30 @@ def test_every_verdict_decodes_in_pallas_to_its_value(pallas_harness, version, s
     assert [result["sent"] for result in results] == [raw.hex() for raw, _ in cases]
     # The rate limit: a second message of pool 0 within 60 s.
     [too_frequent] = run_signer(pallas_harness, version, node.socket_path, MAGIC, [sign(pool0).raw])
-    if version == "0.34":
-        assert outcome(too_frequent) == {"error": "verdict"}
-    else:
-        assert too_frequent["reason"]["kind"] == "invalid"
-        assert too_frequent["reason"]["text"].startswith(f'SigTooFrequent (KeyHash {{unKeyHash = "{pool0.pool_id.hex()}"}}) ')
+    assert too_frequent["reason"]["kind"] == invalid(version, "")["reason"]["kind"]
+    assert too_frequent["reason"]["text"].startswith(f'SigTooFrequent (KeyHash {{unKeyHash = "{pool0.pool_id.hex()}"}}) ')
+
+
+@pytest.mark.parametrize("legacy_reject_text", [False, True])
+def test_each_legacy_line_reads_rejects_only_in_its_own_shape(pallas_harness, start_node, signers, legacy_reject_text):
+    """pallas 0.34 and 0.35 send identical bytes and differ only in the reject they decode, so
+    ``LegacyRejectText`` chooses which of them reads a legacy message's reject; the other
+    fails to decode it. Clients of the current layout get the structured reason either way."""
+    node = start_node(LegacyMessageFormat=True, LegacyRejectText=legacy_reject_text)
+    pool0, pool1 = signers
+    old = pool0.sign(legacy=True)
+    current = pool1.sign()
+    for raws in ([old.raw], [current.raw]):
+        [first] = run_signer(pallas_harness, "1" if raws == [current.raw] else "0.35", node.socket_path, MAGIC, raws)
+        assert first["verdict"] == "accepted"
+    read = {version: outcome(run_signer(pallas_harness, version, node.socket_path, MAGIC, [old.raw])[0])
+            for version in ("0.34", "0.35")}
+    readable = "0.34" if legacy_reject_text else "0.35"
+    unreadable = "0.35" if legacy_reject_text else "0.34"
+    assert read[readable] == verdicts(readable)["already-received"]
+    assert read[unreadable] == {"error": "verdict"}
+    [again] = run_signer(pallas_harness, "1", node.socket_path, MAGIC, [current.raw])
+    assert outcome(again) == verdicts("1")["already-received"]
 
 
 def test_stake_dependent_rejects_decode_in_pallas(pallas_harness, version, start_node, tmp_path):
