@@ -68,6 +68,9 @@ def node_peer() -> Path:
 @pytest.fixture(scope="session")
 def pallas_harness() -> Path:
     """The built pallas-network harness program."""
+    unbuilt = os.environ.get(f"{ENV_VAR}_MISSING")
+    if unbuilt:
+        missing_tool(unbuilt)
     program = harness_path()
     if not os.access(program, os.X_OK):
         missing_tool(f"pallas interop harness not built at {program} (${ENV_VAR}): "

@@ -1,7 +1,8 @@
 """Driving the pallas-network test harness (``tests/interop/pallas``) from pytest.
 
-``scripts/build-interop.sh`` builds the harness with cargo and exports where the program is
-(``DMQ_PALLAS_INTEROP``); without that variable the tests look in the build script's default
+``scripts/build-interop.sh`` builds the harness with cargo; ``scripts/run-tests.sh`` exports
+where the program is (``DMQ_PALLAS_INTEROP``), or why it is not there
+(``DMQ_PALLAS_INTEROP_MISSING``); without either the tests look in the build script's default
 target directory. The program plays Mithril's signer and aggregator with pallas's own
 ``DmqClient``, or serves protocols 14 and 15 with pallas's ``DmqServer``, and prints one JSON
 object per line for everything it sees.
