@@ -52,6 +52,7 @@ __all__ = [
     "encode_legacy_payload",
     "encode_legacy_message",
     "build_legacy_message",
+    "is_legacy_layout",
 ]
 
 UINT32_MAX = 0xFFFFFFFF
@@ -365,6 +366,12 @@ def decode_message_at(buf, pos: int = 0, *, allow_legacy: bool = False) -> tuple
     if found is not None:
         return found
     return _read(buf, pos, len(buf), allow_legacy, _STRICT)
+
+
+def is_legacy_layout(raw: bytes) -> bool:
+    """Whether ``raw`` has the legacy shape (WIRE.md 5.5): an array of 4 whose first item is
+    an array (the strict decoder takes only this one-byte head for either layout)."""
+    return len(raw) >= 2 and raw[0] == 0x84 and raw[1] >> 5 == 4
 
 
 def decode_message(raw: bytes, *, allow_legacy: bool = False) -> DmqMessage:

@@ -608,6 +608,11 @@ class NodeConfig:
     #: Opt-in handling of the pre-0.5 message format (WIRE.md 5.5) still sent by released Mithril
     #: signers; false keeps the reference behaviour (a legacy message is a decode failure).
     legacy_message_format: bool = _key("LegacyMessageFormat", _Boolean(), False)
+    #: Reject legacy-format messages with a bare text, the only reason pallas-network 0.34
+    #: (Mithril 2543.x, 2603.x) decodes, instead of the structured reason of the reference,
+    #: which pallas 0.35 (Mithril 2617.0) needs: the two send identical bytes otherwise, so the
+    #: operator picks (WIRE.md 7.2). Current-format messages always get the structured reason.
+    legacy_reject_text: bool = _key("LegacyRejectText", _Boolean(), False)
     #: A directory to record traffic into for the capacity pipeline; ``None`` records nothing.
     record_traffic: Path | None = _key("RecordTraffic", _FilePath(), None, flag="--record-traffic")
     #: A Prometheus port on 127.0.0.1 without writing trace-dispatcher options; ``None``: off.

@@ -35,12 +35,13 @@ from miniprotocols.local_msg_submission import (
     RejectExpired,
     RejectInvalid,
     RejectOther,
+    RejectText,
     SubmitResult,
 )
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.mux import Mode, Mux, Role
 
-from dmq.codec import MessageDecodeError
+from dmq.codec import MessageDecodeError, is_legacy_layout
 from dmq.connection import ProtocolTask, run_connection
 from dmq.errors import OperatorError
 from dmq.ingress import Ingress
@@ -79,6 +80,13 @@ def reject_reason_for(error: SigValidationError) -> SubmitResult:
     if kind is LocalRejectKind.EXPIRED:
         return RejectExpired()
     return RejectOther(value[1])
+
+
+def legacy_text_reason_for(error: SigValidationError) -> RejectText:
+    """The reason as the bare text pallas 0.34 decodes: the text of the structured reason, or
+    the reference's constructor name where that has none (``SigDuplicate``, ``SigExpired``)."""
+    value = local_reject_reason(error)
+    return RejectText(value[1] if len(value) > 1 else error.show())
 
 
 class _CursorSource:
@@ -158,8 +166,10 @@ class LocalService:
 
     def __init__(self, ingress: Ingress, mempool: Mempool, tracer: Tracer, network_magic: int,
                  recorder: TrafficRecorder | NullRecorder = NO_RECORDER, *, topics: Any = None,
-                 notify_filter: Callable[[bytes], bool] | None = None) -> None:
+                 notify_filter: Callable[[bytes], bool] | None = None, legacy_reject_text: bool = False) -> None:
         self.ingress = ingress
+        #: Reject legacy-format messages with a bare text (``LegacyRejectText``, WIRE.md 7.2).
+        self.legacy_reject_text = legacy_reject_text
         self.mempool = mempool
         self.tracer = tracer
         self.recorder = recorder
@@ -178,7 +188,11 @@ class LocalService:
             error = await self.ingress.submit_local(raw)
         except MessageDecodeError as exc:
             raise InvalidMessageBytes(str(exc)) from exc
-        return ACCEPTED if error is None else reject_reason_for(error)
+        if error is None:
+            return ACCEPTED
+        if self.legacy_reject_text and is_legacy_layout(raw):
+            return legacy_text_reason_for(error)
+        return reject_reason_for(error)
 
     async def serve_path(self, path: str | os.PathLike[str], *, mode: int = 0o660,
                          task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -13,12 +13,14 @@ import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import lmdb
 import trio
 
 from dmq.clock import Clock, SystemClock
+from dmq.codec import decode_message
 from dmq.config import NodeConfig, StakeSourceKind
 from dmq.diffusion import Diffusion, DiffusionPolicy
 from dmq.errors import OperatorError
@@ -100,7 +102,10 @@ class Node:
         try:
             path.mkdir(parents=True, exist_ok=True)
             check_readable(path)
-            return DurableMempool(path, self.clock)
+            # Stored messages are read back with the decoder that accepted them: with
+            # LegacyMessageFormat on, acknowledged legacy messages survive a restart too.
+            decode = partial(decode_message, allow_legacy=self.config.legacy_message_format)
+            return DurableMempool(path, self.clock, decode=decode)
         except OSError as exc:
             raise NodeStartError(f"database {path}: {exc.strerror or exc}") from None
         except (DamagedDatabase, lmdb.Error) as exc:
@@ -143,7 +148,8 @@ class Node:
             self.services.append(lambda _node: self.topics.run())
             self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
                                               recorder=self.recorder, topics=self.topics,
-                                              notify_filter=is_raw_message)
+                                              notify_filter=is_raw_message,
+                                              legacy_reject_text=self.config.legacy_reject_text)
         else:
             from topics.raw import RawOnlyScreen
 
@@ -151,7 +157,8 @@ class Node:
             self.ingress = Ingress(mempool, validator, self.tracer, allow_legacy=self.config.legacy_message_format,
                                    reactions=reactions, screen=RawOnlyScreen(validator))
             self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
-                                              recorder=self.recorder)
+                                              recorder=self.recorder,
+                                              legacy_reject_text=self.config.legacy_reject_text)
         self.metrics.bind_mempool(lambda: len(mempool), lambda: mempool.bytes_held)
         self.metrics.bind_database(Path(self.config.database_path))
         signer = self.topics.publisher.signer if self.topics is not None else None

@@ -18,6 +18,7 @@ from miniprotocols.local_msg_submission import (
     RejectExpired,
     RejectInvalid,
     RejectOther,
+    RejectText,
     SubmitResult,
 )
 
@@ -45,6 +46,8 @@ def describe_result(result: SubmitResult) -> str:
         return "rejected: expired"
     if isinstance(result, RejectOther):
         return f"rejected: other: {result.text}"
+    if isinstance(result, RejectText):
+        return f"rejected: {result.text}"
     raise TypeError(f"not a submission verdict: {result!r}")
 
 

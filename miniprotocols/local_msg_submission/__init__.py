@@ -20,6 +20,7 @@ from .types import (
     RejectInvalid,
     RejectOther,
     RejectReason,
+    RejectText,
     SubmitResult,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "RejectAlreadyReceived",
     "RejectExpired",
     "RejectOther",
+    "RejectText",
     "RejectReason",
     "Accepted",
     "ACCEPTED",

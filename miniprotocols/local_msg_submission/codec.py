@@ -1,9 +1,10 @@
 """Local message submission codec: the LocalTxSubmission envelope with DMQ reasons.
 
 ``[0, message]`` / ``[1]`` / ``[2, reason]`` / ``[3]``; reasons ``[0, tstr]`` / ``[1]`` /
-``[2]`` / ``[3, tstr]``, all definite (WIRE.md 7.1, 7.2). The reason decoder accepts only
-the ``(tag, length)`` pairs Pallas and the reference accept, so what this codec decodes
-is exactly what the real clients can decode. The submitted message is cut out as its raw
+``[2]`` / ``[3, tstr]``, all definite (WIRE.md 7.1, 7.2); the node may also write a bare
+``tstr`` to legacy clients (``RejectText``). The reason decoder accepts only the
+``(tag, length)`` pairs Pallas and the reference accept, so what this codec decodes is
+exactly what the current clients can decode. The submitted message is cut out as its raw
 span and spliced back unchanged when encoding.
 """
 
@@ -27,6 +28,7 @@ from .types import (
     RejectInvalid,
     RejectOther,
     RejectReason,
+    RejectText,
 )
 
 __all__ = ["LocalSubmissionCodec", "encode_reason", "decode_reason"]
@@ -48,6 +50,8 @@ def encode_reason(reason: RejectReason) -> bytes:
         return _EXPIRED
     if isinstance(reason, RejectOther):
         return w.array_header(2) + w.uint(3) + w.text(reason.text)
+    if isinstance(reason, RejectText):
+        return w.text(reason.text)
     raise TypeError(f"not a reject reason: {reason!r}")
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "RejectAlreadyReceived",
     "RejectExpired",
     "RejectOther",
+    "RejectText",
     "RejectReason",
     "Accepted",
     "ACCEPTED",
@@ -74,7 +75,16 @@ class RejectOther:
     text: str
 
 
-RejectReason = RejectInvalid | RejectAlreadyReceived | RejectExpired | RejectOther
+@dataclass(frozen=True, slots=True)
+class RejectText:
+    """``tstr``: a reason that is a bare text, the only shape pallas-network 0.34 (Mithril
+    2543.x, 2603.x) can decode. The reference never sends it; the node sends it only to
+    legacy-format submissions, and only with ``LegacyRejectText`` (WIRE.md 7.2)."""
+
+    text: str
+
+
+RejectReason = RejectInvalid | RejectAlreadyReceived | RejectExpired | RejectOther | RejectText
 
 
 @dataclass(frozen=True, slots=True)

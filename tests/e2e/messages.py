@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from nacl.signing import SigningKey
 
-from dmq.codec import build_message, encode_message
+from dmq.codec import build_legacy_message, build_message, encode_message
 from dmq.kes import KesSigningKey
 from dmq.keyfiles import BulkCredential, read_bulk_credentials
 from dmq.message import DmqMessage, OperationalCertificate, pool_id_of
@@ -25,6 +25,7 @@ from tests.conftest import CONFORMANCE
 __all__ = [
     "DEVNET", "DMQ_DEVNET_MAGIC", "Signer", "devnet_signers", "generated_signer", "unique_body",
     "with_message_id", "with_kes_signature", "with_cold_signature", "foreign_cold_signature", "now_s",
+    "StakedPools", "staked_pools",
 ]
 
 DEVNET = CONFORMANCE / "cardano-devnet"
@@ -57,9 +58,11 @@ class Signer:
         return pool_id_of(self.cold_vk)
 
     def sign(self, *, expires_in: int = 1700, expires_at: int | None = None, kes_period: int = 0,
-             body: bytes | None = None, sign_period: int | None = None) -> DmqMessage:
-        """A message as ``mithril-dmq`` builds it; ``sign_period`` signs at a wrong evolution."""
-        return build_message(
+             body: bytes | None = None, sign_period: int | None = None, legacy: bool = False) -> DmqMessage:
+        """A message as ``mithril-dmq`` builds it; ``sign_period`` signs at a wrong evolution;
+        ``legacy`` builds the layout of released Mithril 2543–2617 (WIRE.md 5.5)."""
+        build = build_legacy_message if legacy else build_message
+        return build(
             unique_body() if body is None else body,
             kes_period,
             now_s() + expires_in if expires_at is None else expires_at,
@@ -103,3 +106,23 @@ def with_cold_signature(message: DmqMessage, cold_signature: bytes) -> bytes:
 def foreign_cold_signature(opcert: OperationalCertificate) -> bytes:
     """A well-formed Ed25519 signature of the opcert's signable by a key that is not the pool's."""
     return SigningKey(b"\x42" * 32).sign(opcert.signable()).signature
+
+
+@dataclass(frozen=True)
+class StakedPools:
+    """Pools for the rejects a genesis cannot produce, with the stake file that sets them up:
+    ``staked`` (opcert issue 1), the same pool with a lower opcert (issue 0), and ``unstaked``,
+    a pool with zero set stake. The node reads the stake file as ``StakeSource``."""
+
+    staked: Signer
+    staked_lower_counter: Signer
+    unstaked: Signer
+
+    def stake_file(self) -> dict:
+        return {"epoch": 3, "maxKESEvolutions": 60,
+                "pools": {self.staked.pool_id.hex(): 1_000_000,
+                          self.unstaked.pool_id.hex(): {"mark": 5, "set": 0, "go": 5}}}
+
+
+def staked_pools() -> StakedPools:
+    return StakedPools(generated_signer(11, issue_number=1), generated_signer(11, issue_number=0), generated_signer(12))

@@ -105,3 +105,16 @@ async def test_acknowledged_messages_survive_sigkill_and_rejected_ones_never_app
     assert await publish_like_mithril_signer(node.socket_path, MAGIC, acknowledged[0]) == REJECT_ALREADY_RECEIVED
     for raw, reply in list(rejected.items())[:5]:
         assert await publish_like_mithril_signer(node.socket_path, MAGIC, raw) == reply
+
+
+async def test_acknowledged_legacy_messages_survive_a_restart(start_node, signers):
+    """With ``LegacyMessageFormat`` on, the store is read back with the decoder that accepted
+    its messages: a legacy message acknowledged before SIGKILL is served after the restart."""
+    node = start_node(LegacyMessageFormat=True, flags=("--min-sig-delay", "0"))
+    messages = [signer.sign(legacy=True).raw for signer in signers]
+    for raw in messages:
+        assert await publish_like_mithril_signer(node.socket_path, MAGIC, raw) == ACCEPT
+    node.kill(signal.SIGKILL)
+    node.start()
+    assert await read_everything(node.socket_path) == messages
+    assert await publish_like_mithril_signer(node.socket_path, MAGIC, messages[0]) == REJECT_ALREADY_RECEIVED

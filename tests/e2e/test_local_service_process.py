@@ -21,6 +21,7 @@ from tests.e2e.messages import (
     foreign_cold_signature,
     generated_signer,
     now_s,
+    staked_pools,
     with_cold_signature,
     with_kes_signature,
     with_message_id,
@@ -125,14 +126,10 @@ async def test_pool_eligibility_and_opcert_counter_rejects(start_node, tmp_path)
     JSON stake file; ``--min-sig-delay 0`` (a devnet setting) lets one pool publish twice.
     ``NotInitialized`` needs a node still waiting for its first stake query, which neither a
     genesis nor a stake file can be: it is covered by the validation unit tests."""
-    staked_v1 = generated_signer(11, issue_number=1)
-    staked_v0 = generated_signer(11, issue_number=0)
-    unstaked = generated_signer(12)
-    stake = {"epoch": 3, "maxKESEvolutions": 60,
-             "pools": {staked_v1.pool_id.hex(): 1_000_000,
-                       unstaked.pool_id.hex(): {"mark": 5, "set": 0, "go": 5}}}
+    pools = staked_pools()
+    staked_v1, staked_v0, unstaked = pools.staked, pools.staked_lower_counter, pools.unstaked
     (tmp_path / "node").mkdir()
-    (tmp_path / "node" / "stake.json").write_text(json.dumps(stake))
+    (tmp_path / "node" / "stake.json").write_text(json.dumps(pools.stake_file()))
     node = start_node(StakeSource="stake.json", flags=("--min-sig-delay", "0"))
     async with await subscriber(node) as client:
         assert await client.submit(unstaked.sign().raw) == invalid("PoolNotEligible")
@@ -212,3 +209,20 @@ async def test_notification_starts_again_on_the_same_connection_from_the_start(s
             assert await client.request(blocking=False) == non_blocking_reply([first.raw, second.raw], False)
             await client.notification_done()
             assert await client.request(blocking=True) == blocking_reply([first.raw, second.raw])
+
+
+async def test_legacy_reject_text_answers_legacy_messages_with_a_bare_text(start_node, signers):
+    """``LegacyRejectText``: ``[2, tstr]`` for a legacy-format message (what pallas 0.34 reads),
+    the structured reason still for a current-format one, on the same connection."""
+    node = start_node(LegacyMessageFormat=True, LegacyRejectText=True, flags=("--min-sig-delay", "0"))
+    legacy = signers[0].sign(legacy=True)
+    current = signers[1].sign()
+    async with await subscriber(node) as client:
+        assert await client.submit(legacy.raw) == ACCEPT
+        assert await client.submit(current.raw) == ACCEPT
+        assert await client.submit(legacy.raw) == cbor2.dumps([2, "SigDuplicate"])
+        assert await client.submit(current.raw) == REJECT_ALREADY_RECEIVED
+        assert await client.submit(signers[0].sign(legacy=True, expires_at=now_s() - 10).raw) == cbor2.dumps(
+            [2, "SigExpired"])
+        assert await client.submit(signers[0].sign(legacy=True, kes_period=3, sign_period=0).raw) == cbor2.dumps(
+            [2, 'InvalidKESSignature (KESPeriod 0) (KESPeriod 3) "Reject"'])

@@ -1,8 +1,14 @@
-"""Fixtures for driving the third-party TypeScript Ouroboros peer from pytest.
+"""Fixtures for driving third-party implementations from pytest.
 
-The npm package is pinned to an exact version in ``package.json`` with a committed
-``package-lock.json``; ``npm ci`` installs exactly that into ``node_modules`` (ignored by
-git) the first time, and again whenever the lock file changes.
+* The TypeScript Ouroboros peer: the npm package is pinned to an exact version in
+  ``package.json`` with a committed ``package-lock.json``; ``npm ci`` installs exactly that
+  into ``node_modules`` (ignored by git) the first time, and again whenever the lock file
+  changes.
+* The pallas-network harness (``pallas/``): built by ``scripts/build-interop.sh`` before the
+  test run; the node-process fixtures of the end-to-end tests are shared with these tests.
+
+A missing tool skips these tests on a developer's machine, with the reason; under CI (the
+``CI`` variable set) it fails them with one line saying what is missing.
 """
 
 from __future__ import annotations
@@ -15,10 +21,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import signers, start_node  # noqa: F401  (fixtures shared with the e2e tests)
+from tests.interop.pallas_harness import ENV_VAR, harness_path
+
 INTEROP_DIR = Path(__file__).resolve().parent
 PACKAGE = "@harmoniclabs/ouroboros-miniprotocols-ts"
 #: Written into node_modules after a successful ``npm ci``: the digest of the lock file it installed.
 STAMP = ".installed-lock-sha256"
+
+
+def missing_tool(what: str) -> None:
+    """Fail under CI (one line, no traceback), skip elsewhere: a required tool is not there."""
+    if os.environ.get("CI"):
+        pytest.fail(what, pytrace=False)
+    pytest.skip(what)
 
 
 def _lock_digest() -> str:
@@ -38,7 +54,7 @@ def node_peer() -> Path:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         missing = " and ".join(name for name, path in (("node", node), ("npm", npm)) if path is None)
-        pytest.skip(f"{missing} not installed: the TypeScript interop peer cannot run")
+        missing_tool(f"{missing} not installed: the TypeScript interop peer cannot run")
     if not _installed_matches_lock():
         env = {**os.environ, "npm_config_update_notifier": "false"}
         done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=INTEROP_DIR, capture_output=True,
@@ -47,3 +63,16 @@ def node_peer() -> Path:
             pytest.fail(f"npm ci in {INTEROP_DIR} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
         (INTEROP_DIR / "node_modules" / STAMP).write_text(_lock_digest() + "\n")
     return INTEROP_DIR
+
+
+@pytest.fixture(scope="session")
+def pallas_harness() -> Path:
+    """The built pallas-network harness program."""
+    unbuilt = os.environ.get(f"{ENV_VAR}_MISSING")
+    if unbuilt:
+        missing_tool(unbuilt)
+    program = harness_path()
+    if not os.access(program, os.X_OK):
+        missing_tool(f"pallas interop harness not built at {program} (${ENV_VAR}): "
+                     "run scripts/build-interop.sh (needs cargo and crates.io)")
+    return program

@@ -25,6 +25,7 @@ from miniprotocols.local_msg_submission import (
     RejectExpired,
     RejectInvalid,
     RejectOther,
+    RejectText,
     serve,
     show_text,
 )
@@ -113,6 +114,11 @@ def test_submit_refuses_bytes_that_are_not_one_item():
 def test_reject_reasons_outside_the_strict_shapes_do_not_decode(reason):
     with pytest.raises(ValueError):
         codec.decode(BUSY, h("8202") + h(reason))
+
+
+def test_a_text_reason_is_written_as_a_bare_text_string():
+    """The shape pallas 0.34 decodes, for legacy clients only (the decoder keeps refusing it, above)."""
+    assert codec.encode(MsgRejectMessage(RejectText("SigDuplicate"))) == h("8202") + h("6c") + b"SigDuplicate"
 
 
 @given(st.one_of(

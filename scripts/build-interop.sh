@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the pallas-network interop harness (tests/interop/pallas) and prints the path of the
+# program; on failure prints ONE line saying what is missing, on standard error, and exits 1.
+# The target directory lives outside the checkout (CARGO_TARGET_DIR, else the user's cache),
+# so a fresh clone on the same machine reuses the compiled crates.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/dmq-node/interop-target}"
+cargo="$(command -v cargo || true)"
+if [ -z "$cargo" ] && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    cargo="$HOME/.cargo/bin/cargo"  # rustup's place, often not on a non-login PATH
+fi
+if [ -z "$cargo" ]; then
+    echo "pallas interop harness: cargo not found (install a Rust toolchain)" >&2
+    exit 1
+fi
+if ! log="$(CARGO_TARGET_DIR="$target" "$cargo" build --locked --release --quiet \
+        --manifest-path tests/interop/pallas/Cargo.toml 2>&1)"; then
+    first_error="$(printf '%s\n' "$log" | grep -m1 '^error' || printf '%s\n' "$log" | tail -n 1)"
+    echo "pallas interop harness: cargo build failed: $first_error" >&2
+    exit 1
+fi
+echo "$target/release/dmq-pallas-interop"

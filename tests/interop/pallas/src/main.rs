@@ -1,0 +1,56 @@
+//! Test harness: plays Mithril's DMQ parts with pallas-network's own clients and servers.
+//!
+//! The pytest suite in `tests/interop/` runs this program against a real `dmq-node` (roles
+//! `signer` and `aggregator`) and runs its `server` role against the project's client library.
+//! Every message and verdict crosses the wire through pallas's own types and codecs, at each
+//! release line Mithril has shipped: 1.x (current layout), 0.35 (legacy layout, structured
+//! reject reasons) and 0.34 (legacy layout, reject reason as bare text).
+//!
+//! Usage: `dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server> [--flag value]...`.
+//! Everything it learns is printed on standard output as one JSON object per line.
+
+mod args;
+mod output;
+#[macro_use]
+mod roles;
+mod v034;
+mod v035;
+mod v1;
+
+use std::process::ExitCode;
+
+use args::Args;
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let (version, role) = match (argv.next(), argv.next()) {
+        (Some(version), Some(role)) => (version, role),
+        _ => return usage("expected a pallas version and a role"),
+    };
+    let args = match Args::parse(argv) {
+        Ok(args) => args,
+        Err(message) => return usage(&message),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let result = runtime.block_on(async {
+        match version.as_str() {
+            "1" => v1::run(&role, &args).await,
+            "0.35" => v035::run(&role, &args).await,
+            "0.34" => v034::run(&role, &args).await,
+            other => Err(format!("unknown pallas version {other:?} (1, 0.35 or 0.34)")),
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => usage(&message),
+    }
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("dmq-pallas-interop: {message}");
+    eprintln!("usage: dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server> --socket PATH --magic N [...]");
+    ExitCode::from(2)
+}
