@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from dmq.keyfiles import read_bulk_credentials
+from dmq.clock import ManualClock
 from dmq.codec import build_message
+from dmq.stake import PoolStake, StakeView
 from topics.blocklace.codec import (
     PERM_ACK, PERM_EVENT, Block, Carry, Need, TopicParams, decode_body, encode_block, encode_carry, encode_need,
 )
@@ -161,14 +163,20 @@ def test_double_vote_counts_once_and_quorum_boundaries():
     assert r.finals == [(TOPIC, 1, p2.message_id)]
 
 
+def _stake_view(*snapshots: tuple[int, dict[bytes, int]]) -> StakeView:
+    """The node's own stake view, fed snapshot by snapshot as the cardano-node link feeds it."""
+    view = StakeView(ManualClock(now=NOW))
+    for epoch, stakes in snapshots:
+        view.update({p: PoolStake(s, s, s) for p, s in stakes.items()}, epoch)
+    return view
+
+
 def test_stake_rule_and_stale_snapshot():
-    stakes = {7: {pool(0).id: 10, pool(1).id: 60, pool(2).id: 30}}
-
-    def stake_of(epoch, pool_id):
-        snapshot = stakes.get(epoch)
-        return None if snapshot is None else snapshot.get(pool_id, 0)
-
-    node = LaceNode(stake_of=stake_of)
+    # The lace weighs a proposal in the snapshot it names, through the node's real StakeView:
+    # epoch 7 is still held after epoch 8 arrived, with its own stakes.
+    view = _stake_view((7, {pool(0).id: 10, pool(1).id: 60, pool(2).id: 30}),
+                       (8, {pool(0).id: 0, pool(1).id: 100, pool(2).id: 0}))
+    node = LaceNode(stake_of=view.set_stake_at)
     a = [Author(pool(i)) for i in range(3)]
     ad = advertisement(0, {pool(i).id: ALL for i in range(3)}, TopicParams(quorum=(1, 2, 3)))
     v0 = a[0].block(ad_payload(ad))
@@ -183,6 +191,17 @@ def test_stake_rule_and_stale_snapshot():
     r = _offer(node, a[0].block(epoch_payload(number=1, attempt=0, ad_version=0, acked=proposal.message_id),
                                 others=[proposal.message_id]))
     assert r.finals == [(TOPIC, 1, proposal.message_id)]   # 70 of 100
+
+
+def test_stake_view_keeps_the_last_three_snapshots():
+    view = _stake_view((7, {pool(0).id: 10}), (8, {pool(0).id: 20}), (9, {pool(1).id: 5}))
+    assert view.snapshot_epochs == (7, 8, 9)
+    assert [view.set_stake_at(e, pool(0).id) for e in (6, 7, 8, 9)] == [None, 10, 20, 0]
+    view.update({pool(0).id: PoolStake(1, 40, 1)}, 10)
+    assert view.snapshot_epochs == (8, 9, 10)
+    assert view.set_stake_at(7, pool(0).id) is None and view.set_stake_at(10, pool(0).id) == 40
+    view.update({}, None)                            # a snapshot without an epoch is the current one only
+    assert view.snapshot_epochs == (8, 9, 10) and view.stake_of(pool(0).id) is None
 
 
 def test_carry_round_trip_and_bad_carried_message(topic):
