@@ -37,6 +37,7 @@ from topics.adapter import (
     OK,
     Accepted,
     AdapterRuntime,
+    AlreadyPublished,
     AdapterTxn,
     Defer,
     Delivery,
@@ -52,11 +53,12 @@ from topics.adapter import (
 from topics.classify import TAG_BLOCKLACE, tag_of
 from topics.filters import matches
 from topics.raw import message_meta
-from topics.reasons import ANSWER_QUOTA, EXPIRY_EXCEEDS_BOUND, RATE_LIMITED, UNSOLICITED, RejectReason
+from topics.reasons import ANSWER_QUOTA, CONFLICT, EXPIRY_EXCEEDS_BOUND, RATE_LIMITED, UNSOLICITED, RejectReason
 
 from . import store
 from .codec import AD, EPOCH, KIND_BLOCK, KIND_CARRY, KIND_NEED, KIND_PROOF_NOTICE, Block, Carry, Need, Proof, \
     ProofNotice, decode_body
+from .creator import build_own_block
 from .lace import Lace, StakeOf
 from .proofs import carried_block
 from .reasons import EPOCH_CLOSED, EQUIVOCATOR_EXCLUDED, STALE_STAKE_SNAPSHOT, BlocklaceReject
@@ -174,12 +176,39 @@ class BlocklaceAdapter(TopicAdapter):
         self._ensure_loaded(ctx.store)
         facts, now = ctx.facts, ctx.now
         if inner.kind == KIND_BLOCK:
+            if facts.origin is not Origin.PEER and facts.pool_id == self.recovery.pool_id:
+                refused = self._own_equivocation(ctx.store, facts.dmq_id, inner.content)
+                if refused is not None:
+                    return refused
             return self._check_block(facts.dmq_id, facts.pool_id, inner.content, False, now)
         if inner.kind == KIND_NEED:
             return self._check_need(inner.content, ctx)
         if inner.kind == KIND_CARRY:
             return self._check_carry(inner, ctx)
         return OK
+
+    def _own_equivocation(self, view: StoreView, ident: bytes, block: Block) -> Reject | None:
+        """A block of this node's pool, from a local client or the node itself, is refused when
+        the pool already has another block with its sequence number: the node never makes
+        its own pool equivocate (a peer's copy is evidence and goes through as usual)."""
+        taken = [i for i in store.chain_ids(view, block.topic, self.recovery.pool_id, block.seq) if i != ident]
+        if not taken:
+            return None
+        return Reject(CONFLICT, f"this node's pool already made block {block.seq} of the topic")
+
+    def for_signing(self, body: bytes, inner: BlocklaceInner, view: StoreView,
+                    now: float) -> bytes | Reject | AlreadyPublished:
+        """A block is built by the node from the client's draft (:mod:`.creator`); needs,
+        carries and proof notices are signed as they are."""
+        if inner.kind != KIND_BLOCK or self.recovery.pool_id is None:
+            return body
+        self._ensure_loaded(view)
+        return build_own_block(self.lace, view, self.recovery.pool_id, inner.content, body)
+
+    def discard_caches(self) -> None:
+        """The lace is rebuilt from the databases at the next hook call."""
+        self.lace.clear()
+        self._loaded = False
 
     def _check_block(self, ident: bytes, creator: bytes, block: Block, solicited: bool, now: float) -> Verdict:
         if ident in self.lace.blocks:
