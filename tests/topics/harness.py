@@ -41,7 +41,7 @@ class Instance:
     """What a test drives: ``ingress``, ``mempool``, ``clock``, ``hub``, ``dbs``."""
 
     def __init__(self, path: Path, clock: ManualClock, carried=("raw", "kv"), bucket=BucketPolicy(1000, 0.001),
-                 queue_limits: QueueLimits = QueueLimits()):
+                 queue_limits: QueueLimits = QueueLimits(), adapter: KvAdapter | None = None):
         self.path = path
         self.clock = clock
         self.tracer = Tracer(clock.now)
@@ -52,7 +52,7 @@ class Instance:
         self.validator = Validator(stake, clock, min_sig_delay=0)
         self.dbs = for_store(self.mempool.store)
         self.ingress = TopicIngress(
-            self.mempool, self.validator, self.tracer, adapters=[KvAdapter()],
+            self.mempool, self.validator, self.tracer, adapters=[adapter or KvAdapter()],
             carried=carried_set(carried, TOPIC_MAGIC, known={"kv"}), dbs=self.dbs,
             bucket=TokenBucket(bucket), network_magic=TOPIC_MAGIC, hub=SubscriptionHub(queue_limits))
         self.hub = self.ingress.hub
