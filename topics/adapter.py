@@ -300,6 +300,8 @@ class TopicAdapter(abc.ABC):
     databases: tuple[str, ...] = ()
     #: Bound of the pending (deferred) buffer; eviction is oldest first.
     pending_limit: int = 1024
+    #: Bound of the deferred messages of one ``pending_key`` (None: no such bound).
+    pending_per_key: int | None = None
     #: Whether its state converges regardless of arrival order (C5).
     convergent: bool = False
 
@@ -353,6 +355,11 @@ class TopicAdapter(abc.ABC):
     def publication_key(self, inner: Any) -> bytes | None:
         """The local publisher's key of a client publication (2.7: the per-key limit);
         None: the body names no publisher key and only the pool's budget applies."""
+        return None
+
+    def pending_key(self, inner: Any, facts: DmqFacts) -> bytes | None:
+        """Whose share of the pending buffer a deferred ``inner`` uses (``pending_per_key``);
+        None: only the buffer's overall bound applies."""
         return None
 
     def for_signing(self, body: bytes, inner: Any, view: StoreView, now: float) -> bytes | Reject | AlreadyPublished:

@@ -132,7 +132,7 @@ class TopicIngress(Ingress):
         self.params = dict(params or {})
         self.rejected = rejected if rejected is not None else RejectedCache()
         self._tags = {a.tag: a.name for a in adapters}
-        self.pending = {name: PendingBuffer(a.pending_limit) for name, a in self.adapters.items()}
+        self.pending = {name: PendingBuffer(a.pending_limit, a.pending_per_key) for name, a in self.adapters.items()}
         self._lock = trio.Lock()
         for name, adapter in self.adapters.items():
             dbs.register(name, adapter.databases)
@@ -278,7 +278,8 @@ class TopicIngress(Ingress):
                 self.bucket.charge(message.pool_id, monotonic)
             deadline = now + verdict.max_wait if verdict.max_wait is not None else float(message.expires_at)
             missing = {m for m in verdict.missing}
-            parked = Parked(message, adapter.name, inner, facts, missing, deadline, origin)
+            parked = Parked(message, adapter.name, inner, facts, missing, deadline, origin,
+                            key=adapter.pending_key(inner, facts))
             for evicted in self.pending[adapter.name].park(parked):
                 self.tracer.emit(TopicPendingDropped(self.tracer.now(), evicted.facts.dmq_id, evicted.adapter,
                                                      BUFFER_OVERFLOW.name))

@@ -41,6 +41,7 @@ from topics.adapter import (
     AdapterTxn,
     Defer,
     Delivery,
+    DmqFacts,
     Origin,
     Priority,
     Reject,
@@ -60,6 +61,7 @@ from .codec import AD, EPOCH, KIND_BLOCK, KIND_CARRY, KIND_NEED, KIND_PROOF_NOTI
     ProofNotice, decode_body
 from .creator import build_own_block
 from .lace import Lace, StakeOf
+from .node import PENDING_PER_CREATOR
 from .proofs import carried_block
 from .reasons import EPOCH_CLOSED, EQUIVOCATOR_EXCLUDED, STALE_STAKE_SNAPSHOT, BlocklaceReject
 from .recovery import ANSWERS_PER_ITEM, REQUEST_LIFETIME, Recovery
@@ -99,6 +101,8 @@ class BlocklaceAdapter(TopicAdapter):
     number = ADAPTER_NUMBER
     databases = store.DATABASES
     pending_limit = 4096
+    #: A creator whose blocks point at ids that never arrive evicts its own (5.10).
+    pending_per_key = PENDING_PER_CREATOR
     convergent = True
 
     def __init__(self, *, stake_of: StakeOf | None = None, max_kes_evolutions: int = MAINNET_MAX_KES_EVOLUTIONS,
@@ -195,6 +199,10 @@ class BlocklaceAdapter(TopicAdapter):
         if not taken:
             return None
         return Reject(CONFLICT, f"this node's pool already made block {block.seq} of the topic")
+
+    def pending_key(self, inner: BlocklaceInner, facts: DmqFacts) -> bytes | None:
+        """The creator of the block that waits (a carry's carried block, else the block)."""
+        return inner.carried.pool_id if inner.carried is not None else facts.pool_id
 
     def for_signing(self, body: bytes, inner: BlocklaceInner, view: StoreView,
                     now: float) -> bytes | Reject | AlreadyPublished:

@@ -237,3 +237,31 @@ def test_block_with_devnet_kes_signature():
     assert verify_carried(message.raw).raw == message.raw
     node = LaceNode()
     assert node.offer(message, block_of(message), NOW).accepted == [message.message_id]
+
+
+@pytest.mark.trio
+async def test_pending_buffer_is_capped_per_creator(tmp_path):
+    """A creator whose blocks point at ids that never arrive evicts its own oldest blocks from
+    the adapter's pending buffer (the real ingress), never another creator's (5.10)."""
+    from topics.blocklace.adapter import BlocklaceAdapter
+    from topics.blocklace.node import PENDING_PER_CREATOR
+    from topics.trace import TopicPendingDropped
+
+    from ..harness import EXP_OFFSET, NOW as HARNESS_NOW, instance, sign
+
+    def waiting_block(n: int) -> bytes:
+        return encode_block(Block(TOPIC, 0, 0, (n.to_bytes(32, "big"),), 0, event(b"%d" % n), ()))
+
+    async with instance(tmp_path / "db", adapter=BlocklaceAdapter(), carried=("raw", "blocklace")) as inst:
+        expires_at = int(HARNESS_NOW) + EXP_OFFSET
+        patient = sign(waiting_block(10_000), expires_at, cred_index=1)
+        assert await inst.ingress.submit_local(patient.raw) is None          # deferred, held
+        flood = [sign(waiting_block(n), expires_at - n, cred_index=0) for n in range(PENDING_PER_CREATOR + 6)]
+        for message in flood:
+            assert await inst.ingress.submit_local(message.raw) is None
+        buffer = inst.ingress.pending["blocklace"]
+        assert buffer.held_for(flood[0].pool_id) == PENDING_PER_CREATOR
+        assert buffer.holds(patient.message_id) and buffer.held_for(patient.pool_id) == 1
+        dropped = [e for e in inst.events if isinstance(e, TopicPendingDropped)]
+        assert [(e.message_id, e.reason) for e in dropped] == [(m.message_id, "buffer_overflow") for m in flood[:6]]
+        assert not any(buffer.holds(m.message_id) for m in flood[:6])
