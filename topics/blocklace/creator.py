@@ -53,7 +53,7 @@ def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
     for ident in store.chain_ids(view, block.topic, pool, block.seq):
         held = lace.blocks.get(ident)
         if held is not None and decode_message(held.raw).body == body:
-            return AlreadyPublished(ident, ident)
+            return AlreadyPublished(ident)
     if not is_draft(block):
         if store.chain_ids(view, block.topic, pool, block.seq):
             return Reject(CONFLICT, f"this node's pool already made block {block.seq} of the topic")
