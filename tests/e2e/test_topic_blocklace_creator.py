@@ -23,7 +23,7 @@ from tests.topics.blocklace.world import (
 )
 from topics.blocklace.codec import Block, TopicParams, decode_body, encode_block
 
-from .topic_node import STAKE_EPOCH, TOPIC_MAGIC, topic_node
+from .topic_node import STAKE_EPOCH, TOPIC_MAGIC, topic_nodes  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.trio
 
@@ -71,8 +71,8 @@ async def try_publish(node, body: bytes) -> bytes | str:
         return refused.reject.text
 
 
-async def test_the_node_never_makes_its_pool_equivocate(tmp_path, capsys):
-    node = topic_node(tmp_path / "node").start()
+async def test_the_node_never_makes_its_pool_equivocate(topic_nodes, capsys):
+    node = topic_nodes()
     ad = await publish(node, draft_block(TOPIC, ad_payload(advertisement(0, {pool(0).id: ALL}))))
     # A client hands the node two different blocks with sequence number 1: signing both would
     # prove the node's pool an equivocator and shut it out of the topic for good.
@@ -107,8 +107,8 @@ async def test_the_node_never_makes_its_pool_equivocate(tmp_path, capsys):
     node.check_running()
 
 
-async def test_a_stake_rule_proposal_is_weighed_in_the_snapshot_it_names(tmp_path):
-    node = topic_node(tmp_path / "node").start()
+async def test_a_stake_rule_proposal_is_weighed_in_the_snapshot_it_names(topic_nodes):
+    node = topic_nodes()
     ad_body = advertisement(0, {pool(0).id: ALL, pool(1).id: ALL}, TopicParams(quorum=(1, 2, 3)))
     ad = await publish(node, draft_block(TOPIC, ad_payload(ad_body)))
     proposal_payload = epoch_payload(number=1, attempt=0, ad_version=0, cut=(ad,), stake_epoch=STAKE_EPOCH)

@@ -29,7 +29,7 @@ from tests.topics.blocklace.world import ALL, TOPIC, ad_payload, advertisement, 
 from topics.blocklace.codec import ACK, Block, Carry, Payload, TopicParams, encode_block, encode_carry
 from topics.classify import TAG_RANGE, tag_head
 
-from .topic_node import STAKE_EPOCH, TOPIC_MAGIC, n2n_port, topic_node
+from .topic_node import STAKE_EPOCH, TOPIC_MAGIC, n2n_port, topic_nodes  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.trio
 
@@ -208,8 +208,8 @@ async def still_serving(client: Client, conn, sub_id: int, what: str) -> None:
                 return
 
 
-async def test_hostile_bodies_on_every_path_leave_the_node_serving(tmp_path):
-    node = topic_node(tmp_path / "node").start()
+async def test_hostile_bodies_on_every_path_leave_the_node_serving(topic_nodes):
+    node = topic_nodes()
     async with trio.open_nursery() as nursery:
         client = Client(node, nursery)
         async with open_topic_connection(node.socket_path, TOPIC_MAGIC) as conn:

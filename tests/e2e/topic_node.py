@@ -10,14 +10,17 @@ Unix socket (protocols 14, 15, 1000); :func:`n2n_port` is where a node-to-node p
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.e2e.node_process import NodeProcess
 from tests.topics.blocklace.world import Pool, pool
 from tests.topics.e2e.network import write_chain, write_pool_files
 
-__all__ = ["TOPIC_MAGIC", "STAKE_EPOCH", "ALL_ADAPTERS", "topic_node", "n2n_port", "stake_pools"]
+__all__ = ["TOPIC_MAGIC", "STAKE_EPOCH", "ALL_ADAPTERS", "topic_node", "topic_nodes", "n2n_port", "stake_pools"]
 
 TOPIC_MAGIC = 424242
 #: The epoch of the stake file's snapshot (``write_chain``).
@@ -52,6 +55,23 @@ def topic_node(workdir: Path, *, carried: list[str] | None = None, signer: int |
     settings.update(config)
     # Generous: the node starts in about a second, far slower on a loaded machine.
     return NodeProcess(workdir, settings, start_timeout=60.0)
+
+
+@pytest.fixture
+def topic_nodes(tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
+    """``topic_nodes(name="node", **options)``: a started :func:`topic_node`; all killed at the end."""
+    started: list[NodeProcess] = []
+
+    def start(name: str = "node", **options: Any) -> NodeProcess:
+        node = topic_node(tmp_path / name, **options)
+        started.append(node)
+        return node.start()
+
+    try:
+        yield start
+    finally:
+        for node in started:
+            node.kill()
 
 
 def n2n_port(node: NodeProcess, timeout: float = 10.0) -> int:
