@@ -11,7 +11,7 @@ same message or pool; only the wait for the disk commit is shared between them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dmq.codec import MessageDecodeError, decode_message
@@ -46,16 +46,12 @@ class Ingress:
         *,
         allow_legacy: bool = False,
         reactions: ReactionPolicy = ReactionPolicy(),
-        screen: Callable[[DmqMessage], SigValidationError | None] | None = None,
     ) -> None:
         self.mempool = mempool
         self.validator = validator
         self.tracer = tracer
         self.allow_legacy = allow_legacy
         self.reactions = reactions
-        #: A refusal applied before the batch's state changes (a raw-only instance refusing
-        #: tagged topic bodies, TOPICS.md 2.1); None for the reference behaviour.
-        self.screen = screen
 
     def decode(self, raw: bytes) -> DmqMessage:
         """Strict decode (WIRE.md 5.2); a failure is a protocol error for the caller."""
@@ -86,19 +82,9 @@ class Ingress:
                 break
         return BatchVerdict(outcomes, disconnect)
 
-    def _validate(self, messages: list[DmqMessage]) -> list[Outcome]:
-        if self.screen is None:
-            return self.validator.process_batch(messages, self.mempool.contains)
-        refused = {i: error for i, m in enumerate(messages) if (error := self.screen(m)) is not None}
-        if not refused:
-            return self.validator.process_batch(messages, self.mempool.contains)
-        passed = iter(self.validator.process_batch(
-            [m for i, m in enumerate(messages) if i not in refused], self.mempool.contains))
-        return [Outcome(m, refused[i]) if i in refused else next(passed) for i, m in enumerate(messages)]
-
     async def _admit(self, messages: list[DmqMessage], origin: str) -> list[Outcome]:
         started = time.perf_counter_ns()
-        outcomes = self._validate(messages)
+        outcomes = self.validator.process_batch(messages, self.mempool.contains)
         per_message_ns = (time.perf_counter_ns() - started) // max(1, len(messages))
         accepted = [o.message for o in outcomes if o.accepted]
         if accepted:

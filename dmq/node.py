@@ -151,11 +151,11 @@ class Node:
                                               notify_filter=is_raw_message,
                                               legacy_reject_text=self.config.legacy_reject_text)
         else:
-            from topics.raw import RawOnlyScreen
-
+            # Raw only (every Mithril network): nothing is classified, every message the
+            # reference accepts is accepted, stored, relayed and notified (TOPICS.md 2.1).
             validator = Validator(self.stake_view, self.clock, min_sig_delay=self.config.min_sig_delay, state=state)
             self.ingress = Ingress(mempool, validator, self.tracer, allow_legacy=self.config.legacy_message_format,
-                                   reactions=reactions, screen=RawOnlyScreen(validator))
+                                   reactions=reactions)
             self.local_service = LocalService(self.ingress, mempool, self.tracer, self.config.network_magic,
                                               recorder=self.recorder,
                                               legacy_reject_text=self.config.legacy_reject_text)

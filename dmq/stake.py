@@ -35,6 +35,7 @@ __all__ = [
     "POOL_ID_SIZE",
     "MAINNET_MAX_KES_EVOLUTIONS",
     "MAINNET_SLOTS_PER_KES_PERIOD",
+    "SNAPSHOTS_KEPT",
     "PoolStake",
     "Readiness",
     "Eligibility",
@@ -49,6 +50,8 @@ __all__ = [
 
 MAINNET_MAX_KES_EVOLUTIONS = 62
 MAINNET_SLOTS_PER_KES_PERIOD = 129_600
+#: Set snapshots kept by epoch, the newest included (TOPICS.md 5.8: the last 3 Cardano epochs).
+SNAPSHOTS_KEPT = 3
 
 #: Shelley address header types whose stake part is a key-hash credential (base addresses
 #: with a key-hash or script payment part). Genesis delegations name stake *key* hashes.
@@ -147,6 +150,7 @@ class StakeView:
         self._ready_since: float | None = None
         self._updated_at: float | None = None
         self._version = 0
+        self._by_epoch: Mapping[int, Mapping[bytes, PoolStake]] = MappingProxyType({})
 
     # -- reading -------------------------------------------------------------------------
 
@@ -193,6 +197,24 @@ class StakeView:
     def stake_of(self, pool_id: bytes) -> PoolStake | None:
         return self._pools.get(pool_id)
 
+    @property
+    def snapshot_epochs(self) -> tuple[int, ...]:
+        """The epochs whose set snapshots are held, oldest first."""
+        return tuple(sorted(self._by_epoch))
+
+    def set_stake_at(self, epoch: int, pool_id: bytes) -> int | None:
+        """A pool's stake in the *set* snapshot of Cardano epoch ``epoch``.
+
+        None when that snapshot is not held (never installed, or older than the last
+        :data:`SNAPSHOTS_KEPT` epochs); 0 for a pool absent from a held snapshot. This is the
+        ``stake_of(epoch, pool)`` lookup of the Blocklace stake rule (TOPICS.md 5.7).
+        """
+        pools = self._by_epoch.get(epoch)
+        if pools is None:
+            return None
+        stake = pools.get(pool_id)
+        return 0 if stake is None else stake.set
+
     def eligibility(self, pool_id: bytes) -> Eligibility:
         """Check 7: present with non-zero *set* stake. Mark and go are never consulted."""
         stake = self._pools.get(pool_id)
@@ -219,6 +241,10 @@ class StakeView:
             raise ValueError(f"epoch must be a non-negative int or None, got {epoch!r}")
         now = self._clock.now()
         self._pools = MappingProxyType(fresh)
+        if epoch is not None:
+            kept = {**self._by_epoch, epoch: self._pools}
+            newest = max(kept)
+            self._by_epoch = MappingProxyType({e: p for e, p in kept.items() if e > newest - SNAPSHOTS_KEPT})
         self._epoch = epoch
         self._updated_at = now
         if self._readiness is not Readiness.READY:

@@ -32,6 +32,7 @@ from dmq.message import DmqMessage
 from .reasons import RejectReason
 
 __all__ = [
+    "AlreadyPublished",
     "Ok",
     "OK",
     "Reject",
@@ -252,6 +253,15 @@ class PublishOutcome:
         return self.reject is None
 
 
+@dataclass(frozen=True, slots=True)
+class AlreadyPublished:
+    """A publication that repeats one this node made already: answered with that message's
+    id, never signed again (a second signature would be a second message)."""
+
+    dmq_id: bytes
+    inner_id: bytes | None = None
+
+
 @dataclass(frozen=True)
 class AdapterRuntime:
     """Handles an adapter receives in :meth:`TopicAdapter.start`.
@@ -290,6 +300,8 @@ class TopicAdapter(abc.ABC):
     databases: tuple[str, ...] = ()
     #: Bound of the pending (deferred) buffer; eviction is oldest first.
     pending_limit: int = 1024
+    #: Bound of the deferred messages of one ``pending_key`` (None: no such bound).
+    pending_per_key: int | None = None
     #: Whether its state converges regardless of arrival order (C5).
     convergent: bool = False
 
@@ -344,6 +356,26 @@ class TopicAdapter(abc.ABC):
         """The local publisher's key of a client publication (2.7: the per-key limit);
         None: the body names no publisher key and only the pool's budget applies."""
         return None
+
+    def pending_key(self, inner: Any, facts: DmqFacts) -> bytes | None:
+        """Whose share of the pending buffer a deferred ``inner`` uses (``pending_per_key``);
+        None: only the buffer's overall bound applies."""
+        return None
+
+    def for_signing(self, body: bytes, inner: Any, view: StoreView, now: float) -> bytes | Reject | AlreadyPublished:
+        """The body the node signs for a publication of ``inner`` (default: ``body`` unchanged).
+
+        Called when the publication's turn in the queue has come, just before signing, with
+        the committed adapter state: an adapter whose bodies depend on that state (the
+        Blocklace creator's sequence number and pointers) builds them here, never earlier."""
+        return body
+
+    def discard_caches(self) -> None:
+        """Forget in-memory state derived from the store (default: none is kept).
+
+        Called after this adapter's code failed on a message (:mod:`topics.containment`): the
+        commit did not happen, so a cache updated before the failure is rebuilt from the
+        committed state at the next hook call."""
 
     def start(self, runtime: AdapterRuntime) -> None:
         """Called once when the instance starts, with the instance's runtime handles

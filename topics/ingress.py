@@ -55,9 +55,10 @@ from .adapter import (
 from .bucket import TokenBucket
 from .carried import CarriedSet
 from .classify import TopicClass, classify
+from .containment import Contained
 from .pending import Parked, PendingBuffer, RejectedCache
 from .raw import raw_delivery
-from .reasons import BUFFER_OVERFLOW, BUSY, RATE_LIMITED, TOPIC_NOT_CARRIED, UNKNOWN_TOPIC, RejectReason
+from .reasons import BUFFER_OVERFLOW, BUSY, MALFORMED, RATE_LIMITED, TOPIC_NOT_CARRIED, UNKNOWN_TOPIC, RejectReason
 from .store import AdapterDatabases
 from .subscriptions import HUB_DATABASES, SubscriptionHub
 from .trace import TopicAcceptedLate, TopicDeferred, TopicPendingDropped
@@ -131,7 +132,7 @@ class TopicIngress(Ingress):
         self.params = dict(params or {})
         self.rejected = rejected if rejected is not None else RejectedCache()
         self._tags = {a.tag: a.name for a in adapters}
-        self.pending = {name: PendingBuffer(a.pending_limit) for name, a in self.adapters.items()}
+        self.pending = {name: PendingBuffer(a.pending_limit, a.pending_per_key) for name, a in self.adapters.items()}
         self._lock = trio.Lock()
         for name, adapter in self.adapters.items():
             dbs.register(name, adapter.databases)
@@ -144,7 +145,8 @@ class TopicIngress(Ingress):
         """Drop retained state past its deadline, then reload durable subscriptions (2.9)."""
         now = self.validator.clock.now()
         for name, adapter in self.adapters.items():
-            self.dbs.write(name, lambda txn, a=adapter: a.prune(now, txn))
+            with Contained(self.tracer, "housekeeping", f"{name} prune"):
+                self.dbs.write(name, lambda txn, a=adapter: a.prune(now, txn))
         with self.dbs.reading(HUB_OWNER) as view:
             expired = self.hub.load(view, now)
         if expired:
@@ -194,6 +196,25 @@ class TopicIngress(Ingress):
                                              outcome.error.show(), reaction))
 
     async def _admit_one(self, message: DmqMessage, origin: str, seen: set[bytes]) -> TopicOutcome:
+        """One message through steps 2 to 7; a failure of the code (not a refusal) refuses
+        this message only (:mod:`topics.containment`)."""
+        with Contained(self.tracer, "ingress", f"{origin} {message.message_id.hex()}") as guard:
+            return await self._admit_checked(message, origin, seen)
+        return self._failed(message, guard.failure)
+
+    def _failed(self, message: DmqMessage, failure: str | None) -> TopicOutcome:
+        """The outcome of a message whose processing failed: ``malformed``, naming the failure.
+
+        Adapters rebuild their caches from the committed state, in case the failure left
+        them half updated (a commit that did not happen)."""
+        found = classify(message.body, self._tags)
+        adapter = self.adapters.get(found.name) if found.kind is TopicClass.ADAPTER else None
+        if adapter is not None:
+            adapter.discard_caches()
+        label = "unknown" if found.kind is TopicClass.UNKNOWN else found.name
+        return TopicOutcome(message, _reason_error(label, MALFORMED, f"failed: {failure}"))
+
+    async def _admit_checked(self, message: DmqMessage, origin: str, seen: set[bytes]) -> TopicOutcome:
         clock = self.validator.clock
         now, monotonic = clock.now(), clock.monotonic()
         dmq_id = message.message_id
@@ -257,7 +278,8 @@ class TopicIngress(Ingress):
                 self.bucket.charge(message.pool_id, monotonic)
             deadline = now + verdict.max_wait if verdict.max_wait is not None else float(message.expires_at)
             missing = {m for m in verdict.missing}
-            parked = Parked(message, adapter.name, inner, facts, missing, deadline, origin)
+            parked = Parked(message, adapter.name, inner, facts, missing, deadline, origin,
+                            key=adapter.pending_key(inner, facts))
             for evicted in self.pending[adapter.name].park(parked):
                 self.tracer.emit(TopicPendingDropped(self.tracer.now(), evicted.facts.dmq_id, evicted.adapter,
                                                      BUFFER_OVERFLOW.name))
@@ -340,9 +362,12 @@ class TopicIngress(Ingress):
             for parked in ready:
                 clock = self.validator.clock
                 now, monotonic = clock.now(), clock.monotonic()
-                outcome = await self._validate_and_commit(adapter, parked.message, parked.inner, parked.facts,
-                                                          now, monotonic, charged=True, origin=parked.origin,
-                                                          provided=work)
+                with Contained(self.tracer, "ingress", f"{parked.origin} {parked.facts.dmq_id.hex()}") as guard:
+                    outcome = await self._validate_and_commit(adapter, parked.message, parked.inner, parked.facts,
+                                                              now, monotonic, charged=True, origin=parked.origin,
+                                                              provided=work)
+                if guard.failure is not None:
+                    outcome = self._failed(parked.message, guard.failure)
                 self._trace(outcome, parked.origin, 0)
 
     # -- housekeeping -----------------------------------------------------------------------
@@ -358,7 +383,10 @@ class TopicIngress(Ingress):
         self.expire_pending(now)
         async with self._lock:
             for name, adapter in self.adapters.items():
-                await trio.to_thread.run_sync(self.dbs.write, name, lambda txn, a=adapter: a.prune(now, txn))
+                with Contained(self.tracer, "housekeeping", f"{name} prune") as guard:
+                    await trio.to_thread.run_sync(self.dbs.write, name, lambda txn, a=adapter: a.prune(now, txn))
+                if guard.failure is not None:
+                    adapter.discard_caches()
         # Pruning may add to subscribers' queues (UPSYCLE gap notices): readers look again.
         self.hub.wake()
 

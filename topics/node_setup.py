@@ -1,7 +1,7 @@
 """Building a node's topic service from its configuration (TOPICS.md 2.1, 2.7).
 
 Called by :class:`dmq.node.Node` only when the configuration carries an adapter; a raw-only
-instance gets :class:`~topics.raw.RawOnlyScreen` and the reference's behaviour otherwise.
+instance keeps the reference's behaviour and classifies nothing (TOPICS.md 2.1).
 Errors are one line naming the key (``OperatorError``).
 """
 
@@ -53,7 +53,7 @@ def topic_service_for(config: NodeConfig, mempool: Any, validator: Any, tracer: 
     signer = signer_for(config, clock)
     publishers = config.topic_publishers
     adapters = [build_adapter(name, network_magic=config.network_magic, can_publish=signer is not None,
-                              stake_of=getattr(stake_view, "stake_of", None),
+                              stake_of=stake_view.set_stake_at,
                               services=publishers and publishers.upsycle_services,
                               allowed_keys=publishers and publishers.dmsg_static_keys)
                 for name in sorted(carried.adapters)]

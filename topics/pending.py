@@ -33,17 +33,31 @@ class Parked:
     deadline: float
     origin: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Whose share of the buffer this message uses (the adapter's ``pending_key``), or None.
+    key: bytes | None = None
 
 
 class PendingBuffer:
-    """One adapter's parked messages, indexed by the ids they miss."""
+    """One adapter's parked messages, indexed by the ids they miss.
 
-    def __init__(self, limit: int) -> None:
+    ``per_key`` also bounds the messages of one key (a Blocklace creator): a publisher whose
+    blocks point at ids that never arrive then evicts its own oldest ones, not everybody's.
+    """
+
+    def __init__(self, limit: int, per_key: int | None = None) -> None:
         if limit < 1:
             raise ValueError(f"a pending buffer holds at least one message, got {limit}")
+        if per_key is not None and per_key < 1:
+            raise ValueError(f"a pending buffer holds at least one message per key, got {per_key}")
         self.limit = limit
+        self.per_key = per_key
         self._entries: OrderedDict[bytes, Parked] = OrderedDict()
         self._waiting: dict[bytes, set[bytes]] = {}
+        self._by_key: dict[bytes, OrderedDict[bytes, None]] = {}
+
+    def held_for(self, key: bytes) -> int:
+        """How many parked messages have ``key``."""
+        return len(self._by_key.get(key, ()))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -59,6 +73,11 @@ class PendingBuffer:
         for missing in parked.missing:
             self._waiting.setdefault(missing, set()).add(dmq_id)
         evicted = []
+        if parked.key is not None:
+            mine = self._by_key.setdefault(parked.key, OrderedDict())
+            mine[dmq_id] = None
+            while self.per_key is not None and len(mine) > self.per_key:
+                evicted.append(self._remove(next(iter(mine))))
         while len(self._entries) > self.limit:
             oldest = next(iter(self._entries))
             evicted.append(self._remove(oldest))
@@ -67,6 +86,12 @@ class PendingBuffer:
     def _remove(self, dmq_id: bytes) -> Parked | None:
         parked = self._entries.pop(dmq_id, None)
         if parked is not None:
+            if parked.key is not None:
+                mine = self._by_key.get(parked.key)
+                if mine is not None:
+                    mine.pop(dmq_id, None)
+                    if not mine:
+                        del self._by_key[parked.key]
             for missing in parked.missing:
                 waiters = self._waiting.get(missing)
                 if waiters is not None:

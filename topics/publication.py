@@ -3,6 +3,10 @@
 A client (or an adapter) hands a complete adapter body; the node picks ``kesPeriod`` (now)
 and ``expiresAt`` (the adapter's ``expires_at`` hook, never past ``now + M``), signs with its
 pool's key and runs the message through the whole ingress pipeline as its own publication.
+When the publication's turn comes, the adapter's ``for_signing`` hook gives the body to sign
+from the committed state (a Blocklace block gets its creator fields there, or is answered
+with the block the pool already made). A failure of that code refuses the one publication
+(:mod:`topics.containment`): the queue, served by a task of the node, goes on.
 All publications of the pool share its token bucket, so they wait in one queue served by
 priority (epoch messages first, refreshes last), in arrival order within a priority. A
 publication that cannot be scheduled within 30 s (P) is ``rate_limited`` with a retry-after.
@@ -22,8 +26,9 @@ import trio
 from dmq.message import MAX_BODY_SIZE, MIN_BODY_SIZE
 from dmq.validation import TopicRejected
 
-from .adapter import PublishOutcome, Priority, Reject
+from .adapter import AlreadyPublished, Priority, PublishOutcome, Reject, TopicAdapter
 from .classify import TopicClass, classify
+from .containment import Contained
 from .ingress import TopicIngress
 from .reasons import (
     MALFORMED,
@@ -48,6 +53,20 @@ SCHEDULE_LIMIT = 30.0
 PER_KEY_LIMIT = (20, 600.0)
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    expires_at: int
+    adapter: TopicAdapter | None
+    inner: Any
+    priority: Priority | None
+    key: bytes | None
+
+
+def _failed(failure: str) -> PublishOutcome:
+    """The answer to a publication whose processing failed (the failure is traced apart)."""
+    return PublishOutcome(None, Reject(MALFORMED, f"failed: {failure}"))
+
+
 @dataclass(order=True)
 class _Queued:
     priority: int
@@ -55,6 +74,8 @@ class _Queued:
     body: bytes = field(compare=False)
     expires_at: int = field(compare=False)
     queued_at: float = field(compare=False)
+    adapter: TopicAdapter | None = field(compare=False)     # None: a raw body
+    inner: Any = field(compare=False)
     done: trio.Event = field(compare=False, default_factory=trio.Event)
     outcome: PublishOutcome | None = field(compare=False, default=None)
 
@@ -79,9 +100,9 @@ class NodePublisher:
 
     # -- preparing --------------------------------------------------------------------------
 
-    def _prepare(self, body: bytes) -> tuple[int, Priority | None, bytes | None] | Reject:
-        """``expiresAt`` for ``body``, the priority its adapter gives it and its publisher key
-        (2.7), or why it cannot be published."""
+    def _prepare(self, body: bytes) -> _Prepared | Reject:
+        """``expiresAt`` for ``body``, its adapter and inner message, the priority the adapter
+        gives it and its publisher key (2.7), or why it cannot be published."""
         if self.signer is None:
             return Reject(NO_SIGNER, "this node has no KES key to sign with")
         if len(body) > MAX_BODY_SIZE:
@@ -92,7 +113,7 @@ class NodePublisher:
         bound = math.floor(now) + MAX_NETWORK_LIFETIME
         found = classify(body, self.ingress._tags)
         if found.kind is TopicClass.RAW:
-            return (bound, None, None) if self.ingress.carried.raw else Reject(TOPIC_NOT_CARRIED)
+            return _Prepared(bound, None, None, None, None) if self.ingress.carried.raw else Reject(TOPIC_NOT_CARRIED)
         if found.kind is TopicClass.UNKNOWN:
             return Reject(UNKNOWN_TOPIC)
         adapter = self.ingress.adapters.get(found.name)
@@ -101,8 +122,8 @@ class NodePublisher:
         inner = adapter.decode(body)
         if isinstance(inner, Reject):
             return inner
-        return (min(bound, int(adapter.expires_at(inner, now))), adapter.publication_priority(inner),
-                adapter.publication_key(inner))
+        return _Prepared(min(bound, int(adapter.expires_at(inner, now))), adapter, inner,
+                         adapter.publication_priority(inner), adapter.publication_key(inner))
 
     def _charge_key(self, key: bytes | None) -> Reject | None:
         if key is None:
@@ -130,18 +151,21 @@ class NodePublisher:
         """
         if not allowed:
             return PublishOutcome(None, Reject(NOT_AUTHORIZED))
-        prepared = self._prepare(bytes(body))
+        with self._contained(body) as guard:
+            prepared = self._prepare(bytes(body))
+        if guard.failure is not None:
+            return _failed(guard.failure)
         if isinstance(prepared, Reject):
             return PublishOutcome(None, prepared)
-        expires_at, own, publisher = prepared
         if client and key is None:
-            key = publisher
+            key = prepared.key
         if priority is None:
-            priority = Priority.CLIENT if own is None else own
+            priority = Priority.CLIENT if prepared.priority is None else prepared.priority
         refused = self._charge_key(key)
         if refused is not None:
             return PublishOutcome(None, refused)
-        entry = _Queued(int(priority), next(self._serial), bytes(body), expires_at, self.clock.monotonic())
+        entry = _Queued(int(priority), next(self._serial), bytes(body), prepared.expires_at, self.clock.monotonic(),
+                        prepared.adapter, prepared.inner)
         heapq.heappush(self._heap, entry)
         self._wake.set()
         await entry.done.wait()
@@ -171,8 +195,16 @@ class NodePublisher:
             self._wake = trio.Event()
             return
         entry = heapq.heappop(self._heap)
-        entry.outcome = await self._submit(entry)
+        with self._contained(entry.body) as guard:
+            entry.outcome = await self._submit(entry)
+        if guard.failure is not None:
+            entry.outcome = _failed(guard.failure)
         entry.done.set()
+
+    def _contained(self, body: bytes) -> Contained:
+        """The boundary of one publication (:mod:`topics.containment`)."""
+        found = classify(body, self.ingress._tags)
+        return Contained(self.ingress.tracer, "publication", f"{found.name} body of {len(body)} bytes")
 
     def _expire_waiting(self, now: float) -> None:
         """Client publications waiting past the schedule limit are refused with a retry-after."""
@@ -191,8 +223,17 @@ class NodePublisher:
 
     async def _submit(self, entry: _Queued) -> PublishOutcome:
         assert self.signer is not None
+        body = entry.body
+        if entry.adapter is not None:
+            with self.ingress.dbs.reading(entry.adapter.name) as view:
+                built = entry.adapter.for_signing(body, entry.inner, view, self.clock.now())
+            if isinstance(built, Reject):
+                return PublishOutcome(None, built)
+            if isinstance(built, AlreadyPublished):
+                return PublishOutcome(built.dmq_id, None, built.inner_id)
+            body = built
         try:
-            message = self.signer.sign(entry.body, entry.expires_at)
+            message = self.signer.sign(body, entry.expires_at)
         except SigningError as exc:
             return PublishOutcome(None, Reject(NO_SIGNER, str(exc)))
         outcome = await self.ingress.submit_own(message.raw)

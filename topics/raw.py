@@ -1,22 +1,20 @@
 """The raw topic: every body without an adapter tag (Mithril and any other opaque use).
 
 The framework serves it itself: raw items on protocol 1000 carry the exact message bytes
-(C2), protocol 15 serves raw messages only (:func:`is_raw_message`), and an instance that
-carries no adapter rejects tagged bodies with ``topic_not_carried`` (:func:`raw_only_screen`)
-without touching any state (C3).
+(C2) and protocol 15 serves raw messages only (:func:`is_raw_message`) on an instance that
+carries adapters. An instance that carries raw only classifies nothing (TOPICS.md 2.1): it
+accepts, relays and notifies every message the reference would, whatever its body starts
+with, so it never needs this module.
 """
 
 from __future__ import annotations
 
 from dmq.message import DmqMessage
-from dmq.validation import SigValidationError, TopicRejected, Validator
 
 from .adapter import ITEM_MESSAGE, Delivery
-from .classify import ADAPTER_NUMBERS, TopicClass, classify, tag_of
-from .reasons import TOPIC_NOT_CARRIED, UNKNOWN_TOPIC
+from .classify import ADAPTER_NUMBERS, tag_of
 
-__all__ = ["raw_delivery", "message_meta", "message_body_of", "is_raw_message", "RawOnlyScreen",
-           "not_carried_error"]
+__all__ = ["raw_delivery", "message_meta", "message_body_of", "is_raw_message"]
 
 
 def message_meta(adapter: int, topic_key: bytes, arrival: int, *, inner_id: bytes | None = None,
@@ -92,29 +90,3 @@ def is_raw_message(raw: bytes) -> bool:
         return tag_of(message_body_of(raw)) is None
     except (ValueError, IndexError):
         return True
-
-
-def not_carried_error(body: bytes) -> TopicRejected:
-    """The reject of a tagged body on an instance that does not carry its adapter."""
-    found = classify(body)
-    if found.kind is TopicClass.UNKNOWN:
-        return TopicRejected("unknown", UNKNOWN_TOPIC.name, UNKNOWN_TOPIC.code)
-    return TopicRejected(found.name, TOPIC_NOT_CARRIED.name, TOPIC_NOT_CARRIED.code)
-
-
-class RawOnlyScreen:
-    """For an instance carrying raw only: refuse tagged bodies after DMQ validation (C3).
-
-    The DMQ checks run without changing state, so the first failure is reported as in the
-    core; a valid tagged message is ``topic_not_carried``, trace-only. Mithril bodies never
-    start with ``d9`` and pass untouched.
-    """
-
-    def __init__(self, validator: Validator) -> None:
-        self.validator = validator
-
-    def __call__(self, message: DmqMessage) -> SigValidationError | None:
-        if tag_of(message.body) is None:
-            return None
-        return self.validator.check(message) or not_carried_error(message.body)
-

@@ -21,6 +21,7 @@ from dmq.validation import ReactionPolicy, Validator
 from .adapter import AdapterRuntime, Priority, PublishOutcome, TopicAdapter
 from .bucket import BucketPolicy, TokenBucket
 from .carried import CarriedSet
+from .containment import Contained
 from .ingress import PRUNE_INTERVAL, TopicIngress
 from .publication import PER_KEY_LIMIT, NodePublisher
 from .session import TopicSession
@@ -108,8 +109,12 @@ class TopicService:
             due = getattr(adapter, "due_publications", None)
             if due is None:
                 continue
-            with self.dbs.reading(adapter.name) as view:
-                bodies = due(view, now)
+            bodies: list[bytes] = []
+            with Contained(self.ingress.tracer, "housekeeping", f"{adapter.name} due publications") as guard:
+                with self.dbs.reading(adapter.name) as view:
+                    bodies = list(due(view, now))
+            if guard.failure is not None:
+                adapter.discard_caches()
             for body in bodies:
                 nursery.start_soon(self._publish_own, adapter.name, body)
             count += len(bodies)

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from dmq.trace import TraceEvent
 
-__all__ = ["TopicDeferred", "TopicPendingDropped", "TopicAcceptedLate", "TopicPublicationRefused"]
+__all__ = ["TopicDeferred", "TopicPendingDropped", "TopicAcceptedLate", "TopicPublicationRefused",
+           "TopicFailureContained"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +44,17 @@ class TopicPublicationRefused(TraceEvent):
     adapter: str
     reason: str
     detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicFailureContained(TraceEvent):
+    """Topic code failed on one unit of work and only that unit ended (:mod:`topics.containment`).
+
+    ``where`` names the boundary (``ingress``, ``publication``, ``housekeeping``), ``subject``
+    what was being done (the adapter and the message id, or the adapter and the task) and
+    ``error`` the exception's type and text.
+    """
+
+    where: str
+    subject: str
+    error: str

@@ -62,11 +62,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     sub.add_argument("--count", metavar="N", type=int, help="stop after N items")
     sub.add_argument("--non-blocking", action="store_true", help="take what is there and stop")
 
-    pub = commands.add_parser("publish", help="publish an adapter body, wrapped and signed by the node")
+    pub = commands.add_parser("publish", help="publish an adapter body, wrapped and signed by the node",
+                              description="Publish a body, wrapped and signed by the node. A Blocklace block is "
+                                          "a draft: the node picks its sequence number, pointers, epoch and floor "
+                                          "(--event-hex / --ack with --blocklace-topic build one).")
     add_connection_arguments(pub)
     body = pub.add_mutually_exclusive_group(required=True)
     body.add_argument("--body", metavar="FILE", help="the body's bytes ('-': standard input)")
     body.add_argument("--body-hex", metavar="HEX", help="the body as hexadecimal")
+    body.add_argument("--event-hex", metavar="HEX", help="a Blocklace Event carrying these bytes (with --blocklace-topic)")
+    body.add_argument("--ack", action="store_true", help="a Blocklace Ack (with --blocklace-topic)")
+    pub.add_argument("--blocklace-topic", metavar="HEX", help="the Blocklace topic id of --event-hex or --ack")
+    pub.add_argument("--tag", action="append", default=[], metavar="HEX",
+                     help="a content tag of the Blocklace block (repeat, up to 8)")
 
     for name, text in (("join", "join an UPSYCLE group"), ("leave", "leave an UPSYCLE group")):
         member = commands.add_parser(name, help=text)
@@ -148,7 +156,7 @@ async def _run(args: argparse.Namespace, magic: int) -> None:
         if action == "subscribe":
             await _subscribe(args, conn, magic)
         elif action == "publish":
-            body = _hex(args.body_hex, "--body-hex") if args.body_hex is not None else _read_body(args.body)
+            body = _publication_body(args)
             published = await conn.ask(conn.topics.publish(body))
             inner = "" if published.inner_id is None else f" inner={published.inner_id.hex()}"
             dmq_id = "none (node-local)" if published.dmq_id is None else published.dmq_id.hex()
@@ -174,6 +182,30 @@ async def _run(args: argparse.Namespace, magic: int) -> None:
             names = ["queued", "requested", "not_found", "expired", "not_member", "rate_limited"]
             for ident, status in reply.statuses:
                 print(f"id={ident.hex()} status={names[status]}")
+
+
+def _publication_body(args: argparse.Namespace) -> bytes:
+    """The body ``publish`` hands the node: given as is, or a Blocklace draft built here."""
+    blocklace = args.event_hex is not None or args.ack
+    if (args.blocklace_topic is not None or args.tag) and not blocklace:
+        raise OperatorError("--blocklace-topic and --tag go with --event-hex or --ack")
+    if not blocklace:
+        return _hex(args.body_hex, "--body-hex") if args.body_hex is not None else _read_body(args.body)
+    if args.blocklace_topic is None:
+        raise OperatorError("--event-hex and --ack need --blocklace-topic HEX (the topic id, 32 bytes)")
+    from integrations.topics import ack_draft, event_draft
+    from topics.blocklace.reasons import BlocklaceReject
+
+    topic = _hex(args.blocklace_topic, "--blocklace-topic", 32)
+    tags = [_hex(t, "--tag") for t in args.tag]
+    if any(not 1 <= len(t) <= 32 for t in tags) or len(tags) > 8:
+        raise OperatorError("--tag: up to 8 content tags of 1 to 32 bytes each")
+    try:
+        if args.ack:
+            return ack_draft(topic, tags)
+        return event_draft(topic, _hex(args.event_hex, "--event-hex"), tags)
+    except BlocklaceReject as exc:
+        raise OperatorError(f"--event-hex: {exc.detail}") from None
 
 
 def _read_body(path: str) -> bytes:

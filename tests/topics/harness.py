@@ -17,6 +17,7 @@ from dmq.stake import StakeView
 from dmq.trace import Tracer
 from dmq.validation import Validator
 from tests.conftest import CONFORMANCE
+from topics.adapter import TopicAdapter
 from topics.bucket import BucketPolicy, TokenBucket
 from topics.carried import carried_set
 from topics.ingress import TopicIngress
@@ -41,19 +42,20 @@ class Instance:
     """What a test drives: ``ingress``, ``mempool``, ``clock``, ``hub``, ``dbs``."""
 
     def __init__(self, path: Path, clock: ManualClock, carried=("raw", "kv"), bucket=BucketPolicy(1000, 0.001),
-                 queue_limits: QueueLimits = QueueLimits()):
+                 queue_limits: QueueLimits = QueueLimits(), adapter: TopicAdapter | None = None):
         self.path = path
         self.clock = clock
         self.tracer = Tracer(clock.now)
         self.events = []
         self.tracer.add_sink(self.events.append)
+        adapter = adapter or KvAdapter()
         self.mempool = DurableMempool(path, clock)
         stake = StakeView.from_shelley_genesis(DEVNET / "shelley-genesis.json", clock)
         self.validator = Validator(stake, clock, min_sig_delay=0)
         self.dbs = for_store(self.mempool.store)
         self.ingress = TopicIngress(
-            self.mempool, self.validator, self.tracer, adapters=[KvAdapter()],
-            carried=carried_set(carried, TOPIC_MAGIC, known={"kv"}), dbs=self.dbs,
+            self.mempool, self.validator, self.tracer, adapters=[adapter],
+            carried=carried_set(carried, TOPIC_MAGIC, known={adapter.name}), dbs=self.dbs,
             bucket=TokenBucket(bucket), network_magic=TOPIC_MAGIC, hub=SubscriptionHub(queue_limits))
         self.hub = self.ingress.hub
 

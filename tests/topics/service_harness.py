@@ -11,7 +11,7 @@ import trio
 from dmq.local_service import LocalService
 from topics.publication import NodePublisher
 from dmq.ingress import Ingress
-from topics.raw import RawOnlyScreen, is_raw_message
+from topics.raw import is_raw_message
 from topics.service import TopicService
 from topics.signer import NodeSigner
 
@@ -35,8 +35,8 @@ async def served(tmp_path: Path, *, topics: bool = True, signer: bool = True, **
             service = TopicService(inst.ingress, publisher, TOPIC_MAGIC)
             ingress = inst.ingress
         else:
-            # A raw-only node, as dmq.node builds it: the core ingress with the raw-only screen.
-            ingress = Ingress(inst.mempool, inst.validator, inst.tracer, screen=RawOnlyScreen(inst.validator))
+            # A raw-only node, as dmq.node builds it: the core ingress, nothing classified.
+            ingress = Ingress(inst.mempool, inst.validator, inst.tracer)
         local = LocalService(ingress, inst.mempool, inst.tracer, TOPIC_MAGIC, topics=service,
                              notify_filter=is_raw_message if topics else None)
         socket = tmp_path / "node.socket"

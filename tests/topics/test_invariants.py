@@ -21,7 +21,7 @@ from dmq.validation import SigDuplicate, TopicRejected
 from topics import cbor
 from topics.adapter import Priority
 from topics.publication import MAX_NETWORK_LIFETIME, NodePublisher
-from topics.raw import RawOnlyScreen, is_raw_message
+from topics.raw import is_raw_message
 from topics.subscriptions import Subscription
 
 from .harness import EXP_OFFSET, NOW, instance, sign
@@ -93,8 +93,8 @@ def test_c5_order_and_duplicates_do_not_change_the_converged_state(records_, rng
 @given(st.lists(st.one_of(st.integers(0, 1994).map(lambda n: n.to_bytes(2, "big")), st.just(b"tag")),
                 min_size=1, max_size=6))
 def test_c2_c3_raw_transparency_and_mithril_protection(kinds):
-    """Raw items come back byte-identical (protocol 1000 and 15); on a raw-only instance no
-    tagged message is stored or notified and each is a trace-only reject."""
+    """Raw items come back byte-identical (protocol 1000 and 15); a raw-only instance
+    classifies nothing: it stores every valid message as the reference does, tagged or not."""
     async def main():
         with scratch() as tmp:
             messages = []
@@ -112,11 +112,11 @@ def test_c2_c3_raw_transparency_and_mithril_protection(kinds):
                 entries, _ = await inst.mempool.cursor().next_batch(False, 100)
                 assert [e.raw for e in entries if is_raw_message(e.raw)] == raws
             async with instance(Path(tmp) / "raw-only", carried=("raw",)) as inst:
-                ingress = Ingress(inst.mempool, inst.validator, inst.tracer, screen=RawOnlyScreen(inst.validator))
+                ingress = Ingress(inst.mempool, inst.validator, inst.tracer)
                 verdict = await ingress.submit_from_peer([m.raw for m in messages], "peer")
-                assert verdict.disconnect is None
+                assert verdict.disconnect is None and verdict.accepted == len(messages)
                 entries, _ = await inst.mempool.cursor().next_batch(False, 100)
-                assert [e.raw for e in entries] == raws
+                assert [e.raw for e in entries] == [m.raw for m in messages]
     trio.run(main)
 
 

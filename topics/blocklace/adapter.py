@@ -37,9 +37,11 @@ from topics.adapter import (
     OK,
     Accepted,
     AdapterRuntime,
+    AlreadyPublished,
     AdapterTxn,
     Defer,
     Delivery,
+    DmqFacts,
     Origin,
     Priority,
     Reject,
@@ -52,12 +54,14 @@ from topics.adapter import (
 from topics.classify import TAG_BLOCKLACE, tag_of
 from topics.filters import matches
 from topics.raw import message_meta
-from topics.reasons import ANSWER_QUOTA, EXPIRY_EXCEEDS_BOUND, RATE_LIMITED, UNSOLICITED, RejectReason
+from topics.reasons import ANSWER_QUOTA, CONFLICT, EXPIRY_EXCEEDS_BOUND, RATE_LIMITED, UNSOLICITED, RejectReason
 
 from . import store
 from .codec import AD, EPOCH, KIND_BLOCK, KIND_CARRY, KIND_NEED, KIND_PROOF_NOTICE, Block, Carry, Need, Proof, \
     ProofNotice, decode_body
+from .creator import build_own_block
 from .lace import Lace, StakeOf
+from .node import PENDING_PER_CREATOR
 from .proofs import carried_block
 from .reasons import EPOCH_CLOSED, EQUIVOCATOR_EXCLUDED, STALE_STAKE_SNAPSHOT, BlocklaceReject
 from .recovery import ANSWERS_PER_ITEM, REQUEST_LIFETIME, Recovery
@@ -97,6 +101,8 @@ class BlocklaceAdapter(TopicAdapter):
     number = ADAPTER_NUMBER
     databases = store.DATABASES
     pending_limit = 4096
+    #: A creator whose blocks point at ids that never arrive evicts its own (5.10).
+    pending_per_key = PENDING_PER_CREATOR
     convergent = True
 
     def __init__(self, *, stake_of: StakeOf | None = None, max_kes_evolutions: int = MAINNET_MAX_KES_EVOLUTIONS,
@@ -174,12 +180,43 @@ class BlocklaceAdapter(TopicAdapter):
         self._ensure_loaded(ctx.store)
         facts, now = ctx.facts, ctx.now
         if inner.kind == KIND_BLOCK:
+            if facts.origin is not Origin.PEER and facts.pool_id == self.recovery.pool_id:
+                refused = self._own_equivocation(ctx.store, facts.dmq_id, inner.content)
+                if refused is not None:
+                    return refused
             return self._check_block(facts.dmq_id, facts.pool_id, inner.content, False, now)
         if inner.kind == KIND_NEED:
             return self._check_need(inner.content, ctx)
         if inner.kind == KIND_CARRY:
             return self._check_carry(inner, ctx)
         return OK
+
+    def _own_equivocation(self, view: StoreView, ident: bytes, block: Block) -> Reject | None:
+        """A block of this node's pool, from a local client or the node itself, is refused when
+        the pool already has another block with its sequence number: the node never makes
+        its own pool equivocate (a peer's copy is evidence and goes through as usual)."""
+        taken = [i for i in store.chain_ids(view, block.topic, self.recovery.pool_id, block.seq) if i != ident]
+        if not taken:
+            return None
+        return Reject(CONFLICT, f"this node's pool already made block {block.seq} of the topic")
+
+    def pending_key(self, inner: BlocklaceInner, facts: DmqFacts) -> bytes | None:
+        """The creator of the block that waits (a carry's carried block, else the block)."""
+        return inner.carried.pool_id if inner.carried is not None else facts.pool_id
+
+    def for_signing(self, body: bytes, inner: BlocklaceInner, view: StoreView,
+                    now: float) -> bytes | Reject | AlreadyPublished:
+        """A block is built by the node from the client's draft (:mod:`.creator`); needs,
+        carries and proof notices are signed as they are."""
+        if inner.kind != KIND_BLOCK or self.recovery.pool_id is None:
+            return body
+        self._ensure_loaded(view)
+        return build_own_block(self.lace, view, self.recovery.pool_id, inner.content, body)
+
+    def discard_caches(self) -> None:
+        """The lace is rebuilt from the databases at the next hook call."""
+        self.lace.clear()
+        self._loaded = False
 
     def _check_block(self, ident: bytes, creator: bytes, block: Block, solicited: bool, now: float) -> Verdict:
         if ident in self.lace.blocks:

@@ -105,6 +105,11 @@ class Lace:
         #: late joiners: topic -> (epoch F, ids of the certificate) accepted as a checkpoint
         self.checkpoints: dict[bytes, int] = {}
 
+    def clear(self) -> None:
+        """Forget every block and summary (the adapter then replays its databases)."""
+        self.blocks, self.tombs, self.topics = {}, {}, {}
+        self.invalid, self.proofs, self.checkpoints = {}, {}, {}
+
     # -- reading --------------------------------------------------------------------------
 
     def topic(self, topic: bytes) -> _Topic:

@@ -35,7 +35,7 @@ from .codec import Proof, decode_proof, encode_proof
 from .lace import Held, Tomb, proof_key
 
 __all__ = ["DATABASES", "Request", "BlockRow", "write_accepted", "write_tombs", "blocks", "tombs",
-           "epochs", "proofs", "request", "put_request", "answers", "count_answer", "requests_since",
+           "epochs", "proofs", "chain_ids", "last_seq", "request", "put_request", "answers", "count_answer", "requests_since",
            "drop_request", "expired_requests"]
 
 DATABASES = ("block", "chain", "tomb", "ad", "epoch", "proof", "req", "meta")
@@ -102,6 +102,22 @@ def blocks(view: StoreView) -> list[BlockRow]:
         rows.append(BlockRow(order, raw, arrival, bool(solicited)))
     rows.sort(key=lambda r: r.order)
     return rows
+
+
+def chain_ids(view: StoreView, topic: bytes, creator: bytes, seq: int) -> list[bytes]:
+    """Ids of the creator's blocks with ``seq`` in ``topic`` (more than one: an equivocation).
+
+    ``chain`` is never pruned: it remembers every sequence number a creator has used, even
+    after its blocks became tombstones and the tombstones went."""
+    ids = view.get("chain", topic + creator + _U64.pack(seq)) or b""
+    return [ids[i:i + 32] for i in range(0, len(ids), 32)]
+
+
+def last_seq(view: StoreView, topic: bytes, creator: bytes) -> tuple[int, list[bytes]] | None:
+    """The creator's highest sequence number in ``topic`` and its block ids, or None."""
+    for key, ids in view.scan("chain", topic + creator, reverse=True):
+        return _U64.unpack(key[-8:])[0], [ids[i:i + 32] for i in range(0, len(ids), 32)]
+    return None
 
 
 def tombs(view: StoreView) -> Iterator[Tomb]:

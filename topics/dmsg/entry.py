@@ -104,7 +104,7 @@ def parse_entry(raw: bytes, allow_local_addresses: bool = False) -> Entry:
     """Parse, check structure and canonical form, and verify the signature."""
     try:
         value = json.loads(raw.decode("ascii"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:   # "[[[[..." deeper than the stack
         raise DmsgReject(MALFORMED, f"not JSON: {exc}") from None
     if not isinstance(value, dict):
         raise DmsgReject(MALFORMED, "entry is not an object")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from dmq.keyfiles import read_bulk_credentials
+from dmq.clock import ManualClock
 from dmq.codec import build_message
+from dmq.stake import PoolStake, StakeView
 from topics.blocklace.codec import (
     PERM_ACK, PERM_EVENT, Block, Carry, Need, TopicParams, decode_body, encode_block, encode_carry, encode_need,
 )
@@ -161,14 +163,20 @@ def test_double_vote_counts_once_and_quorum_boundaries():
     assert r.finals == [(TOPIC, 1, p2.message_id)]
 
 
+def _stake_view(*snapshots: tuple[int, dict[bytes, int]]) -> StakeView:
+    """The node's own stake view, fed snapshot by snapshot as the cardano-node link feeds it."""
+    view = StakeView(ManualClock(now=NOW))
+    for epoch, stakes in snapshots:
+        view.update({p: PoolStake(s, s, s) for p, s in stakes.items()}, epoch)
+    return view
+
+
 def test_stake_rule_and_stale_snapshot():
-    stakes = {7: {pool(0).id: 10, pool(1).id: 60, pool(2).id: 30}}
-
-    def stake_of(epoch, pool_id):
-        snapshot = stakes.get(epoch)
-        return None if snapshot is None else snapshot.get(pool_id, 0)
-
-    node = LaceNode(stake_of=stake_of)
+    # The lace weighs a proposal in the snapshot it names, through the node's real StakeView:
+    # epoch 7 is still held after epoch 8 arrived, with its own stakes.
+    view = _stake_view((7, {pool(0).id: 10, pool(1).id: 60, pool(2).id: 30}),
+                       (8, {pool(0).id: 0, pool(1).id: 100, pool(2).id: 0}))
+    node = LaceNode(stake_of=view.set_stake_at)
     a = [Author(pool(i)) for i in range(3)]
     ad = advertisement(0, {pool(i).id: ALL for i in range(3)}, TopicParams(quorum=(1, 2, 3)))
     v0 = a[0].block(ad_payload(ad))
@@ -183,6 +191,17 @@ def test_stake_rule_and_stale_snapshot():
     r = _offer(node, a[0].block(epoch_payload(number=1, attempt=0, ad_version=0, acked=proposal.message_id),
                                 others=[proposal.message_id]))
     assert r.finals == [(TOPIC, 1, proposal.message_id)]   # 70 of 100
+
+
+def test_stake_view_keeps_the_last_three_snapshots():
+    view = _stake_view((7, {pool(0).id: 10}), (8, {pool(0).id: 20}), (9, {pool(1).id: 5}))
+    assert view.snapshot_epochs == (7, 8, 9)
+    assert [view.set_stake_at(e, pool(0).id) for e in (6, 7, 8, 9)] == [None, 10, 20, 0]
+    view.update({pool(0).id: PoolStake(1, 40, 1)}, 10)
+    assert view.snapshot_epochs == (8, 9, 10)
+    assert view.set_stake_at(7, pool(0).id) is None and view.set_stake_at(10, pool(0).id) == 40
+    view.update({}, None)                            # a snapshot without an epoch is the current one only
+    assert view.snapshot_epochs == (8, 9, 10) and view.stake_of(pool(0).id) is None
 
 
 def test_carry_round_trip_and_bad_carried_message(topic):
@@ -218,3 +237,31 @@ def test_block_with_devnet_kes_signature():
     assert verify_carried(message.raw).raw == message.raw
     node = LaceNode()
     assert node.offer(message, block_of(message), NOW).accepted == [message.message_id]
+
+
+@pytest.mark.trio
+async def test_pending_buffer_is_capped_per_creator(tmp_path):
+    """A creator whose blocks point at ids that never arrive evicts its own oldest blocks from
+    the adapter's pending buffer (the real ingress), never another creator's (5.10)."""
+    from topics.blocklace.adapter import BlocklaceAdapter
+    from topics.blocklace.node import PENDING_PER_CREATOR
+    from topics.trace import TopicPendingDropped
+
+    from ..harness import EXP_OFFSET, NOW as HARNESS_NOW, instance, sign
+
+    def waiting_block(n: int) -> bytes:
+        return encode_block(Block(TOPIC, 0, 0, (n.to_bytes(32, "big"),), 0, event(b"%d" % n), ()))
+
+    async with instance(tmp_path / "db", adapter=BlocklaceAdapter(), carried=("raw", "blocklace")) as inst:
+        expires_at = int(HARNESS_NOW) + EXP_OFFSET
+        patient = sign(waiting_block(10_000), expires_at, cred_index=1)
+        assert await inst.ingress.submit_local(patient.raw) is None          # deferred, held
+        flood = [sign(waiting_block(n), expires_at - n, cred_index=0) for n in range(PENDING_PER_CREATOR + 6)]
+        for message in flood:
+            assert await inst.ingress.submit_local(message.raw) is None
+        buffer = inst.ingress.pending["blocklace"]
+        assert buffer.held_for(flood[0].pool_id) == PENDING_PER_CREATOR
+        assert buffer.holds(patient.message_id) and buffer.held_for(patient.pool_id) == 1
+        dropped = [e for e in inst.events if isinstance(e, TopicPendingDropped)]
+        assert [(e.message_id, e.reason) for e in dropped] == [(m.message_id, "buffer_overflow") for m in flood[:6]]
+        assert not any(buffer.holds(m.message_id) for m in flood[:6])

@@ -39,14 +39,14 @@ def fast_housekeeping(monkeypatch):
     monkeypatch.setattr(topics.service, "PRUNE_INTERVAL", 0.1)
 
 
-def write_chain(directory: Path, pools: list[Pool]) -> tuple[Path, Path]:
+def write_chain(directory: Path, pools: list[Pool], now: float = NOW) -> tuple[Path, Path]:
     """A stake file naming ``pools`` and a Shelley genesis whose chain started just before
-    NOW, so the node's KES period is 0, the one the pools' certificates start at."""
+    ``now``, so the node's KES period is 0, the one the pools' certificates start at."""
     stake = directory / "stake.json"
     stake.write_text(json.dumps({"epoch": 500, "maxKESEvolutions": 62,
                                  "pools": {p.id.hex(): 1_000_000 for p in pools}}))
     genesis = directory / "shelley-genesis.json"
-    start = datetime.fromtimestamp(NOW - 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    start = datetime.fromtimestamp(now - 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     genesis.write_text(json.dumps({"systemStart": start, "slotLength": 1, "slotsPerKESPeriod": 129600,
                                    "networkMagic": 42, "epochLength": 432000, "maxKESEvolutions": 62}))
     return stake, genesis
