@@ -1,5 +1,5 @@
 """The Cardano queries and results carried by protocol 7: the bytes of WIRE.md 10.2, the
-shapes of 10.3 (checked against ``cardano-lsq.cddl``), and the devnet stake snapshot."""
+shapes of 10.3 (checked against ``local-state-query.cddl``), and the devnet stake snapshot."""
 
 from __future__ import annotations
 

@@ -23,12 +23,12 @@ from functools import cache
 from pathlib import Path
 
 from tests.cardano_node.cddl import CddlRules, CddlViolation, message_alternatives
-from tests.conftest import CONFORMANCE
+from tests.conftest import ROOT
 
 __all__ = ["TOPICS_MD", "MESSAGE_RULE", "specification_text", "protocol1000_rules", "message_rules",
            "message_rule_of"]
 
-TOPICS_MD = CONFORMANCE.parent / "docs" / "TOPICS.md"
+TOPICS_MD = ROOT / "docs" / "topics-design.md"
 MESSAGE_RULE = "localTopicMessage"
 #: Rules of the Blocklace block (5.2) that 3.5 refers to.
 _BORROWED = ("proof", "proofKind")
