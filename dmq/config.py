@@ -1,9 +1,9 @@
 """The node's configuration: the reference node's keys and defaults, plus the project's extensions.
 
 An operator must be able to swap the Haskell ``dmq-node`` for this one with the same files and
-flags (ARCHITECTURE.md principle 8), so the JSON keys, their defaults and the precedence
+flags (docs/architecture.md principle 8), so the JSON keys, their defaults and the precedence
 (command-line flags over the configuration file over defaults) follow
-``DMQ/Configuration.hs`` of the reference node (WIRE.md section 11). The project's own keys are
+``DMQ/Configuration.hs`` of the reference node (docs/protocol/configuration.md section 11). The project's own keys are
 additions with safe defaults; none renames a reference key.
 
 Every key is declared once, as metadata on its :class:`NodeConfig` field: the JSON key, the
@@ -348,7 +348,7 @@ class _Names(_Form):
 
 @dataclass(frozen=True, slots=True)
 class TopicBucket:
-    """The per-pool token bucket of topic networks (TOPICS.md 2.1.4, P numbers)."""
+    """The per-pool token bucket of topic networks (docs/topics-design.md 2.1.4, P numbers)."""
 
     capacity: int = 8
     refill_seconds: float = 10.0
@@ -372,7 +372,7 @@ class _TopicBucketForm(_Form):
 
 @dataclass(frozen=True, slots=True)
 class TopicQueueLimits:
-    """Caps of every protocol 1000 subscription queue (TOPICS.md 3.4, ``[4, n]`` items dropped)."""
+    """Caps of every protocol 1000 subscription queue (docs/topics-design.md 3.4, ``[4, n]`` items dropped)."""
 
     max_items: int = 10_000
     max_bytes: int = 64 << 20
@@ -395,7 +395,7 @@ class _TopicQueueLimitsForm(_Form):
 
 @dataclass(frozen=True, slots=True)
 class TopicKeyLimit:
-    """Publications per local publisher key and window (TOPICS.md 2.7, P: 20 per 10 minutes)."""
+    """Publications per local publisher key and window (docs/topics-design.md 2.7, P: 20 per 10 minutes)."""
 
     count: int = 20
     window_seconds: float = 600.0
@@ -418,7 +418,7 @@ class _TopicKeyLimitForm(_Form):
 
 @dataclass(frozen=True, slots=True)
 class TopicPublishers:
-    """Allow-lists of local publishers (TOPICS.md 2.7); None: any local client."""
+    """Allow-lists of local publishers (docs/topics-design.md 2.7); None: any local client."""
 
     upsycle_services: frozenset[bytes] | None = None
     dmsg_static_keys: frozenset[bytes] | None = None
@@ -594,7 +594,7 @@ class NodeConfig:
     )
     #: The LMDB store directory (mempool persistence, counters, topic state).
     database_path: Path = _key("DatabasePath", _FilePath(), Path("dmq-db"), flag="--database-path")
-    #: Opt-in handling of the pre-0.5 message format (WIRE.md 5.5) still sent by released Mithril
+    #: Opt-in handling of the pre-0.5 message format (docs/protocol/message.md 5.5) still sent by released Mithril
     #: signers; false keeps the reference behaviour (a legacy message is a decode failure).
     legacy_message_format: bool = _key("LegacyMessageFormat", _Boolean(), False)
     #: A directory to record traffic into for the capacity pipeline; ``None`` records nothing.
@@ -605,9 +605,9 @@ class NodeConfig:
     #: operator's Mithril signer and aggregator can submit and read messages.
     local_socket_mode: int = _key("LocalSocketMode", _FileMode(), 0o660)
     #: Treat ``SigTooFrequent`` and ``SigExpiresAtTooFarInTheFuture`` from peers as trace-only
-    #: instead of disconnecting (WIRE.md 6.2 allows it; clock jitter otherwise drops honest peers).
+    #: instead of disconnecting (docs/protocol/validation.md 6.2 allows it; clock jitter otherwise drops honest peers).
     trace_only_reactions: bool = _key("TraceOnlyReactions", _Boolean(), False)
-    #: What this instance carries (TOPICS.md 2.1): "raw" and/or adapter names. Adapters are
+    #: What this instance carries (docs/topics-design.md 2.1): "raw" and/or adapter names. Adapters are
     #: refused on a Mithril magic (``MithrilNetworkMagics``).
     topics_carried: tuple[str, ...] = _key("TopicsCarried", _Names(), ("raw",), flag="--topics")
     #: Whether this instance's magic carries Mithril traffic (then raw only). Not set: the
@@ -620,7 +620,7 @@ class NodeConfig:
                                                 default_factory=TopicQueueLimits)
     #: Client publications per publisher key (UPSYCLE source, group or service, dmsg static key).
     topic_key_limit: TopicKeyLimit = _key("TopicKeyLimit", _TopicKeyLimitForm(), default_factory=TopicKeyLimit)
-    #: Allow-lists of local publishers; not set: any local client (TOPICS.md 2.7).
+    #: Allow-lists of local publishers; not set: any local client (docs/topics-design.md 2.7).
     topic_publishers: TopicPublishers | None = _key("TopicPublishers", _TopicPublishersForm(), None)
     #: The pool's KES signing key and operational certificate, for publication by the node
     #: (protocol 1000 ``MsgPublish``); without them the node answers ``no_signer``.
@@ -650,7 +650,7 @@ class NodeConfig:
 
     @property
     def is_mithril_network(self) -> bool:
-        """Whether the instance carries Mithril traffic, so raw bodies only (TOPICS.md 2.1).
+        """Whether the instance carries Mithril traffic, so raw bodies only (docs/topics-design.md 2.1).
 
         The mainnet DMQ magic always does; others follow ``MithrilNetwork`` when set, else
         the named networks' magics do.
@@ -797,7 +797,7 @@ def _explain(exc: _Invalid, form: _Form, value: Any) -> tuple[str, str]:
 
 
 def check_node_startup(config: NodeConfig) -> None:
-    """The start-up refusals of the reference that need no I/O (WIRE.md section 11.4)."""
+    """The start-up refusals of the reference that need no I/O (docs/protocol/configuration.md section 11.4)."""
     if config.ipv4 is None and config.ipv6 is None:
         raise ConfigError(NO_ADDRESS_MESSAGE)
     if not config.uses_default_validation and config.network_magic == DMQ_MAINNET_MAGIC:

@@ -6,7 +6,7 @@ writer and one task per mini-protocol instance in the nursery. An instance marke
 reference's ``StartOnDemand`` responders: a Mithril signer's connection (one submission,
 then close) never pays for the notification server it does not use. A protocol that finishes marks its channel finished; when every one has, the
 connection closes cleanly. A protocol error, a validation error that calls for a disconnect,
-or a fatal mux error ends the whole connection (WIRE.md 2.6) and nothing else: the error is
+or a fatal mux error ends the whole connection (docs/protocol/mux.md 2.6) and nothing else: the error is
 returned to the caller for tracing, never raised into the listener that accepted it.
 """
 

@@ -1,4 +1,4 @@
-"""One round of stake queries against an acquired ledger state (WIRE.md 10.2).
+"""One round of stake queries against an acquired ledger state (docs/protocol/cardano-node-link.md 10.2).
 
 The round follows the reference's sequence on one acquired volatile tip: the system start
 (first round of a connection only), the current era, the epoch, the stake snapshots, then
@@ -10,7 +10,7 @@ The snapshot is only fetched when the caller wants it (first round of a connecti
 new epoch): the set snapshot changes only at epoch boundaries, and on mainnet the answer
 covers some three thousand pools, so asking every minute would be waste. The reference's
 other steps (``GetInterpreter`` to sleep until the next boundary, ledger peers) are left
-out as WIRE.md 10.2 permits; the link re-queries on a fixed schedule instead.
+out as docs/protocol/cardano-node-link.md 10.2 permits; the link re-queries on a fixed schedule instead.
 """
 
 from __future__ import annotations

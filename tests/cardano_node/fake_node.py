@@ -5,7 +5,7 @@ It speaks with the project's real handshake server, mux and protocol-7 server, s
 bytes the link sees are framed exactly as cardano-node frames them. Every message it
 receives or sends is checked against the project's CDDL (``docs/protocol/cddl``): handshake
 messages against ``handshake-cardano-node-to-client.cddl``, protocol-7 messages and the queries
-and results inside them against ``local-state-query.cddl`` (WIRE.md 10.2, 10.3).
+and results inside them against ``local-state-query.cddl`` (docs/protocol/cardano-node-link.md 10.2, 10.3).
 A message no rule accepts is recorded in :attr:`FakeCardanoNode.violations` and ends the
 connection, so a test both sees the failure and can assert there was none.
 

@@ -1,7 +1,7 @@
 """Every message our codecs encode, checked against the project's CDDL and the upstream vectors.
 
 The CDDL check goes through pycddl with the schemas of ``docs/protocol/cddl``; the byte
-check compares with the hex of ``vectors.json`` and WIRE.md where one exists, and the
+check compares with the hex of ``vectors.json`` and docs/protocol where one exists, and the
 upstream vectors themselves must match the schemas too. pycddl
 cannot tell a definite from an indefinite list (the reference codecs accept only one of
 them in several places): the vectors pin that, the CDDL pins the shapes.
@@ -232,7 +232,7 @@ def test_encoded_message_matches_its_vector(case, m):
 
 
 def test_the_e2e_message_is_the_derived_vector(m):
-    """WIRE.md 12.2: the hard check on the message encoding itself."""
+    """docs/protocol/README.md 12.2: the hard check on the message encoding itself."""
     raw = m.e2e.raw
     assert len(raw) == 732
     assert raw.startswith(bytes.fromhex("855820f7ebbbce"))
@@ -248,7 +248,7 @@ def _unsigned_message(body: bytes) -> bytes:
 
 @pytest.mark.parametrize("body_size, accepted", [(89, False), (90, True), (2000, True), (2001, False)])
 def test_message_schema_bounds_the_body_at_90_to_2000_bytes(body_size, accepted):
-    """WIRE.md 5.1: 90..2000 (the reference's own sig.cddl still says 360, which is stale)."""
+    """docs/protocol/message.md 5.1: 90..2000 (the reference's own sig.cddl still says 360, which is stale)."""
     assert schema(SIG).accepts("message", _unsigned_message(bytes(body_size))) is accepted
 
 
