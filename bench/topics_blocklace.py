@@ -41,7 +41,7 @@ PER_TOPIC = 25
 
 def build_dag(publishers: int, rounds: int, seed: int = 3):
     """Blocks of ``publishers`` creators in topics of at most 25 publishers each: an
-    advertisement is a block, so at most 31 publishers fit in its 1280 bytes (TOPICS.md 5.2)."""
+    advertisement is a block, so at most 31 publishers fit in its 1280 bytes (docs/topics-design.md 5.2)."""
     rng = random.Random(seed)
     messages, groups = [], []
     for start in range(0, publishers, PER_TOPIC):

@@ -1,7 +1,7 @@
 """Full-validation throughput on one core, next to the libsodium floor measured in the same run.
 
-Full validation = decode the received bytes (WIRE.md 5.2) and run checks 1..10 through
-``Validator.process_batch`` (WIRE.md 6.1, 6.2), for valid messages from 1 000 pools. Two
+Full validation = decode the received bytes (docs/protocol/message.md 5.2) and run checks 1..10 through
+``Validator.process_batch`` (docs/protocol/validation.md 6.1, 6.2), for valid messages from 1 000 pools. Two
 cases: the opcert cache warm (each pool's opcert already verified: one Ed25519 verification
 per message, the KES leaf) and cold (cache disabled: two Ed25519 verifications per message).
 

@@ -1,7 +1,7 @@
 """Injected time.
 
 Expiry reads the wall clock (POSIX seconds with a fraction), rate limits and timeouts read
-a monotonic clock, exactly as the reference node does (WIRE.md section 6.11). Everything
+a monotonic clock, exactly as the reference node does (docs/protocol/validation.md section 6.11). Everything
 that needs time takes a :class:`Clock`, so tests run deterministically and fast, and the
 capacity model can run at mainnet scale in simulated time.
 """

@@ -1,4 +1,4 @@
-"""DMQ message bytes to ``DmqMessage`` and back (WIRE.md 5).
+"""DMQ message bytes to ``DmqMessage`` and back (docs/protocol/message.md 5).
 
 The decoder is as strict as the reference node's (``DMQ.Protocol.SigSubmission.Codec``): a
 definite array of five, a 32-byte id, a definite three-item payload with a 90..2000-byte body,
@@ -14,7 +14,7 @@ Offsets are tracked while reading, so ``signed_bytes`` is the payload exactly as
 forwarded. The reader is written out by hand rather than through a generic CBOR decoder because
 it runs once per message on the validation hot path.
 
-The legacy layout of Mithril 2543–2617 (id inside the payload, WIRE.md 5.5) is recognised so
+The legacy layout of Mithril 2543–2617 (id inside the payload, docs/protocol/message.md 5.5) is recognised so
 that it can be reported for what it is, and decoded only when a caller explicitly allows it.
 """
 
@@ -69,7 +69,7 @@ class MessageDecodeError(ValueError):
 
 
 class LegacyMessageFormat(MessageDecodeError):
-    """A well-recognised legacy message (WIRE.md 5.5) while legacy messages are not accepted."""
+    """A well-recognised legacy message (docs/protocol/message.md 5.5) while legacy messages are not accepted."""
 
 
 # --------------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ def _span(buf, start: int, stop: int) -> bytes:
 
 
 def _read(buf, pos: int, end: int, allow_legacy: bool, sizes: _Sizes) -> tuple[DmqMessage, int]:
-    """The general reader: every rule of WIRE.md 5.2, with an error naming the field."""
+    """The general reader: every rule of docs/protocol/message.md 5.2, with an error naming the field."""
     start = pos
     major, n, pos = _head(buf, pos, end, "message")
     if major != 4:
@@ -377,7 +377,7 @@ def is_legacy_layout(raw: bytes) -> bool:
 def decode_message(raw: bytes, *, allow_legacy: bool = False) -> DmqMessage:
     """Decode one complete message; ``raw`` must hold exactly one message and nothing else.
 
-    With ``allow_legacy`` a legacy message (WIRE.md 5.5) is returned with ``legacy=True``:
+    With ``allow_legacy`` a legacy message (docs/protocol/message.md 5.5) is returned with ``legacy=True``:
     its ``signed_bytes`` are the legacy payload ``[id, body, kesPeriod, expiresAt]`` as
     received (what Mithril's KES key signed) and its ``message_id`` is the 64-byte id inside
     it, which validation checks with Mithril's rule ``Blake2b-512(body || u64be(kesPeriod) ||
@@ -407,7 +407,7 @@ def decode_message_structure(raw: bytes) -> DmqMessage:
 
 
 # --------------------------------------------------------------------------------------
-# Writing (messages the project creates: definite lengths, shortest forms, WIRE.md 5.6)
+# Writing (messages the project creates: definite lengths, shortest forms, docs/protocol/message.md 5.6)
 
 def _bstr_header(length: int) -> bytes:
     if length < 24:
@@ -512,7 +512,7 @@ def build_message(
 
 
 def encode_legacy_payload(body: bytes, kes_period: int, expires_at: int) -> bytes:
-    """``[id, body, kesPeriod, expiresAt]`` with Mithril's id (WIRE.md 5.5): what Mithril 2543–2617 signs."""
+    """``[id, body, kesPeriod, expiresAt]`` with Mithril's id (docs/protocol/message.md 5.5): what Mithril 2543–2617 signs."""
     _check_ranges(kes_period, expires_at)
     body = bytes(body)
     message_id = legacy_message_id_of(body, kes_period, expires_at)

@@ -1,9 +1,9 @@
 """The node's configuration: the reference node's keys and defaults, plus the project's extensions.
 
 An operator must be able to swap the Haskell ``dmq-node`` for this one with the same files and
-flags (ARCHITECTURE.md principle 8), so the JSON keys, their defaults and the precedence
+flags (docs/architecture.md principle 8), so the JSON keys, their defaults and the precedence
 (command-line flags over the configuration file over defaults) follow
-``DMQ/Configuration.hs`` of the reference node (WIRE.md section 11). The project's own keys are
+``DMQ/Configuration.hs`` of the reference node (docs/protocol/configuration.md section 11). The project's own keys are
 additions with safe defaults; none renames a reference key.
 
 Every key is declared once, as metadata on its :class:`NodeConfig` field: the JSON key, the
@@ -350,7 +350,7 @@ class _Names(_Form):
 
 @dataclass(frozen=True, slots=True)
 class TopicBucket:
-    """The per-pool token bucket of topic networks (TOPICS.md 2.1.4, P numbers)."""
+    """The per-pool token bucket of topic networks (docs/topics-design.md 2.1.4, P numbers)."""
 
     capacity: int = 8
     refill_seconds: float = 10.0
@@ -374,7 +374,7 @@ class _TopicBucketForm(_Form):
 
 @dataclass(frozen=True, slots=True)
 class TopicQueueLimits:
-    """Caps of every protocol 1000 subscription queue (TOPICS.md 3.4, ``[4, n]`` items dropped)."""
+    """Caps of every protocol 1000 subscription queue (docs/topics-design.md 3.4, ``[4, n]`` items dropped)."""
 
     max_items: int = 10_000
     max_bytes: int = 64 << 20
@@ -397,7 +397,7 @@ class _TopicQueueLimitsForm(_Form):
 
 @dataclass(frozen=True, slots=True)
 class TopicKeyLimit:
-    """Publications per local publisher key and window (TOPICS.md 2.7, P: 20 per 10 minutes)."""
+    """Publications per local publisher key and window (docs/topics-design.md 2.7, P: 20 per 10 minutes)."""
 
     count: int = 20
     window_seconds: float = 600.0
@@ -420,7 +420,7 @@ class _TopicKeyLimitForm(_Form):
 
 @dataclass(frozen=True, slots=True)
 class TopicPublishers:
-    """Allow-lists of local publishers (TOPICS.md 2.7); None: any local client."""
+    """Allow-lists of local publishers (docs/topics-design.md 2.7); None: any local client."""
 
     upsycle_services: frozenset[bytes] | None = None
     dmsg_static_keys: frozenset[bytes] | None = None
@@ -605,7 +605,7 @@ class NodeConfig:
     )
     #: The LMDB store directory (mempool persistence, counters, topic state).
     database_path: Path = _key("DatabasePath", _FilePath(), Path("dmq-db"), flag="--database-path")
-    #: Opt-in handling of the pre-0.5 message format (WIRE.md 5.5) still sent by released Mithril
+    #: Opt-in handling of the pre-0.5 message format (docs/protocol/message.md 5.5) still sent by released Mithril
     #: signers; false keeps the reference behaviour (a legacy message is a decode failure).
     legacy_message_format: bool = _key("LegacyMessageFormat", _Boolean(), False)
     #: Reject legacy-format messages with a bare text, the only reason pallas-network 0.34
@@ -621,9 +621,9 @@ class NodeConfig:
     #: operator's Mithril signer and aggregator can submit and read messages.
     local_socket_mode: int = _key("LocalSocketMode", _FileMode(), 0o660)
     #: Treat ``SigTooFrequent`` and ``SigExpiresAtTooFarInTheFuture`` from peers as trace-only
-    #: instead of disconnecting (WIRE.md 6.2 allows it; clock jitter otherwise drops honest peers).
+    #: instead of disconnecting (docs/protocol/validation.md 6.2 allows it; clock jitter otherwise drops honest peers).
     trace_only_reactions: bool = _key("TraceOnlyReactions", _Boolean(), False)
-    #: What this instance carries (TOPICS.md 2.1): "raw" and/or adapter names. Adapters are
+    #: What this instance carries (docs/topics-design.md 2.1): "raw" and/or adapter names. Adapters are
     #: refused on a Mithril magic (``MithrilNetworkMagics``).
     topics_carried: tuple[str, ...] = _key("TopicsCarried", _Names(), ("raw",), flag="--topics")
     #: Whether this instance's magic carries Mithril traffic (then raw only). Not set: the
@@ -636,7 +636,7 @@ class NodeConfig:
                                                 default_factory=TopicQueueLimits)
     #: Client publications per publisher key (UPSYCLE source, group or service, dmsg static key).
     topic_key_limit: TopicKeyLimit = _key("TopicKeyLimit", _TopicKeyLimitForm(), default_factory=TopicKeyLimit)
-    #: Allow-lists of local publishers; not set: any local client (TOPICS.md 2.7).
+    #: Allow-lists of local publishers; not set: any local client (docs/topics-design.md 2.7).
     topic_publishers: TopicPublishers | None = _key("TopicPublishers", _TopicPublishersForm(), None)
     #: The pool's KES signing key and operational certificate, for publication by the node
     #: (protocol 1000 ``MsgPublish``); without them the node answers ``no_signer``.
@@ -677,7 +677,7 @@ class NodeConfig:
 
     @property
     def is_mithril_network(self) -> bool:
-        """Whether the instance carries Mithril traffic, so raw bodies only (TOPICS.md 2.1).
+        """Whether the instance carries Mithril traffic, so raw bodies only (docs/topics-design.md 2.1).
 
         The mainnet DMQ magic always does; others follow ``MithrilNetwork`` when set, else
         the named networks' magics do.

@@ -2,7 +2,7 @@
 
 Local submission (protocol 14) and node-to-node pulls (protocol 11) both hand received
 bytes to :class:`Ingress`; only the *reply* differs, and that is a table lookup on the
-error (``dmq.validation.reactions``), never a branch per caller (ARCHITECTURE.md
+error (``dmq.validation.reactions``), never a branch per caller (docs/architecture.md
 principle 4). Validation and the in-memory append run without a checkpoint between them,
 so two concurrent submitters can never both pass the duplicate or rate-limit check for the
 same message or pool; only the wait for the disk commit is shared between them.
@@ -54,7 +54,7 @@ class Ingress:
         self.reactions = reactions
 
     def decode(self, raw: bytes) -> DmqMessage:
-        """Strict decode (WIRE.md 5.2); a failure is a protocol error for the caller."""
+        """Strict decode (docs/protocol/message.md 5.2); a failure is a protocol error for the caller."""
         return decode_message(raw, allow_legacy=self.allow_legacy)
 
     async def submit_local(self, raw: bytes) -> SigValidationError | None:
@@ -67,7 +67,7 @@ class Ingress:
         return outcomes[0].error
 
     async def submit_from_peer(self, raws: Sequence[bytes], peer: str) -> BatchVerdict:
-        """One ``MsgReplySigs`` batch from a peer, processed atomically (WIRE.md 6.1).
+        """One ``MsgReplySigs`` batch from a peer, processed atomically (docs/protocol/validation.md 6.1).
 
         Decode failures raise :class:`~dmq.codec.MessageDecodeError` (a protocol error:
         the connection closes). The verdict names the first error whose reaction is to

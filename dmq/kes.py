@@ -1,4 +1,4 @@
-"""Sum6KES over Ed25519 and Blake2b-256, as cardano-base builds it (WIRE.md 6.4, 6.5).
+"""Sum6KES over Ed25519 and Blake2b-256, as cardano-base builds it (docs/protocol/validation.md 6.4, 6.5).
 
 A message's KES signature is checked under the hot key certified by the operational
 certificate, at the evolution ``t = kesPeriod - startKesPeriod``. A depth-``d`` sum scheme is
@@ -174,7 +174,7 @@ def _sign_from(raw, depth: int, key_period: int, target: int, message: bytes) ->
     Walks from the root. Where the key and the target lie in the same half of a level, the
     key's own child is the right subtree to descend into; where the key is still in the left
     half and the target in the right one, the right child is regenerated from that level's
-    right seed (this is how a period-0 key from a file signs at any period, WIRE 6.5).
+    right seed (this is how a period-0 key from a file signs at any period, docs/protocol/validation.md 6.5).
     """
     pairs: list[bytes] = []
     level = depth
@@ -278,7 +278,7 @@ class KesSigningKey:
         return _sign_from(self._raw, self._depth, self._period, self._period, message)
 
     def evolve(self) -> None:
-        """Move to the next period, erasing the material of the current one (WIRE 6.5)."""
+        """Move to the next period, erasing the material of the current one (docs/protocol/validation.md 6.5)."""
         depth = self._depth
         if self._period + 1 >= (1 << depth):
             raise KesKeyExhausted(

@@ -1,4 +1,4 @@
-"""The node-to-client service on the local Unix socket: protocols 14 and 15 (WIRE.md 7, 8).
+"""The node-to-client service on the local Unix socket: protocols 14 and 15 (docs/protocol/local-protocols.md 7, 8).
 
 Mithril signers open a connection per message (handshake 4097, one submission, MsgDone);
 aggregators keep one connection and ask for messages with blocking requests. Both patterns
@@ -70,7 +70,7 @@ class LocalSocketError(OperatorError):
 
 
 def reject_reason_for(error: SigValidationError) -> SubmitResult:
-    """The protocol-14 reject reason for a validation error (WIRE.md 7.2)."""
+    """The protocol-14 reject reason for a validation error (docs/protocol/local-protocols.md 7.2)."""
     value = local_reject_reason(error)
     kind = LocalRejectKind(value[0])
     if kind is LocalRejectKind.INVALID:

@@ -2,7 +2,7 @@
 
 A message is always held together with the exact bytes it arrived as. The id and the KES
 signature cover ``signed_bytes`` as received; the node stores and forwards ``raw`` and never
-re-encodes a message it did not create (WIRE.md sections 5.3 and 5.4).
+re-encodes a message it did not create (docs/protocol/message.md sections 5.3 and 5.4).
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ def pool_id_of(cold_vk: bytes) -> bytes:
 
 
 def message_id_of(signed_bytes: bytes) -> bytes:
-    """Message id = Blake2b-256 of the payload bytes as received (WIRE.md 5.3)."""
+    """Message id = Blake2b-256 of the payload bytes as received (docs/protocol/message.md 5.3)."""
     return hashlib.blake2b(signed_bytes, digest_size=32).digest()
 
 
 def legacy_message_id_of(body: bytes, kes_period: int, expires_at: int) -> bytes:
-    """The id Mithril 2543–2617 put inside a legacy payload (WIRE.md 5.5).
+    """The id Mithril 2543–2617 put inside a legacy payload (docs/protocol/message.md 5.5).
 
     ``Blake2b-512(body || u64be(kesPeriod) || u32be(expiresAt))``: Mithril's own rule, not
     the reference node's, checked against the legacy bytes of the Pallas vectors.
@@ -85,7 +85,7 @@ class DmqMessage:
     kes_signature: bytes       # 448 bytes, Sum6KES
     opcert: OperationalCertificate
     cold_vk: bytes             # 32 bytes, Ed25519
-    legacy: bool = False       # the pre-0.5 layout of WIRE.md 5.5 (only when explicitly allowed)
+    legacy: bool = False       # the pre-0.5 layout of docs/protocol/message.md 5.5 (only when explicitly allowed)
     pool_id: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

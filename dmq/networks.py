@@ -1,4 +1,4 @@
-"""The named networks and their two magics (WIRE.md section 4.6), as the node's layer sees them.
+"""The named networks and their two magics (docs/protocol/handshake.md section 4.6), as the node's layer sees them.
 
 A DMQ node speaks two network magics: the DMQ magic in its own handshakes (node-to-node and
 node-to-client, so a Mithril client must propose the same one) and the Cardano magic on its

@@ -138,7 +138,7 @@ class Node:
             from topics.node_setup import topic_service_for
             from topics.raw import is_raw_message
 
-            # On a topic network the per-pool token bucket replaces the spacing rule (TOPICS.md 2.1.4).
+            # On a topic network the per-pool token bucket replaces the spacing rule (docs/topics-design.md 2.1.4).
             validator = Validator(self.stake_view, self.clock, min_sig_delay=0, state=state)
             self.topics = topic_service_for(self.config, mempool, validator, self.tracer, clock=self.clock,
                                             stake_view=self.stake_view,

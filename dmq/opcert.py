@@ -1,4 +1,4 @@
-"""Operational certificates and pool ids (WIRE.md 6.3, 6.6).
+"""Operational certificates and pool ids (docs/protocol/validation.md 6.3, 6.6).
 
 An operational certificate binds a pool's hot KES key to its cold key: the cold key signs
 ``hotKesVk(32) || u64be(issueNumber) || u64be(startKesPeriod)`` (48 raw bytes, not CBOR, as
@@ -141,7 +141,7 @@ def encode_opcert(opcert: OperationalCertificate) -> bytes:
 
 
 def read_opcert(cursor: Cursor) -> OperationalCertificate:
-    """Read one certificate array at the cursor, strictly (WIRE 5.2); raises ``CborError``."""
+    """Read one certificate array at the cursor, strictly (docs/protocol/message.md 5.2); raises ``CborError``."""
     cursor.definite_array(4)
     hot_vk = cursor.bytes(size=KES_VK_SIZE)
     issue_number = cursor.uint(_UINT64_MAX)

@@ -1,6 +1,6 @@
 """The stake view: which pools may publish, and the KES limits their certificates live by.
 
-Validation check 7 (WIRE.md section 6.8) needs to know whether a pool has stake in the
+Validation check 7 (docs/protocol/validation.md section 6.8) needs to know whether a pool has stake in the
 ledger's *set* snapshot, and checks 5 and 6 need ``maxKESEvolutions`` from the Shelley
 genesis. Both live here, so the validator reads one object however the stake arrived: from
 cardano-node's ``GetStakeSnapshots`` (the link feeds :meth:`StakeView.update`), from the
@@ -84,7 +84,7 @@ class PoolStake:
 
 
 class Readiness(enum.Enum):
-    """Whether a stake snapshot has ever been installed (WIRE.md section 6.8)."""
+    """Whether a stake snapshot has ever been installed (docs/protocol/validation.md section 6.8)."""
 
     NOT_INITIALIZED = "NotInitialized"
     READY = "Ready"

@@ -1,4 +1,4 @@
-"""The topology file: which peers the node keeps, in cardano-node's own format (WIRE.md section 11.3).
+"""The topology file: which peers the node keeps, in cardano-node's own format (docs/protocol/configuration.md section 11.3).
 
 Operators already write cardano-node topology files, and the reference DMQ node reads the
 same syntax (``ouroboros-network``'s ``networkTopologyFromJSON``), so this module accepts the

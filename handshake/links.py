@@ -45,7 +45,7 @@ DMQ_N2N_V2 = 2
 _N2C_BIT_DMQ = 1 << 12
 DMQ_N2C_V1 = 1 | _N2C_BIT_DMQ
 _N2C_BIT_TOPICS = 1 << 13
-#: DMQ N2C version 1 with the topic extension (bit 13): protocols 14, 15 and 1000 (TOPICS.md 3.1, P).
+#: DMQ N2C version 1 with the topic extension (bit 13): protocols 14, 15 and 1000 (docs/topics-design.md 3.1, P).
 DMQ_N2C_TOPICS_V1 = DMQ_N2C_V1 | _N2C_BIT_TOPICS
 _N2C_BIT_CARDANO = 1 << 15
 #: Cardano NodeToClientV_16 .. V_23.
@@ -110,7 +110,7 @@ DMQ_NODE_TO_CLIENT = HandshakeLink(
     time_limits=_both_states(None),
 )
 
-#: The local link of a node (or client) with topics: 4097 and 12289 (TOPICS.md 3.1). A node
+#: The local link of a node (or client) with topics: 4097 and 12289 (docs/topics-design.md 3.1). A node
 #: without topics keeps :data:`DMQ_NODE_TO_CLIENT`, so 12289 is skipped as unknown exactly as
 #: the reference skips it.
 DMQ_NODE_TO_CLIENT_TOPICS = HandshakeLink(

@@ -28,7 +28,7 @@ class NetworkMagics:
     cardano: int
 
 
-#: WIRE.md 4.6. ``devnet`` is the Mithril end-to-end devnet.
+#: docs/protocol/handshake.md 4.6. ``devnet`` is the Mithril end-to-end devnet.
 NETWORK_MAGICS: Mapping[str, NetworkMagics] = MappingProxyType({
     m.network: m
     for m in (

@@ -3,7 +3,7 @@
 The bearer knows the SDU framing and the SDU timeouts, nothing else. The handshake uses
 it directly (one message = one SDU, before any mux runs); afterwards the mux owns it.
 
-Timeouts follow the reference (WIRE.md 2.5): a read may wait forever for the *first*
+Timeouts follow the reference (docs/protocol/mux.md 2.5): a read may wait forever for the *first*
 byte of the next SDU (an idle connection is legitimate; keep-alive deals with dead
 peers), but once that byte has arrived the rest of the header and the whole payload must
 follow within :attr:`Bearer.sdu_timeout`. Writes get the same budget.

@@ -1,4 +1,4 @@
-"""Fatal multiplexer conditions (WIRE.md 2.6).
+"""Fatal multiplexer conditions (docs/protocol/mux.md 2.6).
 
 Each of these ends the whole connection it happened on, and only that one: there is no
 per-protocol recovery in the reference mux, so there is none here. They are typed so that

@@ -1,4 +1,4 @@
-"""The multiplexer: many mini-protocol byte streams over one bearer (WIRE.md 2.2-2.6).
+"""The multiplexer: many mini-protocol byte streams over one bearer (docs/protocol/mux.md 2.2-2.6).
 
 Each registered mini-protocol instance gets a :class:`MuxChannel`, one ordered byte
 stream each way, identified on the wire by its protocol number and the M bit. The mux

@@ -1,4 +1,4 @@
-"""The SDU: the unit the multiplexer puts on the wire (WIRE.md 2.1).
+"""The SDU: the unit the multiplexer puts on the wire (docs/protocol/mux.md 2.1).
 
 An SDU is an 8-byte header (``>IHH``: transmission time, M bit + protocol number,
 payload length) and 1..65535 payload bytes. The M bit says which instance of the

@@ -1,5 +1,5 @@
 """CIP-0137's capacity estimates as published: its inputs, its four tables, and how a
-reproduced number is compared with a published one (CAPACITY.md sections 1 and 2).
+reproduced number is compared with a published one (docs/capacity/model.md sections 1 and 2).
 
 The published cells are display-rounded, and not consistently: most are the exact value
 to the nearest unit, but several small ones are rounded *up* (2 $ for 1.49 $, 5 k for 4.5 k

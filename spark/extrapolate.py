@@ -1,4 +1,4 @@
-"""From a recording's measured per-message costs to mainnet scale (CAPACITY.md 5.4).
+"""From a recording's measured per-message costs to mainnet scale (docs/capacity/model.md 5.4).
 
 A recording measures what one message costs the node: its wire size, the memory per
 message held, the CPU to validate it, and the outbound bytes per accepted byte on

@@ -1,6 +1,6 @@
 """Recordings (JSON lines) to partitioned Parquet, the layout every other job reads.
 
-A recording directory holds one or many nodes' sessions (CAPACITY.md section 4); each
+A recording directory holds one or many nodes' sessions (docs/capacity/model.md section 4); each
 becomes one *run* in the Parquet dataset, named after the directory unless told otherwise::
 
     <parquet>/<record type>/run=<run>/node=<node>[/day=<yyyy-mm-dd>]/part-*.parquet

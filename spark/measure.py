@@ -1,4 +1,4 @@
-"""What a recorded run measured: per-message costs and per-node figures (CAPACITY.md 5.3).
+"""What a recorded run measured: per-message costs and per-node figures (docs/capacity/model.md 5.3).
 
 From the ingested Parquet of one run this computes, with Spark:
 
@@ -33,7 +33,7 @@ from spark.storage import Location
 
 __all__ = ["NodeFigures", "ProtocolTraffic", "Measurement", "measure", "runs_in", "SIG_SUBMISSION"]
 
-#: The node-to-node protocol that carries messages (WIRE.md: sig submission, protocol 11).
+#: The node-to-node protocol that carries messages (docs/protocol: sig submission, protocol 11).
 SIG_SUBMISSION = 11
 #: Memory slopes are trusted only from a fit this good over at least this many messages.
 MIN_FIT_R2 = 0.8

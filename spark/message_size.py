@@ -1,4 +1,4 @@
-"""Wire size of a DMQ message in the current layout, from its CDDL (WIRE.md 5.2, 5.4).
+"""Wire size of a DMQ message in the current layout, from its CDDL (docs/protocol/message.md 5.2, 5.4).
 
 ``[id bstr32, [body bstr, kesPeriod uint, expiresAt uint], kesSig bstr448,
 [hotVk bstr32, issueNumber uint, startKesPeriod uint, coldSig bstr64], coldVk bstr32]``

@@ -3,7 +3,7 @@
 The formulas are written once, with plain arithmetic, so the same function computes a cell
 from Python numbers (unit tests, the report) and from Spark columns (the jobs that evaluate
 every scenario as a DataFrame): ``pyspark.sql.Column`` overloads ``+ - * /`` exactly as
-numbers do. CAPACITY.md section 2 states them:
+numbers do. docs/capacity/model.md section 2 states them:
 
     messages held        = S x T / P
     memory               = held x (memory per message)

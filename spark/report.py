@@ -108,7 +108,7 @@ def _reproduction(inputs: ReportInputs) -> list[str]:
         ["redundancy", f"factor {REDUNDANCY:g}"],
         ["price", f"{PRICE_PER_GB:g} $/GB outbound; month = {MONTH_SECONDS // 86400} days"],
     ], "ll")
-    out += ["Each cell: **published** / reproduced (Spark, from the formulas of CAPACITY.md section 2).", ""]
+    out += ["Each cell: **published** / reproduced (Spark, from the formulas of docs/capacity/model.md section 2).", ""]
     by_cell = {(c.period_s, c.column.key): c for c in inputs.comparisons}
     header = ["period", *(f"{c.title} ({c.unit})" for c in COLUMNS)]
     rows = []
@@ -250,7 +250,7 @@ _SIDE_BY_SIDE = (
 
 def _side_by_side(inputs: ReportInputs) -> list[str]:
     out = ["## 4. Side by side: CIP, reproduced, measured", "",
-           "Measured columns: the run's per-message costs at mainnet scale (CAPACITY.md 5.4); "
+           "Measured columns: the run's per-message costs at mainnet scale (docs/capacity/model.md 5.4); "
            f"`3000` and `3100` are the pool counts of the CIP's tables and text. "
            "CPU in brackets: the whole process's CPU per message instead of validation only.", ""]
     for title, low_key, high_key, cell, scale, unit in _SIDE_BY_SIDE:

@@ -1,9 +1,9 @@
 """The CIP's tables from the CIP's assumptions, cell by cell, and what the CIP gets wrong.
 
 :func:`reproduce_cip` evaluates the CIP's scenarios (3,000 pools, each period, both message
-sizes) in Spark and compares every published cell (CAPACITY.md section 2).
+sizes) in Spark and compares every published cell (docs/capacity/model.md section 2).
 :func:`corrections` evaluates the same tables with one assumption corrected at a time
-(CAPACITY.md section 3): the pool count the CIP's text states, and the current message
+(docs/capacity/model.md section 3): the pool count the CIP's text states, and the current message
 layout. The measured corrections (verification cost, redundancy, memory) come from a
 recording, in :mod:`spark.extrapolate`.
 """

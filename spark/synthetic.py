@@ -1,6 +1,6 @@
 """Synthetic mainnet traffic, generated in parallel inside Spark, in the recorder's schema.
 
-What one node would record in a month of mainnet (CAPACITY.md 5.5): every round, each
+What one node would record in a month of mainnet (docs/capacity/model.md 5.5): every round, each
 eligible signer's message arrives once and is accepted (64.8 million messages for 1,500
 signers every minute), the node samples its mempool every second and its node-to-node
 connections every minute. The rows go straight into the ingested Parquet layout, so the

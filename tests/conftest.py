@@ -10,8 +10,9 @@ import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Upstream golden vectors, KES files, devnet credentials and CDDL, kept beside the checkout.
-CONFORMANCE = (ROOT.parent / "shared" / "conformance").resolve()
+#: Upstream golden vectors, KES files and devnet credentials, copied into the repository with
+#: a note of their sources (``tests/data/README.md``).
+CONFORMANCE = ROOT / "tests" / "data"
 
 # The default run (CI) draws the same examples every time, so a red build points at the change
 # that made it red; `HYPOTHESIS_PROFILE=explore` draws fresh ones (and bench/reliability_fuzz.py
@@ -23,7 +24,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default-run"))
 
 def _require_conformance() -> Path:
     if not CONFORMANCE.is_dir():
-        pytest.fail(f"conformance data not found at {CONFORMANCE} (it must sit beside the checkout in ../shared)")
+        pytest.fail(f"conformance data not found at {CONFORMANCE} (part of the repository: is the checkout complete?)")
     return CONFORMANCE
 
 

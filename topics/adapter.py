@@ -1,4 +1,4 @@
-"""The adapter contract (TOPICS.md 2.4) and what the framework hands to adapters.
+"""The adapter contract (docs/topics-design.md 2.4) and what the framework hands to adapters.
 
 An adapter owns one CBOR tag and the meaning of the bodies it wraps. The framework runs the
 DMQ checks, classification and the commit; the adapter only answers these questions:
@@ -109,7 +109,7 @@ Verdict = Ok | Reject | Defer
 # -- facts and views --------------------------------------------------------------------------
 
 class Origin(enum.Enum):
-    """Where a DMQ message came from (TOPICS.md 2.4)."""
+    """Where a DMQ message came from (docs/topics-design.md 2.4)."""
 
     PEER = "peer"            # node-to-node, protocol 11
     LOCAL = "local"          # local submission, protocol 14
@@ -187,7 +187,7 @@ class Accepted:
 
 # -- delivery ---------------------------------------------------------------------------------
 
-# itemBody kinds (TOPICS.md 3.5)
+# itemBody kinds (docs/topics-design.md 3.5)
 ITEM_MESSAGE = 0
 ITEM_PROOF = 1
 ITEM_GAP = 2
@@ -205,7 +205,7 @@ FLAG_LOCAL = 4
 class Delivery:
     """One item an adapter makes deliverable.
 
-    ``body`` is the ``itemBody`` value of TOPICS.md 3.5 ready for the deterministic encoder
+    ``body`` is the ``itemBody`` value of docs/topics-design.md 3.5 ready for the deterministic encoder
     (for kind 0: ``[0, meta, dmqMessageBytes]``). ``facets`` maps selector field numbers to
     the values this item has for them (1 groups, 2 destinations, 3 topic ids, 4 publisher
     pools, 6 content tags, 8 dmsg keys, 9 envelope kinds, 10 payload types, 11 roles); the
@@ -221,14 +221,14 @@ class Delivery:
 
 
 class Start(enum.Enum):
-    """Where a new subscription starts (``start`` of TOPICS.md 3.5, resume handled apart)."""
+    """Where a new subscription starts (``start`` of docs/topics-design.md 3.5, resume handled apart)."""
 
     NOW = 0
     RETAINED = 1
     STATE = 2
 
 
-# -- publication by the node (TOPICS.md 2.7) --------------------------------------------------
+# -- publication by the node (docs/topics-design.md 2.7) --------------------------------------------------
 
 class Priority(enum.IntEnum):
     """The publication queue's order: lower is served first."""
@@ -280,7 +280,7 @@ class AdapterRuntime:
     tracer: Any = None
 
 
-#: ``result`` of JOIN / LEAVE acknowledgements (TOPICS.md 3.5).
+#: ``result`` of JOIN / LEAVE acknowledgements (docs/topics-design.md 3.5).
 JOIN_SUCCESS = 0
 JOIN_FAILURE = 1
 

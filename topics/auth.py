@@ -1,4 +1,4 @@
-"""The auth statement of protocol 1000 (TOPICS.md 3.4, P).
+"""The auth statement of protocol 1000 (docs/topics-design.md 3.4, P).
 
 An Ed25519 signature by the subscriber key over the deterministic encoding of
 ``["dmq-topic-auth", op, subscriber, group or null, ts, networkMagic]`` with ``op`` one of

@@ -1,4 +1,4 @@
-"""The per-pool token bucket that replaces the 60 s spacing rule on topic networks (TOPICS.md 2.1.4).
+"""The per-pool token bucket that replaces the 60 s spacing rule on topic networks (docs/topics-design.md 2.1.4).
 
 Causal adapters reorder messages (a block waits for its predecessors), and a spacing rule
 punishes a pool whose two messages arrive close together after such a wait. A bucket admits

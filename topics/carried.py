@@ -1,4 +1,4 @@
-"""The carried set of a network instance, and the protection of Mithril networks (TOPICS.md 2.1).
+"""The carried set of a network instance, and the protection of Mithril networks (docs/topics-design.md 2.1).
 
 An instance carries ``raw`` and/or adapter names. Mithril's consumer fails a whole batch on a
 body it cannot parse, so an instance whose magic is a Mithril network carries ``raw`` only:

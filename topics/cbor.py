@@ -1,7 +1,7 @@
 """Deterministic CBOR (RFC 8949 section 4.2.1) for adapter bodies: a strict decoder and the encoder.
 
 Adapter ids and signatures are computed over bytes that independent encoders must agree on,
-and the node never re-encodes what it received (ARCHITECTURE.md principle 3). So a received
+and the node never re-encodes what it received (docs/architecture.md principle 3). So a received
 body is accepted only if it already *is* the deterministic encoding of its value: every head
 in shortest form, only definite lengths, map keys unique and in bytewise order of their
 encodings, floats in their shortest exact form. The decoder checks exactly that while it

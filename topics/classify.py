@@ -1,4 +1,4 @@
-"""Classification of a DMQ body by its first three bytes (TOPICS.md 2.2).
+"""Classification of a DMQ body by its first three bytes (docs/topics-design.md 2.2).
 
 Only the head decides: a body that starts with ``d9`` followed by a big-endian tag number in
 38137..38143 is tagged, everything else is raw. A Mithril body starts with a u16 length of
@@ -32,9 +32,9 @@ TAG_DMSG = 38139
 #: Every tag number reserved for adapters; 38140..38143 are kept for future ones.
 TAG_RANGE = range(38137, 38144)
 
-#: Adapter name -> its tag (P numbers, TOPICS.md 2.2).
+#: Adapter name -> its tag (P numbers, docs/topics-design.md 2.2).
 ADAPTER_TAGS: dict[str, int] = {"upsycle": TAG_UPSYCLE, "blocklace": TAG_BLOCKLACE, "dmsg": TAG_DMSG}
-#: Adapter name -> the number a subscription selector uses (field 0, TOPICS.md 3.5).
+#: Adapter name -> the number a subscription selector uses (field 0, docs/topics-design.md 3.5).
 ADAPTER_NUMBERS: dict[str, int] = {"raw": 0, "upsycle": 1, "blocklace": 2, "dmsg": 3}
 
 

@@ -1,4 +1,4 @@
-"""The common adapter envelope with minimal padding (TOPICS.md 2.3).
+"""The common adapter envelope with minimal padding (docs/topics-design.md 2.3).
 
 ``#6.tag([version: 1, kind: uint, content: any, ? pad: bstr])``. The DMQ core refuses
 bodies under 90 bytes, so a short envelope carries ``pad``: the shortest string of zero

@@ -1,4 +1,4 @@
-"""Subscription filters (TOPICS.md 3.5): a list of selectors, OR between selectors, AND inside.
+"""Subscription filters (docs/topics-design.md 3.5): a list of selectors, OR between selectors, AND inside.
 
 A selector is a map from field numbers to value lists. Field 0 names the adapter; the other
 include fields match when the item has at least one listed value for that field; the two

@@ -1,4 +1,4 @@
-"""The topic ingress pipeline after DMQ decoding (TOPICS.md 2.5), for instances carrying adapters.
+"""The topic ingress pipeline after DMQ decoding (docs/topics-design.md 2.5), for instances carrying adapters.
 
 Every way in (node-to-node, protocol 14, protocol 1000 publication, re-publication) runs the
 same ordered steps; the first failure wins:

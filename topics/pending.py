@@ -1,4 +1,4 @@
-"""Pending buffers for deferred messages and the cache of ids an adapter rejected (TOPICS.md 2.5).
+"""Pending buffers for deferred messages and the cache of ids an adapter rejected (docs/topics-design.md 2.5).
 
 A deferred message is neither stored nor forwarded: it waits here until every id it misses
 has been accepted, then the pipeline re-runs validation and commit for it. Buffers are

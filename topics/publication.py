@@ -1,4 +1,4 @@
-"""Publication by the node (TOPICS.md 2.7): wrapping, signing, and the priority queue.
+"""Publication by the node (docs/topics-design.md 2.7): wrapping, signing, and the priority queue.
 
 A client (or an adapter) hands a complete adapter body; the node picks ``kesPeriod`` (now)
 and ``expiresAt`` (the adapter's ``expires_at`` hook, never past ``now + M``), signs with its

@@ -19,7 +19,7 @@ __all__ = ["raw_delivery", "message_meta", "message_body_of", "is_raw_message"]
 
 def message_meta(adapter: int, topic_key: bytes, arrival: int, *, inner_id: bytes | None = None,
                  pool: bytes | None = None, flags: int = 0) -> dict[int, object]:
-    """``meta`` of an item (TOPICS.md 3.5)."""
+    """``meta`` of an item (docs/topics-design.md 3.5)."""
     meta: dict[int, object] = {0: adapter, 1: topic_key, 4: arrival}
     if inner_id is not None:
         meta[2] = inner_id

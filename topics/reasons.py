@@ -1,4 +1,4 @@
-"""The numbered reject reasons of TOPICS.md 2.10.
+"""The numbered reject reasons of docs/topics-design.md 2.10.
 
 A reason is a number and a name: protocol 1000 sends ``[code, name, ? retryAfter]``, and
 protocol 14 answers ``"topic:<adapter>:<name>"``. Codes 1 to 20 belong to the framework;
@@ -48,11 +48,11 @@ class RejectReason:
     name: str
 
     def wire(self, retry_after: int | None = None) -> list[Any]:
-        """``reason = [code, text, ? retryAfter]`` (TOPICS.md 3.5)."""
+        """``reason = [code, text, ? retryAfter]`` (docs/topics-design.md 3.5)."""
         return [self.code, self.name] if retry_after is None else [self.code, self.name, int(retry_after)]
 
     def submission_text(self, adapter: str) -> str:
-        """The protocol 14 reject text: ``topic:<adapter>:<reason>`` (TOPICS.md 2.5)."""
+        """The protocol 14 reject text: ``topic:<adapter>:<reason>`` (docs/topics-design.md 2.5)."""
         return f"topic:{adapter}:{self.name}"
 
     def __str__(self) -> str:

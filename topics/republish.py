@@ -1,4 +1,4 @@
-"""Solicited re-publication, the remapping of "pull" (TOPICS.md 2.8), as a piece adapters reuse.
+"""Solicited re-publication, the remapping of "pull" (docs/topics-design.md 2.8), as a piece adapters reuse.
 
 DMQ has no request addressed to one node and an expired message cannot be diffused again,
 so history travels by request and answer, both ordinary topic messages:
@@ -11,7 +11,7 @@ so history travels by request and answer, both ordinary topic messages:
 * :class:`Requester` sends at most one request per missing item at a time, retries after
   60 s, 3 times, and keeps per (pool, topic key) request quotas (6 per 10 minutes).
 
-Numbers are the (P) ones of TOPICS.md 2.8; adapters may pass others.
+Numbers are the (P) ones of docs/topics-design.md 2.8; adapters may pass others.
 """
 
 from __future__ import annotations

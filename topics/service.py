@@ -1,4 +1,4 @@
-"""A topic network instance's services: ingress, publication, subscriptions (TOPICS.md 2, 3).
+"""A topic network instance's services: ingress, publication, subscriptions (docs/topics-design.md 2, 3).
 
 :func:`build_topic_service` assembles the parts over the node's own mempool, validator and
 stake view; the node runs :meth:`TopicService.run` in its nursery and hands every protocol

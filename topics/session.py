@@ -1,4 +1,4 @@
-"""One protocol-1000 connection's view of the node: its subscriptions and requests (TOPICS.md 3.4).
+"""One protocol-1000 connection's view of the node: its subscriptions and requests (docs/topics-design.md 3.4).
 
 The session answers each request of :mod:`miniprotocols.local_topic_subscription` with a
 message; the protocol loop sends it. Subscriptions are objects of the instance's
@@ -60,7 +60,7 @@ __all__ = ["TopicSession", "QueueAttachment", "BLOCKING_WAIT", "PULL_STATUS_NOT_
 #: A blocking request with nothing to deliver is answered empty after this long (P).
 BLOCKING_WAIT = 60.0
 PULL_STATUS_NOT_MEMBER = 4
-#: ``detail`` of a JOIN / LEAVE acknowledgement on an instance without UPSYCLE (TOPICS.md 4.5).
+#: ``detail`` of a JOIN / LEAVE acknowledgement on an instance without UPSYCLE (docs/topics-design.md 4.5).
 DETAIL_TOPIC_NOT_CARRIED = 4
 RAW = 0
 UPSYCLE = 1
@@ -80,7 +80,7 @@ def _refused(reject: Reject) -> MsgReject:
 class QueueAttachment:
     """A durable subscription with an UPSYCLE selector, named by the subscriber's service key K.
 
-    Its items are K's store-and-forward queue in the UPSYCLE store (TOPICS.md 4.5: unicasts to
+    Its items are K's store-and-forward queue in the UPSYCLE store (docs/topics-design.md 4.5: unicasts to
     K and multicasts of the groups K had joined when they arrived), numbered and acknowledged
     there; ``cursor`` is the next dseq to hand out (None: the oldest unacknowledged).
     """
@@ -347,7 +347,7 @@ class TopicSession:
 
     @staticmethod
     async def _publish_upsycle(ops: Any, body: bytes) -> Any:
-        """The checks before wrapping (TOPICS.md 4.5): a unicast's source must be a permitted
+        """The checks before wrapping (docs/topics-design.md 4.5): a unicast's source must be a permitted
         service; a multicast to a node-local group is queued here and never wrapped. None:
         wrap and publish."""
         inner = ops.adapter.decode(body)

@@ -1,4 +1,4 @@
-"""The node's signer: wraps adapter bodies into DMQ messages of the node's pool (TOPICS.md 2.7).
+"""The node's signer: wraps adapter bodies into DMQ messages of the node's pool (docs/topics-design.md 2.7).
 
 A local topic client cannot produce KES signatures, so a signing-capable node holds its
 pool's ``kes.skey`` and ``node.cert`` (the same files a Mithril signer reads) and signs on the

@@ -1,6 +1,6 @@
 """The adapters' named LMDB databases, in the environment of the instance's mempool.
 
-TOPICS.md 2.9: one environment per instance, a named database per adapter store, and the
+docs/topics-design.md 2.9: one environment per instance, a named database per adapter store, and the
 adapter's ``on_accept`` in the same write transaction as the DMQ insert. Adapters never see
 an ``lmdb`` object: they get a :class:`~topics.adapter.StoreView` (reads) or an
 :class:`~topics.adapter.AdapterTxn` (reads and writes) scoped to the databases they declared,

@@ -1,4 +1,4 @@
-"""Subscriptions of protocol 1000: queues, delivery sequences, durable state (TOPICS.md 3.4).
+"""Subscriptions of protocol 1000: queues, delivery sequences, durable state (docs/topics-design.md 3.4).
 
 Every subscription has a gap-free ``dseq`` (0, 1, 2, ...) and a queue of encoded items not
 yet acknowledged. A connection reads its subscriptions' queues through one reply stream;
@@ -63,7 +63,7 @@ DROP_NOTICE_SIZE = 16
 @dataclass(frozen=True, slots=True)
 class QueueLimits:
     """Caps of one subscription's queue (delivered-unacknowledged items included), P numbers
-    as for UPSYCLE subscriber queues (TOPICS.md 4.5)."""
+    as for UPSYCLE subscriber queues (docs/topics-design.md 4.5)."""
 
     max_items: int = 10_000
     max_bytes: int = 64 << 20

@@ -1,4 +1,4 @@
-"""Trace events of the topic pipeline (same stream and sinks as the core's, ARCHITECTURE.md 2.7)."""
+"""Trace events of the topic pipeline (same stream and sinks as the core's, docs/architecture.md 2.7)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Command-line front ends: ``dmq-node`` (the node) and ``dmq`` (the operator's tool box).
 
 Both print an operator's mistake as one line on stderr, ``<program>: <what happened>``, and
-exit with status 1 (ARCHITECTURE.md principle 9); a traceback means a bug. The helpers here
+exit with status 1 (docs/architecture.md principle 9); a traceback means a bug. The helpers here
 give both commands that behaviour, including for mistyped flags.
 """
 

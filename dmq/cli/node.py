@@ -1,4 +1,4 @@
-"""``dmq-node``: start a node with the reference node's flags (WIRE.md section 11.1).
+"""``dmq-node``: start a node with the reference node's flags (docs/protocol/configuration.md section 11.1).
 
 The flags, their defaults and the start-up refusals are those of the Haskell ``dmq-node``,
 so service files and scripts written for it work unchanged; ``--stake-source``,

@@ -1,7 +1,7 @@
 """``dmq topic subscribe|join|leave|publish|pull``: a topic client on the node's local socket.
 
 Speaks the local topic subscription protocol (1000) under node-to-client version 12289
-(TOPICS.md 3); a node without topics answers 4097 and the command says so in one line.
+(docs/topics-design.md 3); a node without topics answers 4097 and the command says so in one line.
 Keys for ``join``, ``leave``, ``pull`` and durable UPSYCLE subscriptions are Ed25519 seeds
 (a file of 64 hex digits). One line per delivered item::
 

@@ -2,8 +2,8 @@
 
 Both read the node's LMDB environment (``--database-path``, the node's ``DatabasePath``)
 read-only, beside a running node: LMDB readers never block its writer. ``equivocations``
-lists the Blocklace proofs held (TOPICS.md 5.5), each re-verified from its two messages;
-``find-relay`` answers the look-up of TOPICS.md 6.4 from the dmsg entries held.
+lists the Blocklace proofs held (docs/topics-design.md 5.5), each re-verified from its two messages;
+``find-relay`` answers the look-up of docs/topics-design.md 6.4 from the dmsg entries held.
 
 This module adds its commands to the ``dmq topic`` parser with :func:`register`; the
 functions it binds take the parsed arguments and return the exit status.

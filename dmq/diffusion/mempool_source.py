@@ -5,7 +5,7 @@ node from relaying anything a reference peer would punish. What can still change
 time: a message may expire between its announcement and the peer's request for it.
 Expiry is therefore judged at each read, against the node's wall clock: an expired
 message is never announced, and a body requested after its expiry is left out of the
-reply (WIRE.md 9.3), which the reference peer accepts silently.
+reply (docs/protocol/node-to-node.md 9.3), which the reference peer accepts silently.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class MempoolSigSource:
     """:class:`~miniprotocols.sig_submission.SigSource` over the node's mempool (one per node).
 
     Positions are mempool indices, so each outbound peer's window is its own cursor and
-    a new peer is offered everything unexpired from the start (WIRE.md 9.7).
+    a new peer is offered everything unexpired from the start (docs/protocol/node-to-node.md 9.7).
     """
 
     #: Every message held was decoded strictly when accepted (or reloaded): each is one CBOR item.

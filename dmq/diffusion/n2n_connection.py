@@ -7,7 +7,7 @@ The plan (:mod:`.plan`) says which instances exist; this module says what each r
   :class:`~dmq.diffusion.mempool_source.MempoolSigSource`; the pulling side asks for
   ids the node neither holds nor is fetching from another peer (one
   :class:`InFlightRegistry` per node) and hands every batch to the node's one ingress.
-  A batch whose verdict calls for a disconnect (WIRE.md 6.2) raises
+  A batch whose verdict calls for a disconnect (docs/protocol/validation.md 6.2) raises
   :class:`DisconnectPeer`, which ends this connection and nothing else.
 * keep-alive (12): the initiator instance pings, the responder instance echoes.
 * peer sharing (13): the responder answers with the governor's shareable peers, the
@@ -57,7 +57,7 @@ from .plan import Instance, Protocol, connection_plan
 
 __all__ = ["DIALECTS", "N2NContext", "run_n2n_connection"]
 
-#: Node-to-node version -> the sig-submission wire format it selects (WIRE.md 4.4).
+#: Node-to-node version -> the sig-submission wire format it selects (docs/protocol/handshake.md 4.4).
 DIALECTS: dict[int, Dialect] = {
     sig_submission_v1.VERSION: sig_submission_v1.DIALECT,
     sig_submission_v2.VERSION: sig_submission_v2.DIALECT,

@@ -1,7 +1,7 @@
 """Start a responder instance only when its peer starts talking (``StartOnDemand``).
 
 The reference starts every responder mini-protocol on demand: nothing runs until the
-first bytes of the peer's initiator instance arrive (WIRE.md 2.5). That matters for the
+first bytes of the peer's initiator instance arrive (docs/protocol/mux.md 2.5). That matters for the
 time limits: the keep-alive server may wait 97 s for the *next* keep-alive, but a peer
 that never starts keep-alive on a connection (its governor keeps it warm, or it runs no
 initiator instance on our inbound connection) must not be cut off 97 s after the

@@ -1,4 +1,4 @@
-"""Which mini-protocol instances run on a node-to-node connection, as data (WIRE.md 2.2, 2.4, 2.5, 9.1).
+"""Which mini-protocol instances run on a node-to-node connection, as data (docs/protocol/mux.md 2.2, 2.4, 2.5, docs/protocol/node-to-node.md 9.1).
 
 What a connection carries depends on three facts only: who opened it, whether the agreed
 mode is duplex (InitiatorAndResponder on both sides), and whether peer sharing was agreed
@@ -35,7 +35,7 @@ class Protocol(enum.IntEnum):
     PEER_SHARING = peer_sharing.PROTOCOL_NUM
 
 
-#: Mux ingress limits per protocol on node-to-node links (WIRE.md 2.4).
+#: Mux ingress limits per protocol on node-to-node links (docs/protocol/mux.md 2.4).
 INGRESS_LIMITS = MappingProxyType({
     Protocol.SIG_SUBMISSION: SIG_SUBMISSION_INGRESS_LIMIT,  # 101 640
     Protocol.KEEP_ALIVE: keep_alive.INGRESS_LIMIT,          # 1 408

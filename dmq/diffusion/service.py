@@ -5,7 +5,7 @@ refuses to start without one). The configuration decides:
 
 * ``DiffusionMode``: InitiatorAndResponder listens on ``PortNumber`` (0 picks a free port,
   see :attr:`Diffusion.port`) and offers duplex connections; InitiatorOnly does not listen
-  and says so in the handshake, so its connections carry data one way only (WIRE.md 9.1).
+  and says so in the handshake, so its connections carry data one way only (docs/protocol/node-to-node.md 9.1).
 * ``PeerSharing``: offered in the handshake; when agreed, protocol 13 runs.
 * ``TargetNumberOfActivePeers`` / ``TargetNumberOfKnownPeers``: the governor's targets.
 * ``AcceptedConnectionsLimit``: the inbound limits.

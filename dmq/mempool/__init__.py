@@ -3,7 +3,7 @@
 An ordered log of validated messages with an id index (the duplicate set) and an expiry
 index. Local notification clients and outbound peers read it through cursors; the
 validation pipeline appends to it. :class:`DurableMempool` keeps it in LMDB so that a
-message acknowledged to a client survives a crash (WIRE.md 6.1, 6.10, 8.2, 9.3, 9.7).
+message acknowledged to a client survives a crash (docs/protocol/validation.md 6.1, 6.10, docs/protocol/local-protocols.md 8.2, docs/protocol/node-to-node.md 9.3, 9.7).
 """
 
 from .cursor import MempoolCursor

@@ -1,6 +1,6 @@
 """A reader's position in the mempool.
 
-Local notification clients (WIRE.md 8.2) each own a cursor that starts before the first held
+Local notification clients (docs/protocol/local-protocols.md 8.2) each own a cursor that starts before the first held
 message, so a new client first receives everything unexpired, then newer messages in mempool
 order. The cursor moves to the **last** message delivered, so nothing is delivered twice on
 one connection, and expired messages are never delivered.

@@ -1,6 +1,6 @@
 """The mempool with LMDB persistence and group commit.
 
-A message acknowledged to a client is durable (ARCHITECTURE.md principle 5): ``submit``
+A message acknowledged to a client is durable (docs/architecture.md principle 5): ``submit``
 returns only after the write transaction holding it has been committed and synced. One
 fsync per message would cap throughput at the disk's sync rate, so a single writer task
 collects every submission that arrives while it waits or while a commit is in flight, and
@@ -134,7 +134,7 @@ class DurableMempool(Mempool):
 
         ``pool_state_updates`` (exported per-pool validation state) is written in the same
         transaction as the messages that changed it, and so is whatever ``in_txn`` writes
-        (topic state, TOPICS.md 2.5 step 7); if ``in_txn`` raises, nothing of the group is
+        (topic state, docs/topics-design.md 2.5 step 7); if ``in_txn`` raises, nothing of the group is
         written. Duplicates raise at once, before
         anything is queued. Cancelling the caller does not withdraw a queued batch.
         """

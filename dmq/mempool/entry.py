@@ -42,7 +42,7 @@ class StoredMessage:
 
     @property
     def size(self) -> int:
-        """Announced size and byte accounting: ``len(raw)`` (WIRE.md 5.4)."""
+        """Announced size and byte accounting: ``len(raw)`` (docs/protocol/message.md 5.4)."""
         return len(self.raw)
 
     def decode(self, decoder: Callable[[bytes], DmqMessage] | None = None) -> DmqMessage:

@@ -25,7 +25,7 @@ class MempoolError(Exception):
 class DuplicateMessageError(MempoolError):
     """An appended message has an id already held (or repeated inside the batch).
 
-    The validation pipeline checks ``contains`` first (WIRE.md 6.1 step 2), so reaching this
+    The validation pipeline checks ``contains`` first (docs/protocol/validation.md 6.1 step 2), so reaching this
     means a caller skipped the duplicate check; nothing of the batch was appended.
     """
 

@@ -131,7 +131,7 @@ class MessageLog:
         return True
 
     def expire(self, now: float) -> list[StoredMessage]:
-        """Purge every entry with ``expires_at <= now`` (WIRE.md 6.10); returns them, soonest first."""
+        """Purge every entry with ``expires_at <= now`` (docs/protocol/validation.md 6.10); returns them, soonest first."""
         removed = []
         heap = self._expiry
         while heap and heap[0].expires_at <= now:

@@ -1,6 +1,6 @@
 """The mempool as readers and writers in the node see it, held in memory only.
 
-This is the single source of truth of accepted messages (ARCHITECTURE.md principle 5):
+This is the single source of truth of accepted messages (docs/architecture.md principle 5):
 local notification clients and outbound peers are cursors over it, the validation pipeline
 asks it for duplicates and appends to it. :class:`~dmq.mempool.durable.DurableMempool` adds
 persistence without changing anything a reader sees.
@@ -58,7 +58,7 @@ class Mempool:
         return self._log.next_index
 
     def contains(self, message_id: bytes) -> bool:
-        """Whether the id is in the duplicate set (WIRE.md 6.1 step 2)."""
+        """Whether the id is in the duplicate set (docs/protocol/validation.md 6.1 step 2)."""
         return self._log.contains(message_id)
 
     def get(self, message_id: bytes) -> StoredMessage | None:
@@ -106,7 +106,7 @@ class Mempool:
         """``(index, message_id, size)`` of up to ``limit`` unexpired messages after ``position``.
 
         For outbound sig-submission peers, which keep their own position and announce ids in
-        mempool order from the start (WIRE.md 9.3, 9.7).
+        mempool order from the start (docs/protocol/node-to-node.md 9.3, 9.7).
         """
         return self._log.ids_after(position, limit, self._clock.now())
 

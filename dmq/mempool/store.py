@@ -101,7 +101,7 @@ class LoadedMempool:
     report: LoadReport
 
 
-#: The mempool's four databases plus room for the topic adapters' named ones (TOPICS.md 2.9).
+#: The mempool's four databases plus room for the topic adapters' named ones (docs/topics-design.md 2.9).
 _MAX_DBS = 64
 
 #: A function run inside an append's write transaction (topic state committed with the messages).

@@ -1,4 +1,4 @@
-"""Traffic recording for the capacity pipeline (CAPACITY.md section 4).
+"""Traffic recording for the capacity pipeline (docs/capacity/model.md section 4).
 
 :mod:`dmq.recorder.schema` is the format, shared with ``spark/``; it imports nothing else from
 the project, and importing this package imports nothing but this file, so the Spark jobs can

@@ -189,7 +189,7 @@ class SigResultOther(SigValidationError):
 
 
 class TopicRejected(SigValidationError):
-    """A topic rule refused a message that passed DMQ validation (TOPICS.md 2.5, 2.10).
+    """A topic rule refused a message that passed DMQ validation (docs/topics-design.md 2.5, 2.10).
 
     Never a disconnect (reference nodes cannot check adapters); a local client reads
     ``[3, "topic:<adapter>:<reason>"]``.
@@ -210,7 +210,7 @@ class TopicRejected(SigValidationError):
         return self.text
 
 
-#: Every concrete error type, in the order of WIRE.md section 6.2.
+#: Every concrete error type, in the order of docs/protocol/validation.md section 6.2.
 ALL_ERROR_TYPES: tuple[type[SigValidationError], ...] = (
     SigExpired,
     SigExpiresAtTooFarInTheFuture,

@@ -2,7 +2,7 @@
 
 The reference node replies to a local client with ``show err`` and logs the same text; the
 Mithril client only reads the reject tag, but operators compare logs of both nodes, and the
-texts are part of what "wire-compatible" means here (WIRE.md section 6.2). These renderers
+texts are part of what "wire-compatible" means here (docs/protocol/validation.md section 6.2). These renderers
 reproduce GHC's derived and library ``Show`` instances for the argument types of
 ``SigValidationError``: ``KESPeriod`` (a newtype shown through ``Quiet``), ``KeyHash`` (a
 derived record around a hash shown as a quoted hex string), ``DiffTime`` (fixed picoseconds

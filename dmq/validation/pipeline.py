@@ -1,4 +1,4 @@
-"""The ordered validation checks of WIRE.md section 6.2, in one place.
+"""The ordered validation checks of docs/protocol/validation.md section 6.2, in one place.
 
 Every ingress (local submission, node-to-node sig submission, topic ingress) hands its
 decoded messages to one :class:`Validator`, which answers with the first failing rule as a
@@ -215,7 +215,7 @@ class Validator:
         return self._first_failure(msg, self.clock.now(), self.clock.monotonic())
 
     def process_batch(self, msgs: Iterable[DmqMessage], is_known: Callable[[bytes], bool]) -> list[Outcome]:
-        """WIRE.md 6.1 steps 2 and 3 for one batch; one outcome per message, in order.
+        """docs/protocol/validation.md 6.1 steps 2 and 3 for one batch; one outcome per message, in order.
 
         ``is_known(id)`` answers whether the mempool holds that id. A message whose id is
         known, or appeared earlier in the batch, is ``SigDuplicate`` and not validated.

@@ -1,7 +1,7 @@
 """Per-pool validation state: when a pool last had a message accepted, and its opcert counter.
 
 Both feed the validation checks (3: rate limit, 8: opcert counter) and both change only when
-a message passes every check (WIRE.md sections 6.1 and 6.9). The rate limit is measured on
+a message passes every check (docs/protocol/validation.md sections 6.1 and 6.9). The rate limit is measured on
 the monotonic clock, as the reference does; a monotonic reading means nothing after a
 restart, so every acceptance also records the wall time, and :meth:`PoolState.restore`
 turns the wall time back into a monotonic instant on the new clock. The durable mempool

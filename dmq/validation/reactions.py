@@ -1,4 +1,4 @@
-"""What each validation error means to the two kinds of sender (WIRE.md sections 6.2, 7.2).
+"""What each validation error means to the two kinds of sender (docs/protocol/validation.md 6.2, docs/protocol/local-protocols.md 7.2).
 
 A local client always gets a reject reason and keeps its connection; the reason's tag
 depends on the error. A node-to-node peer either has its message dropped with a trace, or is
@@ -7,7 +7,7 @@ violation. Both answers are a lookup in one table, so local submission, node-to-
 and topic ingress cannot drift apart.
 
 The reference disconnects a peer for ``SigTooFrequent`` and ``SigExpiresAtTooFarInTheFuture``,
-two errors an honest relay can trigger through clock skew or jitter (WIRE.md section 6.11).
+two errors an honest relay can trigger through clock skew or jitter (docs/protocol/validation.md section 6.11).
 :class:`ReactionPolicy` can make those two trace-only: still rejected, so nothing a reference
 peer would refuse is ever relayed, but the connection stays up.
 """
@@ -127,7 +127,7 @@ class ReactionPolicy:
 
 
 def local_reject_reason(error: SigValidationError) -> list[int | str]:
-    """The reject reason value of ``MsgRejectMessage`` (WIRE.md section 7.2).
+    """The reject reason value of ``MsgRejectMessage`` (docs/protocol/local-protocols.md section 7.2).
 
     ``[0, show err]`` for validation errors, ``[1]`` duplicate, ``[2]`` expired, and
     ``[3, show text]`` for ``SigResultOther`` (the show of the *inner* text, quotes included).

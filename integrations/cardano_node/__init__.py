@@ -1,4 +1,4 @@
-"""The link to cardano-node: stake snapshots over local state query (WIRE.md 10).
+"""The link to cardano-node: stake snapshots over local state query (docs/protocol/cardano-node-link.md 10).
 
 :class:`CardanoNodeLink` is what a node with ``StakeSource: cardano-node`` runs; its
 :attr:`~CardanoNodeLink.status` says whether the stake view is ready, since when, for

@@ -16,7 +16,7 @@ Whatever ends a connection (cardano-node restarting, its socket vanishing, a han
 refusal, an era mismatch at a hard fork, a malformed answer) is traced as a one-line
 warning and retried with exponential back-off; the last stake map stays installed and the
 view stays Ready, so validation goes on with the snapshot of the current epoch. The
-reference has no visible reconnect (WIRE.md 10.1 ⚠); this is the project's rule.
+reference has no visible reconnect (docs/protocol/cardano-node-link.md 10.1 ⚠); this is the project's rule.
 """
 
 from __future__ import annotations

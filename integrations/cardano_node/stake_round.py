@@ -1,4 +1,4 @@
-"""One round of stake queries against an acquired ledger state (WIRE.md 10.2).
+"""One round of stake queries against an acquired ledger state (docs/protocol/cardano-node-link.md 10.2).
 
 The round follows the reference's sequence on one acquired volatile tip: the system start
 (first round of a connection only), the current era, the epoch, the era history

@@ -1,6 +1,6 @@
 """A Shelley genesis that registers the devnet's pools and gives each of them stake.
 
-The document has the shape of the Mithril devnet's genesis (``conformance/cardano-devnet``):
+The document has the shape of the Mithril devnet's genesis (``tests/data/cardano-devnet``):
 network magic 42, the same protocol parameters and KES settings, and one ``staking.pools``
 entry per pool. Stake is what the ledger derives from the genesis: each pool's initial funds
 sit at a base address whose stake key ``staking.stake`` delegates to the pool, which is
@@ -28,7 +28,7 @@ from .pools import DevnetPool
 __all__ = ["GenesisParameters", "pool_stakes", "shelley_genesis", "write_shelley_genesis", "stake_file",
            "write_stake_file", "CARDANO_DEVNET_MAGIC"]
 
-#: The Cardano magic of the Mithril devnet, whose DMQ magic is 2147483690 (WIRE.md 4.6).
+#: The Cardano magic of the Mithril devnet, whose DMQ magic is 2147483690 (docs/protocol/handshake.md 4.6).
 CARDANO_DEVNET_MAGIC = 42
 _LOVELACE_PER_ADA = 1_000_000
 

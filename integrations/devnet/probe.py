@@ -25,7 +25,7 @@ from integrations.mithril import CardanoTransactions, RegisterSignatureMessageDm
 __all__ = ["PROBE_MAGIC", "DEFAULT_BODY_SIZE", "ProbeError", "Probe", "probe_body", "read_probe", "body_size_range"]
 
 PROBE_MAGIC = b"DMQPROBE"
-#: The Mithril body of ``conformance/vectors.json`` (``mithril_body``) is 451 bytes.
+#: The Mithril body of ``tests/data/vectors.json`` (``mithril_body``) is 451 bytes.
 DEFAULT_BODY_SIZE = 451
 _HEADER = struct.Struct(">8sIQQ")
 _MICROS = 1_000_000

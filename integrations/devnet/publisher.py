@@ -1,6 +1,6 @@
 """Devnet signers: each pool publishes one message per period to the node it is assigned to.
 
-A pool behaves as a Mithril signer does (WIRE.md 7.4): it signs with its ``kes.skey`` and
+A pool behaves as a Mithril signer does (docs/protocol/local-protocols.md 7.4): it signs with its ``kes.skey`` and
 ``node.cert`` at the KES period the genesis and the clock give, and submits with one
 connection per message through :class:`integrations.mithril.Publisher`. Pools are spread
 evenly over the period (pool k of P starts k/P of a period in), so a devnet's load is steady

@@ -2,7 +2,7 @@
 
 A topology is a set of links ``(dialer, listener)`` between node indexes. One dial per link
 is enough: node-to-node connections are duplex, and messages flow both ways over them
-(WIRE.md 9.1). Each node's file is in the reference format (WIRE.md 11.3) with its dials as
+(docs/protocol/node-to-node.md 9.1). Each node's file is in the reference format (docs/protocol/configuration.md 11.3) with its dials as
 one local-root group whose hot valency is the group's size, so the node keeps every link
 up, and ``advertise: false``, so peer sharing never adds links the shape does not have.
 

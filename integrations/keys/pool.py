@@ -16,7 +16,7 @@ node.cert      NodeOperationalCertificate                   ``node issue-op-cert
 
 Issuing follows ``issue-op-cert``: the certificate takes the counter's next issue number and
 the counter moves on by one. A rotation therefore always carries a higher issue number than
-the certificate it replaces, which is what nodes require (WIRE.md 6.9: a pool's counter may
+the certificate it replaces, which is what nodes require (docs/protocol/validation.md 6.9: a pool's counter may
 not go down).
 """
 

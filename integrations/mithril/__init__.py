@@ -1,7 +1,7 @@
 """A Mithril-compatible DMQ client: publish as the signer does, consume as the aggregator does.
 
 Everything here talks to a DMQ node over its local Unix socket with exactly the bytes of the
-Pallas client Mithril is built on (WIRE.md 7, 8, 12.3), so it can stand in for a Mithril
+Pallas client Mithril is built on (docs/protocol/local-protocols.md 7, 8, docs/protocol/README.md 12.3), so it can stand in for a Mithril
 signer or aggregator in tests and tools, and it works against this project's node and the
 Haskell reference node alike.
 

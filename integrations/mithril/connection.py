@@ -1,7 +1,7 @@
 """One connection to a DMQ node's local socket, opened the way Pallas's ``DmqClient`` opens it.
 
 Connect to the Unix socket, propose ``{4097: [dmqMagic, false]}`` (the bytes
-``8200a1191001821a<magic>f4``, WIRE.md 4.8), then run the multiplexer as the initiator with the
+``8200a1191001821a<magic>f4``, docs/protocol/handshake.md 4.8), then run the multiplexer as the initiator with the
 two node-to-client protocols: local message submission (14) and local message notification
 (15). Both are registered on every connection, as Pallas does; registering sends nothing, so a
 publisher that only submits and a consumer that only listens put the same bytes on the wire as

@@ -4,7 +4,7 @@
 cached connection and only ever sends blocking requests (``[0, true]``). On any error it drops
 the connection; the next call opens a new one, after the aggregator's wait on error (1 s by
 default), and the node then replays its whole mempool, which the deduplicator absorbs
-(WIRE.md 8.3). It does not check ids or signatures: the node it trusts has validated them.
+(docs/protocol/local-protocols.md 8.3). It does not check ids or signatures: the node it trusts has validated them.
 Each message is delivered with ``party_id``, the bech32 pool id of its cold key, and, when the
 consumer has a body parser, the parsed body; a body that does not parse fails the whole
 batch, as in Mithril.

@@ -1,6 +1,6 @@
 """Dropping messages a consumer has already delivered, as Mithril's aggregator does.
 
-The node replays its whole mempool to every new notification connection (WIRE.md 8.2), and
+The node replays its whole mempool to every new notification connection (docs/protocol/local-protocols.md 8.2), and
 the aggregator reconnects after any error, so the same message arrives again and again.
 ``DmqConsumerClientDeduplicator`` (``internal/mithril-dmq/src/consumer/client/deduplicator.rs``)
 remembers Blake2b-512 of each delivered body with the whole second it was first seen, forgets

@@ -1,8 +1,8 @@
 """Where a publisher's current KES period comes from, made explicit.
 
 A message carries the **absolute** KES period ``slot div slotsPerKESPeriod`` and is signed at
-evolution ``period - startKesPeriod`` (WIRE.md 6.5). Mithril asks its cardano-node for the tip
-slot and falls back to period 0 when it cannot (WIRE.md 7.4), which a node rejects as
+evolution ``period - startKesPeriod`` (docs/protocol/validation.md 6.5). Mithril asks its cardano-node for the tip
+slot and falls back to period 0 when it cannot (docs/protocol/local-protocols.md 7.4), which a node rejects as
 ``KESBeforeStartOCERT`` for any certificate starting later. Here the source is always chosen
 by the caller:
 

@@ -2,7 +2,7 @@
 
 Mithril names its network (``mainnet``, ``preprod``, ``preview``, ``devnet``) and takes a
 number only for ``private`` networks (``internal/mithril-dmq/src/model/network.rs``). The
-magic in the handshake is the **DMQ** magic (WIRE.md 4.6), never the Cardano one: a node
+magic in the handshake is the **DMQ** magic (docs/protocol/handshake.md 4.6), never the Cardano one: a node
 refuses a client proposing the wrong one, and the refusal names both magics.
 """
 

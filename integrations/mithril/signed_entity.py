@@ -10,7 +10,7 @@ The variant index is the position in the enum, so it changed when Mithril remove
 ``CardanoImmutableFilesFull`` (``unstable`` commit ``c660b48c``, May 2026): index 2 meant
 ``CardanoImmutableFilesFull`` in every release up to 2617.0 and means ``CardanoDatabase``
 since. Both orders are here as data. :data:`CURRENT_ORDER` is the default because only
-``unstable`` Mithril sends the message format a 0.7 node accepts (WIRE.md 12.3 item 10);
+``unstable`` Mithril sends the message format a 0.7 node accepts (docs/protocol/README.md 12.3 item 10);
 :data:`ORDER_UNTIL_2617` reads what the released signers put in their (legacy-format) messages.
 
 Like Mithril's decoder (``bincode::serde::decode_from_slice``), bytes after the entity are

@@ -6,7 +6,7 @@ period, signs the payload ``[body, kesPeriod, expiresAt]`` at evolution ``kesPer
 startKesPeriod`` with the pool's KES key, and attaches the operational certificate and cold key
 from ``node.cert``. 1800 s is also the node's strict upper bound (``expiresAt < now + 1800``),
 so a message built at the maximum passes only while the node's clock is not behind the
-signer's by more than the fraction of the second (WIRE.md 6.11); on the same host it always
+signer's by more than the fraction of the second (docs/protocol/validation.md 6.11); on the same host it always
 passes.
 
 The credentials are loaded once and the period-0 key is never evolved: each message is signed

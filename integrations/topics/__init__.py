@@ -1,4 +1,4 @@
-"""A client for the node's topics: protocol 1000 over the local socket (TOPICS.md 3)."""
+"""A client for the node's topics: protocol 1000 over the local socket (docs/topics-design.md 3)."""
 
 from .blocklace import ack_draft, draft_block, event_draft
 from .client import (

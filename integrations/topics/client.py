@@ -1,4 +1,4 @@
-"""A topic client for a DMQ node's local socket (TOPICS.md 3): protocol 1000 under 12289.
+"""A topic client for a DMQ node's local socket (docs/topics-design.md 3): protocol 1000 under 12289.
 
 It proposes ``{4097, 12289}``: a node with topics agrees on 12289 and serves protocols 14, 15
 and 1000; a node without them (or the reference node, which skips the unknown number) agrees
@@ -118,7 +118,7 @@ def decode_item(raw: bytes) -> Item:
 
 
 def make_auth(key: SigningKey, op: str, group: bytes | None, network_magic: int, now: float | None = None) -> Auth:
-    """The ``auth`` of TOPICS.md 3.4 for ``op`` by ``key``."""
+    """The ``auth`` of docs/topics-design.md 3.4 for ``op`` by ``key``."""
     ts = int(time.time() if now is None else now)
     return Auth(ts, sign_auth(key, op, group, ts, network_magic))
 

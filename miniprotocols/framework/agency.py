@@ -26,7 +26,7 @@ class Role(enum.Enum):
 
     The client is the party that has agency in the initial state of every protocol here
     (keep-alive, local submission, local notification, sig submission); on a mux it is
-    usually, but not always, the initiator (see sig submission V2 in WIRE.md 9.1).
+    usually, but not always, the initiator (see sig submission V2 in docs/protocol/node-to-node.md 9.1).
     """
 
     CLIENT = "client"

@@ -1,6 +1,6 @@
 """Typed protocol errors.
 
-Each of these ends the whole connection in the reference node (WIRE.md 2.6): there is no
+Each of these ends the whole connection in the reference node (docs/protocol/mux.md 2.6): there is no
 per-protocol recovery, so callers catch :class:`ProtocolError` once, at the connection, and
 trace the specific subclass. Every error names the protocol and the state it happened in,
 because "decoder failure" alone says nothing useful in an operator's log.

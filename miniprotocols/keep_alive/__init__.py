@@ -1,4 +1,4 @@
-"""Keep-alive, mini-protocol 12 (WIRE.md 9.5)."""
+"""Keep-alive, mini-protocol 12 (docs/protocol/node-to-node.md 9.5)."""
 
 from .client import KeepAliveClient
 from .codec import KeepAliveCodec

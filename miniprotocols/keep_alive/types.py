@@ -4,7 +4,7 @@ The client proves every few seconds that the connection is alive and measures th
 trip; the server echoes the cookie. The reference declares the server's wait for the next
 keep-alive (97 s) longer than the client's interval (10 s) plus its wait for a response
 (60 s), so a live client never trips the server's limit.
-(``ouroboros-network: Ouroboros/Network/Protocol/KeepAlive/{Type,Codec}.hs``, WIRE.md 9.5.)
+(``ouroboros-network: Ouroboros/Network/Protocol/KeepAlive/{Type,Codec}.hs``, docs/protocol/node-to-node.md 9.5.)
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 PROTOCOL_NUM = 12
-#: Mux ingress limit for this protocol on N2N connections: 1280 + 10 % (WIRE.md 2.4).
+#: Mux ingress limit for this protocol on N2N connections: 1280 + 10 % (docs/protocol/mux.md 2.4).
 INGRESS_LIMIT = 1408
 #: The reference client's pause between a response and the next keep-alive.
 KEEP_ALIVE_INTERVAL = 10.0

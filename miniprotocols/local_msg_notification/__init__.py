@@ -1,4 +1,4 @@
-"""Local message notification, mini-protocol 15 (WIRE.md 8)."""
+"""Local message notification, mini-protocol 15 (docs/protocol/local-protocols.md 8)."""
 
 from .client import LocalMsgNotificationClient
 from .codec import LocalNotificationCodec

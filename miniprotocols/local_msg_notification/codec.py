@@ -1,4 +1,4 @@
-"""Local message notification codec (WIRE.md 8.1).
+"""Local message notification codec (docs/protocol/local-protocols.md 8.1).
 
 The reference writes both reply lists indefinite, even empty ones (``83019ffff4``), and
 its blocking reply has exactly two items since "Issue #15" dropped ``hasMore``. Requests

@@ -5,7 +5,7 @@ blocking (wait until there is at least one) or non-blocking (answer now, maybe e
 with a "has more" flag). The request chooses the busy state, so the table maps it through
 a small function of the message. Messages travel as their exact CBOR bytes. No byte or
 time limits, as on every node-to-client protocol of the reference.
-(``dmq-node: DMQ/Protocol/LocalMsgNotification/{Type,Codec}.hs``; WIRE.md 8.)
+(``dmq-node: DMQ/Protocol/LocalMsgNotification/{Type,Codec}.hs``; docs/protocol/local-protocols.md 8.)
 """
 
 from __future__ import annotations

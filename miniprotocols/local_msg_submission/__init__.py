@@ -1,4 +1,4 @@
-"""Local message submission, mini-protocol 14 (WIRE.md 7)."""
+"""Local message submission, mini-protocol 14 (docs/protocol/local-protocols.md 7)."""
 
 from .client import LocalMsgSubmissionClient
 from .codec import LocalSubmissionCodec, decode_reason, encode_reason

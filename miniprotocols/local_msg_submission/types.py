@@ -4,7 +4,7 @@ A local client (the Mithril signer) submits one DMQ message at a time and waits 
 verdict. The message travels inline as its exact CBOR bytes; this package never decodes
 it, the node does (``submit`` below). No byte or time limits: the reference sets none on
 node-to-client protocols. (``dmq-node: DMQ/Protocol/LocalMsgSubmission/{Type,Codec}.hs``
-over ``LocalTxSubmission``; WIRE.md 7.)
+over ``LocalTxSubmission``; docs/protocol/local-protocols.md 7.)
 """
 
 from __future__ import annotations

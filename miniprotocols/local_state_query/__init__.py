@@ -1,4 +1,4 @@
-"""Local state query, mini-protocol 7 (WIRE.md 10): the link to cardano-node's ledger.
+"""Local state query, mini-protocol 7 (docs/protocol/cardano-node-link.md 10): the link to cardano-node's ledger.
 
 The protocol itself (``types``, ``codec``, ``spec``, ``client``, ``server``) carries queries
 and results as raw CBOR; ``queries`` and ``results`` are the typed Cardano helpers for the

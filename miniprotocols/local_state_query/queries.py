@@ -7,7 +7,7 @@ either ``[2, q]`` about the hard-fork history itself (current era, interpreter) 
 ledger is still in ``era`` when it is answered. The era index therefore comes from a
 ``GetCurrentEra`` asked just before, in the same acquired state. These encodings are fixed by
 ``ouroboros-consensus`` (``Ouroboros/Consensus/Ledger/Query.hs``, the HFC's
-``SerialiseNodeToClient``, Shelley ``Query.hs``); WIRE.md 10.2 lists the bytes.
+``SerialiseNodeToClient``, Shelley ``Query.hs``); docs/protocol/cardano-node-link.md 10.2 lists the bytes.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Decoders are strict (exact array lengths, unsigned integers, 28-byte pool ids, n
 bytes) because a result that does not have the documented shape means the node and this
 code disagree about the protocol, and guessing would put a wrong stake map in front of
 validation. Encoders write what cardano-node writes; they serve the project's own test
-peer and tools. Shapes: WIRE.md 10.3.
+peer and tools. Shapes: docs/protocol/cardano-node-link.md 10.3.
 
 A ``QueryIfCurrent`` result is ``[value]`` when the ledger was in the query's era, and
 ``[[idx, name], [idx, name]]`` (the query's era, then the ledger's) when it was not, which

@@ -7,7 +7,7 @@ envelope, the era, the Shelley query tag); the protocol carries them as exact ra
 and :mod:`.queries` / :mod:`.results` give them types. No byte or time limits, as on every
 node-to-client link of the reference.
 (``ouroboros-network: Ouroboros/Network/Protocol/LocalStateQuery/{Type,Codec}.hs``;
-``conformance/cddl/ouroboros/local-state-query.cddl``; WIRE.md 10.1.)
+``docs/protocol/cddl/local-state-query.cddl``; docs/protocol/cardano-node-link.md 10.1.)
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 PROTOCOL_NUM = 7
-#: Ingress limit of protocol 7 on the cardano-node link (``maxBound :: Word32``, WIRE.md 2.4):
+#: Ingress limit of protocol 7 on the cardano-node link (``maxBound :: Word32``, docs/protocol/mux.md 2.4):
 #: a stake snapshot of every mainnet pool is far larger than any node-to-node limit.
 INGRESS_LIMIT = 0xFFFFFFFF
 

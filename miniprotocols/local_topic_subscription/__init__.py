@@ -1,4 +1,4 @@
-"""Local topic subscription, mini-protocol 1000 (TOPICS.md 3), under node-to-client version 12289."""
+"""Local topic subscription, mini-protocol 1000 (docs/topics-design.md 3), under node-to-client version 12289."""
 
 from .client import LocalTopicClient
 from .codec import LocalTopicCodec

@@ -1,10 +1,10 @@
-"""Local topic subscription codec (TOPICS.md 3.5).
+"""Local topic subscription codec (docs/topics-design.md 3.5).
 
 Messages are small definite arrays written in the deterministic encoding. Items of
 ``MsgReplyNext`` are spliced in as the exact bytes the node queued (a DMQ message inside an
 item is never re-encoded) and handed to the client as raw spans. Decoding is strict: a field
 of the wrong type or size, an unknown key, or ``maxItems = 0`` is a decoder failure, which
-closes the connection (TOPICS.md 3.4, protocol errors).
+closes the connection (docs/topics-design.md 3.4, protocol errors).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ __all__ = ["TopicHandler", "TopicProtocolError", "serve"]
 
 
 class TopicProtocolError(ProtocolError):
-    """A request that is well formed but breaks a rule of TOPICS.md 3.4."""
+    """A request that is well formed but breaks a rule of docs/topics-design.md 3.4."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(LOCAL_TOPIC_SUBSCRIPTION.name, TopicState.IDLE, detail)

@@ -1,4 +1,4 @@
-"""Local topic subscription (mini-protocol 1000, TOPICS.md 3): states, messages, the state table.
+"""Local topic subscription (mini-protocol 1000, docs/topics-design.md 3): states, messages, the state table.
 
 A topic client subscribes with filters, reads items of all its subscriptions through one
 stream with cumulative acknowledgements, joins and leaves UPSYCLE groups, pulls missed
@@ -80,7 +80,7 @@ class Resume:
 
 @dataclass(frozen=True, slots=True)
 class Auth:
-    """``[ts, sig]``: Ed25519 by the subscriber key over the auth statement (TOPICS.md 3.4)."""
+    """``[ts, sig]``: Ed25519 by the subscriber key over the auth statement (docs/topics-design.md 3.4)."""
 
     ts: int
     sig: bytes

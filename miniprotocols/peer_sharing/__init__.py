@@ -1,4 +1,4 @@
-"""Peer sharing, mini-protocol 13 (WIRE.md 9.6)."""
+"""Peer sharing, mini-protocol 13 (docs/protocol/node-to-node.md 9.6)."""
 
 from .client import PeerSharingClient
 from .codec import PeerSharingCodec, decode_address, encode_address

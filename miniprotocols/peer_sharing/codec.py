@@ -1,4 +1,4 @@
-"""Peer sharing codec (``codecPeerSharing`` with ``encodeRemoteAddress``, WIRE.md 9.6).
+"""Peer sharing codec (``codecPeerSharing`` with ``encodeRemoteAddress``, docs/protocol/node-to-node.md 9.6).
 
 The address list is written as the reference writes lists: definite and empty (``80``)
 when there is nothing to share, indefinite otherwise; both forms are accepted.
@@ -10,7 +10,7 @@ little-endian: 127.0.0.1 is the uint ``0x0100007f`` (``1a0100007f``). IPv6 is fo
 word32s, each a big-endian group of four address bytes. This codec follows the
 reference; gouroboros reads IPv4 (and IPv6 words) little-endian, Pallas reads IPv4
 big-endian, and the reference itself would change with its host's endianness, so this
-is the one encoding to re-check against a live node (WIRE.md 12.4, question 5).
+is the one encoding to re-check against a live node (docs/protocol/README.md 12.4, question 5).
 """
 
 from __future__ import annotations

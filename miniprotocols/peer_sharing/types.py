@@ -4,7 +4,7 @@ A node asks a peer for up to ``amount`` addresses of other peers it knows; the p
 answers with at most 10. Both the request and the answer must fit in one initial TCP
 window (4 segments of 1 440 bytes), which is where the 5 760-byte limits come from.
 Only registered on a connection whose handshake agreed ``peerSharing = 1``.
-(``ouroboros-network: Ouroboros/Network/Protocol/PeerSharing/{Type,Codec}.hs``; WIRE.md 9.6.)
+(``ouroboros-network: Ouroboros/Network/Protocol/PeerSharing/{Type,Codec}.hs``; docs/protocol/node-to-node.md 9.6.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sig submission (mini-protocol 11): what its two versions share (WIRE.md 9.1-9.4).
+"""Sig submission (mini-protocol 11): what its two versions share (docs/protocol/node-to-node.md 9.1-9.4).
 
 V1 (``sig_submission_v1``, the TxSubmission2 wire format) and V2 (``sig_submission_v2``)
 differ in tags and in who opens and closes; the id window, the policy numbers, the

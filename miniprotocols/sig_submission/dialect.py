@@ -3,7 +3,7 @@
 Both versions are the same protocol: an inbound peer asks for ids (blocking or not,
 acknowledging what it processed) and for bodies, an outbound peer answers from its
 mempool. They differ only in tags, in which side speaks first and last, and in what a
-blocking request may get back (WIRE.md 9.3, 9.4):
+blocking request may get back (docs/protocol/node-to-node.md 9.3, 9.4):
 
 * V1 (TxSubmission2 wire format): the outbound opens with ``MsgInit`` and is the
   protocol's client; a blocking request just blocks, and the outbound may end the
@@ -37,7 +37,7 @@ class Side(enum.Enum):
 class Dialect:
     """One version of the protocol, for the shared peers.
 
-    ``initiator_side`` is the job the connection initiator's instance does (WIRE.md 9.1).
+    ``initiator_side`` is the job the connection initiator's instance does (docs/protocol/node-to-node.md 9.1).
     ``reply_no_ids`` is None in V1; ``init`` is None in V2. ``done_by`` names the side
     that may send ``done``: the outbound in V1 (instead of a blocking reply), the
     inbound in V2 (from idle).

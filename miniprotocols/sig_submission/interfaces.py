@@ -1,6 +1,6 @@
 """How the node plugs into sig submission: a source to serve from, a sink to pull into.
 
-The protocol layer never sees the mempool or the validation pipeline (ARCHITECTURE.md 1):
+The protocol layer never sees the mempool or the validation pipeline (docs/architecture.md 1):
 the outbound peer reads the node's mempool through :class:`SigSource`, the inbound peer
 hands what it pulled to :class:`SigSink`. Messages cross this boundary as their exact
 received bytes, ids as 32-byte strings, sizes as ints.
@@ -18,7 +18,7 @@ class SigSource(Protocol):
     """The node's mempool as an outbound peer serves it.
 
     Positions are mempool indices; -1 is "before the first message", so a new peer is
-    offered everything the mempool holds (WIRE.md 9.3, 9.7).
+    offered everything the mempool holds (docs/protocol/node-to-node.md 9.3, 9.7).
     """
 
     def ids_after(self, position: int, limit: int) -> list[tuple[int, bytes, int]]:
@@ -62,7 +62,7 @@ class DisconnectPeer(Exception):
     """The node's verdict on a pulled batch: drop the connection to this peer.
 
     Raised by :meth:`SigSink.accept` when validation produced an error whose node-to-node
-    reaction is "disconnect" (WIRE.md 6.2); the reference throws ``SigValidationException``
+    reaction is "disconnect" (docs/protocol/validation.md 6.2); the reference throws ``SigValidationException``
     at the same point. ``reason`` is the node's own error (kept as is for tracing).
     """
 

@@ -1,4 +1,4 @@
-"""The numbers both sig-submission versions share (``dmq-node: DMQ/Policy.hs``, WIRE.md 9.2).
+"""The numbers both sig-submission versions share (``dmq-node: DMQ/Policy.hs``, docs/protocol/node-to-node.md 9.2).
 
 They are part of the wire contract, not tuning knobs: a reference peer closes the
 connection when a request breaks the 132-id window, its per-state byte limits and the
@@ -43,7 +43,7 @@ MAX_BATCHES_IN_FLIGHT = 4
 SIZE_TOLERANCE = 32
 #: Byte limit of the bodies reply state: ``maxSigSize * (maxSigIdsInflight + 2)``.
 BODIES_BYTE_LIMIT = MAX_SIG_SIZE * (MAX_IDS_PER_REQUEST + 2)
-#: Mux ingress limit of protocol 11: ``txsSizeInflightPerPeer`` plus 10 % (WIRE.md 2.4).
+#: Mux ingress limit of protocol 11: ``txsSizeInflightPerPeer`` plus 10 % (docs/protocol/mux.md 2.4).
 INGRESS_LIMIT = BYTES_IN_FLIGHT_PER_PEER + BYTES_IN_FLIGHT_PER_PEER // 10
 #: How long the V2 outbound waits for new ids before replying ``MsgReplyNoSigIds``.
 BLOCKING_REPLY_TIMEOUT = 17.0

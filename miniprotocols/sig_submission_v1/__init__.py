@@ -1,4 +1,4 @@
-"""Sig submission V1, mini-protocol 11 on node-to-node version 1: TxSubmission2 wire format (WIRE.md 9.4).
+"""Sig submission V1, mini-protocol 11 on node-to-node version 1: TxSubmission2 wire format (docs/protocol/node-to-node.md 9.4).
 
 The connection initiator runs :func:`outbound` (the client, serving its mempool), the
 responder runs :func:`inbound` (the server, pulling).

@@ -1,4 +1,4 @@
-"""The V1 client: the outbound (serving) peer, run by the connection initiator (WIRE.md 9.1)."""
+"""The V1 client: the outbound (serving) peer, run by the connection initiator (docs/protocol/node-to-node.md 9.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sig submission V1 codec: TxSubmission2's (``anncodecTxSubmission2'``, WIRE.md 9.4).
+"""Sig submission V1 codec: TxSubmission2's (``anncodecTxSubmission2'``, docs/protocol/node-to-node.md 9.4).
 
 Dispatch on ``(length, tag)`` as the reference does; every V1 message decodes in every
 state and the driver judges where it is allowed, except that an empty ids reply is a

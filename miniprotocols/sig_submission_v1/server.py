@@ -1,4 +1,4 @@
-"""The V1 server: the inbound (pulling) peer, run by the connection responder (WIRE.md 9.1)."""
+"""The V1 server: the inbound (pulling) peer, run by the connection responder (docs/protocol/node-to-node.md 9.1)."""
 
 from __future__ import annotations
 

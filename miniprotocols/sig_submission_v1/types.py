@@ -2,13 +2,13 @@
 
 The reference runs its V1 over ouroboros-network's TxSubmission2 protocol with
 ``txid = messageId`` and ``tx = message``. The outbound peer (the protocol's client, run
-by the connection *initiator*, WIRE.md 9.1) opens with ``MsgInit`` and then answers the
+by the connection *initiator*, docs/protocol/node-to-node.md 9.1) opens with ``MsgInit`` and then answers the
 inbound's requests; the inbound (server, connection responder) pulls. A blocking request
 has no time limit and no "nothing yet" answer: the outbound blocks until it has ids, or
 ends the protocol with ``MsgDone``. Same byte limits as V2: the reference's
 ``byteLimitsSigSubmission``, not TxSubmission2's larger ones.
 (``dmq-node: DMQ/Protocol/SigSubmission/Codec.hs``;
-``ouroboros-network: Ouroboros/Network/Protocol/TxSubmission2/{Type,Codec}.hs``; WIRE.md 9.4.)
+``ouroboros-network: Ouroboros/Network/Protocol/TxSubmission2/{Type,Codec}.hs``; docs/protocol/node-to-node.md 9.4.)
 """
 
 from __future__ import annotations

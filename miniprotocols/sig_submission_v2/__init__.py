@@ -1,4 +1,4 @@
-"""Sig submission V2, mini-protocol 11 on node-to-node version 2 (WIRE.md 9.3).
+"""Sig submission V2, mini-protocol 11 on node-to-node version 2 (docs/protocol/node-to-node.md 9.3).
 
 The connection initiator runs :func:`inbound` (the client, pulling), the responder runs
 :func:`outbound` (the server, serving its mempool).

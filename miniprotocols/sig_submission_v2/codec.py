@@ -1,4 +1,4 @@
-"""Sig submission V2 codec (``codecSigSubmissionV2``, WIRE.md 9.3).
+"""Sig submission V2 codec (``codecSigSubmissionV2``, docs/protocol/node-to-node.md 9.3).
 
 The decoder dispatches on ``(length, tag)`` as the reference does and decodes every V2
 message in every state, leaving "not valid here" to the driver, with one exception that

@@ -1,11 +1,11 @@
 """Sig submission V2 (mini-protocol 11, node-to-node version 2): states, messages, limits, table.
 
-The inbound peer (the protocol's client, and the connection *initiator*, WIRE.md 9.1)
+The inbound peer (the protocol's client, and the connection *initiator*, docs/protocol/node-to-node.md 9.1)
 pulls: it asks for ids, blocking or not, acknowledging the ids it has processed, then
 for the messages it wants; the outbound (server) answers from its mempool. A blocking
 request may be answered with ``MsgReplyNoSigIds`` so the inbound regains agency; the
 state's 20 s limit is what forces the outbound to do so.
-(``dmq-node: DMQ/Protocol/SigSubmissionV2/{Type,Codec}.hs``; WIRE.md 9.3.)
+(``dmq-node: DMQ/Protocol/SigSubmissionV2/{Type,Codec}.hs``; docs/protocol/node-to-node.md 9.3.)
 """
 
 from __future__ import annotations

@@ -1,42 +1,38 @@
-"""Checking CBOR items against the CDDL of the conformance data, with pycddl.
+"""Checking CBOR items against the project's CDDL (``docs/protocol/cddl``), with pycddl.
 
-Two workarounds for pycddl 0.6 (cddl-rs), both mechanical: its parser rejects a rule name
-followed by a line break before ``=`` (the ouroboros files' style), so those are joined;
-and it mis-validates a top-level choice of messages after a failed alternative, so a
-message is checked against each alternative of the message rule separately (a message is
-valid if one accepts it, which is what a choice means). ``;# import network.base as base``
-is resolved by inlining ``network.base.cddl`` without the ``base.`` prefix.
+The schemas are written for pycddl 0.6 (see ``docs/protocol/cddl/README.md``): the first rule
+of a file is the choice of its messages, each a named rule, and a message is checked against
+each alternative separately (pycddl mis-validates a top-level choice after a failed
+alternative; a message is valid if one alternative accepts it, which is what a choice means).
+``;# include message.cddl`` appends that file's rules.
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
-from pathlib import Path
 
 import pycddl
 
-from tests.conftest import CONFORMANCE
+from tests.conftest import ROOT
 
-__all__ = ["CddlRules", "CddlViolation", "ouroboros_rules", "cardano_query_rules", "message_alternatives"]
+__all__ = ["PROTOCOL_CDDL", "CddlRules", "CddlViolation", "protocol_rules", "protocol_text", "cardano_query_rules",
+           "message_alternatives"]
 
-OUROBOROS_CDDL = CONFORMANCE / "cddl" / "ouroboros"
-CARDANO_QUERIES_CDDL = Path(__file__).with_name("cardano-lsq.cddl")
+#: The project's schemas, beside the protocol documentation they belong to.
+PROTOCOL_CDDL = ROOT / "docs" / "protocol" / "cddl"
 
-_NAME_THEN_BREAK = re.compile(r"^([A-Za-z][\w.-]*)[ \t]*\n[ \t]*(=|/=|//=)", re.MULTILINE)
+_INCLUDE = re.compile(r"^;#\s*include\s+([\w.-]+\.cddl)\s*$", re.MULTILINE)
+_COMMENT = re.compile(r";[^\n]*")
 
 
 class CddlViolation(AssertionError):
     """An item that no rule it was checked against accepts."""
 
 
-def _normalised(text: str) -> str:
-    return _NAME_THEN_BREAK.sub(r"\1 \2", text)
-
-
 def message_alternatives(text: str, rule: str) -> list[str]:
     """The rule names of a top-level choice ``rule = a / b / c`` (several lines allowed)."""
-    match = re.search(rf"^{re.escape(rule)}\s*=\s*((?:[\w.-]+\s*/\s*)*[\w.-]+)", _normalised(text), re.MULTILINE)
+    match = re.search(rf"^{re.escape(rule)}\s*=\s*((?:[\w.-]+\s*/\s*)*[\w.-]+)", text, re.MULTILINE)
     if match is None:
         raise ValueError(f"no rule {rule!r} made of named alternatives")
     return [name.strip() for name in match.group(1).split("/")]
@@ -46,7 +42,7 @@ class CddlRules:
     """One CDDL document; ``accepts(rule, raw)`` validates an item against one named rule."""
 
     def __init__(self, text: str) -> None:
-        self.text = _normalised(text)
+        self.text = text
         self._schemas: dict[str, pycddl.Schema] = {}
 
     def _schema(self, rule: str) -> pycddl.Schema:
@@ -71,16 +67,28 @@ class CddlRules:
 
 
 @cache
-def ouroboros_rules(name: str) -> tuple[CddlRules, tuple[str, ...]]:
-    """The rules of ``cddl/ouroboros/<name>.cddl`` and the alternatives of its first rule."""
-    text = (OUROBOROS_CDDL / f"{name}.cddl").read_text()
-    if ";# import network.base as base" in text:
-        text = text.replace("base.", "") + "\n" + (OUROBOROS_CDDL / "network.base.cddl").read_text()
-    first = re.search(r"^([A-Za-z][\w-]*)\s*=", _normalised(text), re.MULTILINE).group(1)
-    return CddlRules(text), tuple(message_alternatives(text, first))
+def protocol_text(name: str) -> str:
+    """``docs/protocol/cddl/<name>.cddl`` with the files it includes appended."""
+    text = (PROTOCOL_CDDL / f"{name}.cddl").read_text()
+    included = [(PROTOCOL_CDDL / file).read_text() for file in _INCLUDE.findall(text)]
+    return "\n".join([text, *included])
+
+
+@cache
+def protocol_rules(name: str) -> tuple[CddlRules, tuple[str, ...]]:
+    """The rules of ``docs/protocol/cddl/<name>.cddl`` and the message alternatives of its first rule.
+
+    A file whose first rule is a single shape (``message.cddl``) has that rule as its one alternative.
+    """
+    text = protocol_text(name)
+    first = re.search(r"^([A-Za-z][\w-]*)\s*=", _COMMENT.sub("", text), re.MULTILINE).group(1)
+    try:
+        return CddlRules(text), tuple(message_alternatives(text, first))
+    except ValueError:
+        return CddlRules(text), (first,)
 
 
 @cache
 def cardano_query_rules() -> CddlRules:
-    """The queries and results of WIRE.md 10.2 and 10.3 (``cardano-lsq.cddl`` beside this file)."""
-    return CddlRules(CARDANO_QUERIES_CDDL.read_text())
+    """The queries and results of docs/protocol/cardano-node-link.md 10.2 and 10.3 (``local-state-query.cddl``)."""
+    return protocol_rules("local-state-query")[0]

@@ -3,9 +3,9 @@ query, on a Unix socket, answering from a chain state the test scripts.
 
 It speaks with the project's real handshake server, mux and protocol-7 server, so the
 bytes the link sees are framed exactly as cardano-node frames them. Every message it
-receives or sends is checked against the CDDL: handshake messages against
-``handshake-node-to-client.cddl``, protocol-7 messages against ``local-state-query.cddl``,
-and the queries and results inside them against ``cardano-lsq.cddl`` (WIRE.md 10.2, 10.3).
+receives or sends is checked against the project's CDDL (``docs/protocol/cddl``): handshake
+messages against ``handshake-cardano-node-to-client.cddl``, protocol-7 messages and the queries
+and results inside them against ``local-state-query.cddl`` (docs/protocol/cardano-node-link.md 10.2, 10.3).
 A message no rule accepts is recorded in :attr:`FakeCardanoNode.violations` and ends the
 connection, so a test both sees the failure and can assert there was none.
 
@@ -70,7 +70,7 @@ from ouroboros_mux.sdu import SDU
 from dmq.connection import ConnectionEnd, ProtocolTask, run_connection
 from tests.conftest import CONFORMANCE
 
-from .cddl import CddlViolation, cardano_query_rules, ouroboros_rules
+from .cddl import CddlViolation, cardano_query_rules, protocol_rules
 
 DEVNET_GENESIS = CONFORMANCE / "cardano-devnet" / "shelley-genesis.json"
 DEVNET_MAGIC = 42
@@ -204,7 +204,7 @@ class FakeLedger:
         raise ValueError(f"the fake cardano-node does not answer {query!r}")
 
 
-# Which result rule of cardano-lsq.cddl each query's answer must satisfy.
+# Which result rule of local-state-query.cddl each query's answer must satisfy.
 def _result_rule(query: CardanoQuery) -> str:
     if isinstance(query, GetSystemStart):
         return "systemStartResult"
@@ -290,7 +290,7 @@ class FakeCardanoNode:
 
     def check_handshake(self, raw: bytes) -> None:
         self.handshake_messages.append(raw)
-        rules, messages = ouroboros_rules("handshake-node-to-client")
+        rules, messages = protocol_rules("handshake-cardano-node-to-client")
         try:
             rules.check(raw, *messages)
         except CddlViolation as exc:
@@ -298,7 +298,7 @@ class FakeCardanoNode:
 
     def check_lsq(self, event: DriverEvent) -> None:
         self.lsq_messages.append((event.direction.value, event.raw))
-        rules, messages = ouroboros_rules("local-state-query")
+        rules, messages = protocol_rules("local-state-query")
         queries = cardano_query_rules()
         try:
             rules.check(event.raw, *messages)

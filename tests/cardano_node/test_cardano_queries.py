@@ -1,5 +1,5 @@
-"""The Cardano queries and results carried by protocol 7: the bytes of WIRE.md 10.2, the
-shapes of 10.3 (checked against ``cardano-lsq.cddl``), and the devnet stake snapshot."""
+"""The Cardano queries and results carried by protocol 7: the bytes of docs/protocol/cardano-node-link.md 10.2, the
+shapes of 10.3 (checked against ``local-state-query.cddl``), and the devnet stake snapshot."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ from .fake_node import DEVNET_GENESIS, FakeChain, genesis_pools
 
 codec = LOCAL_STATE_QUERY.codec
 
-#: WIRE.md 10.2, in Conway: the messages of one reference round, byte for byte.
+#: docs/protocol/cardano-node-link.md 10.2, in Conway: the messages of one reference round, byte for byte.
 WIRE_ROUND = [
     (MsgAcquire(), "8108"),
     (MsgQuery(get_system_start()), "82038101"),
@@ -64,7 +64,7 @@ WIRE_ROUND = [
     (MsgRelease(), "8105"),
 ]
 
-#: Pool ids of the devnet's two pools (WIRE.md 12.1).
+#: Pool ids of the devnet's two pools (docs/protocol/README.md 12.1).
 DEVNET_POOLS = {
     bytes.fromhex("1dc0a846ec816bdcc5288c0b57871a0400e86728ad0851132e43883f"),
     bytes.fromhex("d3e16257b8c608ec4b2cb89621d7ddb60fc08839c1b491a598615fb5"),

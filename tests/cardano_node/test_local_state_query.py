@@ -35,7 +35,7 @@ from miniprotocols.local_state_query import (
 from ouroboros_mux.channel import memory_channel_pair
 from tests.miniprotocols.helpers import raw_messages
 
-from .cddl import ouroboros_rules
+from .cddl import protocol_rules
 
 codec = LOCAL_STATE_QUERY.codec
 S = LocalStateQueryState
@@ -72,7 +72,7 @@ def test_bytes_round_trip_and_match_the_cddl(message, state, hex_bytes):
     raw = codec.encode(message)
     assert raw.hex() == hex_bytes
     assert codec.decode(state, raw) == message
-    rules, alternatives = ouroboros_rules("local-state-query")
+    rules, alternatives = protocol_rules("local-state-query")
     rules.check(raw, *alternatives)
 
 
@@ -91,7 +91,7 @@ def test_malformed_messages_are_codec_errors(hex_bytes, reason, outside_cddl):
     raw = bytes.fromhex(hex_bytes)
     with pytest.raises(ValueError):
         codec.decode(S.IDLE, raw)
-    rules, alternatives = ouroboros_rules("local-state-query")
+    rules, alternatives = protocol_rules("local-state-query")
     assert any(rules.accepts(rule, raw) for rule in alternatives) is not outside_cddl, reason
 
 

@@ -1,4 +1,4 @@
-"""One query round (WIRE.md 10.2) against the fake node's ledger, over an in-memory
+"""One query round (docs/protocol/cardano-node-link.md 10.2) against the fake node's ledger, over an in-memory
 channel: the exact bytes the link sends, and the typed errors of the round."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def samples(vectors, e2e_message, kes_key_00, mithril_opcert, mithril_cold_vk) -
         return build_message(body, E2E_KES_PERIOD, E2E_EXPIRES_AT, kes_key_00, mithril_opcert, mithril_cold_vk)
 
     return SimpleNamespace(
-        e2e=e2e_message,  # WIRE.md 12.2: 100-byte body, 732 bytes
+        e2e=e2e_message,  # docs/protocol/README.md 12.2: 100-byte body, 732 bytes
         mithril=signed(bytes.fromhex(vectors["mithril_body"]["body"])),  # 451-byte body
         smallest=signed(bytes(range(90))),
         largest=signed(bytes(i % 251 for i in range(2000))),

@@ -1,4 +1,4 @@
-"""Fixtures for the codec tests: the Mithril test credentials of vectors.json (WIRE.md 12.2)."""
+"""Fixtures for the codec tests: the Mithril test credentials of vectors.json (docs/protocol/README.md 12.2)."""
 
 from __future__ import annotations
 

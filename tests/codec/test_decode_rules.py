@@ -1,4 +1,4 @@
-"""Each decoder rule of WIRE.md 5.2, one hand-made deviation at a time."""
+"""Each decoder rule of docs/protocol/message.md 5.2, one hand-made deviation at a time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The codec against every upstream and derived byte vector (WIRE.md 5.3, 12.1, 12.2)."""
+"""The codec against every upstream and derived byte vector (docs/protocol/message.md 5.3, docs/protocol/README.md 12.1, 12.2)."""
 
 from __future__ import annotations
 

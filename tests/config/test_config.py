@@ -33,7 +33,7 @@ from dmq.networks import DEVNET, network_by_dmq_magic
 
 from .conftest import write_json
 
-#: WIRE.md 11.2 (the reference's ``defaultConfiguration``) plus the project's extension keys.
+#: docs/protocol/configuration.md 11.2 (the reference's ``defaultConfiguration``) plus the project's extension keys.
 REFERENCE_DEFAULTS = {
     "PortNumber": 3141,
     "LocalAddress": "dmq-node.socket",

@@ -1,4 +1,4 @@
-"""Named networks against WIRE.md 4.6 and the handshake bytes of 4.8."""
+"""Named networks against docs/protocol/handshake.md 4.6 and the handshake bytes of 4.8."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_the_table_of_wire_4_6() -> None:
 
 @pytest.mark.parametrize(
     ("network", "magic_in_handshake"),
-    # the uint32 after "821a" in the N2C proposals of WIRE.md 4.8
+    # the uint32 after "821a" in the N2C proposals of docs/protocol/handshake.md 4.8
     [(MAINNET, "ad964a09"), (PREPROD, "80000001"), (PREVIEW, "80000002"), (DEVNET, "8000002a")],
 )
 def test_dmq_magics_are_the_ones_proposed_in_handshakes(network: object, magic_in_handshake: str) -> None:

@@ -23,7 +23,7 @@ from dmq.topology import (
 
 from .conftest import write_json
 
-#: WIRE.md section 11.3, verbatim.
+#: docs/protocol/configuration.md section 11.3, verbatim.
 WIRE_EXAMPLE = """
 { "localRoots":  [ { "accessPoints": [ {"address": "10.0.0.2", "port": 3141} ], "advertise": false,
                      "valency": 1, "warmValency": 1, "behindFirewall": false,

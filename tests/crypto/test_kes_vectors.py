@@ -1,4 +1,4 @@
-"""Sum6KES against the files Haskell cardano-base generated (conformance/kes, WIRE.md 12.1)."""
+"""Sum6KES against the files Haskell cardano-base generated (tests/data/kes, docs/protocol/README.md 12.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operational certificates and pool ids against the Mithril vector (WIRE.md 6.6)."""
+"""Operational certificates and pool ids against the Mithril vector (docs/protocol/validation.md 6.6)."""
 
 from __future__ import annotations
 

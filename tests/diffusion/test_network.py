@@ -121,7 +121,7 @@ async def test_every_message_reaches_every_node_exactly_once(stake_file, nursery
 
 async def test_a_mixed_version_network_diffuses_across_v1_and_v2_links(stake_file, nursery):
     """A ring of five where node 2 only knows V1 (an older release): its two links agree on V1,
-    the other three on V2. Flow runs the opposite way on the two versions (WIRE.md 9.1), and
+    the other three on V2. Flow runs the opposite way on the two versions (docs/protocol/node-to-node.md 9.1), and
     messages from every node cross both kinds of link, still once per node."""
     net = Network(nursery, stake_file)
     v1_only = replace(FAST, versions=frozenset({1}))

@@ -48,7 +48,7 @@ def test_ingress_limits_are_the_references():
 
 
 def test_which_instance_pulls_depends_on_the_version():
-    # V1: the connection initiator serves; V2: it pulls (WIRE.md 9.1).
+    # V1: the connection initiator serves; V2: it pulls (docs/protocol/node-to-node.md 9.1).
     assert (V1.side_of(True), V1.side_of(False)) == (Side.OUTBOUND, Side.INBOUND)
     assert (V2.side_of(True), V2.side_of(False)) == (Side.INBOUND, Side.OUTBOUND)
 

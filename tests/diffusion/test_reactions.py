@@ -1,4 +1,4 @@
-"""The reaction table of WIRE.md 6.2 at a running node, and nothing invalid relayed.
+"""The reaction table of docs/protocol/validation.md 6.2 at a running node, and nothing invalid relayed.
 
 A scripted peer serves node X one message that fails one validation rule, with the real
 outbound peer over a list-backed source. The table says whether X drops the message and

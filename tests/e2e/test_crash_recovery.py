@@ -1,7 +1,7 @@
 """SIGKILL in the middle of a stream of submissions, then a restart on the same database.
 
 A message acknowledged with ``[1]`` must survive anything the process can suffer
-(ARCHITECTURE.md principle 5: acknowledged means durable), and a message answered with a
+(docs/architecture.md principle 5: acknowledged means durable), and a message answered with a
 reject must never reappear. Submissions still waiting for their reply when the process
 died were never acknowledged: the node may or may not have kept them.
 """

@@ -158,7 +158,7 @@ async def test_messages_expire_on_the_real_clock(start_node, signers):
         await trio.sleep(0.1)
     assert reply == non_blocking_reply([long.raw], False)
     # Notification skips an expired message at once; the duplicate set lets go of it when the
-    # expiry loop purges it (WIRE.md 6.10), which the node traces. On a loaded machine that
+    # expiry loop purges it (docs/protocol/validation.md 6.10), which the node traces. On a loaded machine that
     # loop may run late, so wait for its trace rather than for a fixed time.
     def expired_ids() -> set[str]:
         return {event["message_id"] for event in node.trace_events("MessageExpired")}

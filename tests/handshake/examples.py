@@ -1,4 +1,4 @@
-"""Byte examples shared by the handshake tests: WIRE.md section 4.8, written out in full."""
+"""Byte examples shared by the handshake tests: docs/protocol/handshake.md section 4.8, written out in full."""
 
 from __future__ import annotations
 

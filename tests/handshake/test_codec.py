@@ -1,4 +1,4 @@
-"""The handshake codec against the example bytes of WIRE.md 4.8 and vectors.json, and the decoder rules of 4.3."""
+"""The handshake codec against the example bytes of docs/protocol/handshake.md 4.8 and vectors.json, and the decoder rules of 4.3."""
 
 from __future__ import annotations
 

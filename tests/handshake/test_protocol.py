@@ -1,4 +1,4 @@
-"""The sans-IO client and server: the server algorithm of WIRE.md 4.5, client checks, simultaneous open, states."""
+"""The sans-IO client and server: the server algorithm of docs/protocol/handshake.md 4.5, client checks, simultaneous open, states."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Structurally valid DMQ messages for mempool tests (unsigned: the mempool never verifies).
 
-Each message is real CBOR in the WIRE.md 5.1 shape, with ``messageId = Blake2b-256(payload)``,
+Each message is real CBOR in the docs/protocol/message.md 5.1 shape, with ``messageId = Blake2b-256(payload)``,
 so the project's strict decoder reads back exactly what was stored.
 """
 

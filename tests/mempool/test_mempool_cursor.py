@@ -1,4 +1,4 @@
-"""Cursors over the mempool: the local-notification semantics of WIRE.md 8.2."""
+"""Cursors over the mempool: the local-notification semantics of docs/protocol/local-protocols.md 8.2."""
 
 from __future__ import annotations
 

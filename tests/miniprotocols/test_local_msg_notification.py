@@ -1,4 +1,4 @@
-"""Local message notification (15): the bytes of WIRE.md 8, the server's batching over a
+"""Local message notification (15): the bytes of docs/protocol/local-protocols.md 8, the server's batching over a
 message source, and the client."""
 
 from __future__ import annotations

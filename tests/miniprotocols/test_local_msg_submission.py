@@ -1,4 +1,4 @@
-"""Local message submission (14): the bytes of WIRE.md 7, Pallas's strict reason shapes,
+"""Local message submission (14): the bytes of docs/protocol/local-protocols.md 7, Pallas's strict reason shapes,
 Haskell ``show``, and the server and client peers."""
 
 from __future__ import annotations

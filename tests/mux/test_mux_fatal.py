@@ -1,4 +1,4 @@
-"""Every fatal condition of WIRE.md 2.6 that lives in the mux ends the connection, typed."""
+"""Every fatal condition of docs/protocol/mux.md 2.6 that lives in the mux ends the connection, typed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The SDU header codec against the bytes of WIRE.md 2.1."""
+"""The SDU header codec against the bytes of docs/protocol/mux.md 2.1."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""One message per invalid class of WIRE.md section 6, and what the node must answer to it.
+"""One message per invalid class of docs/protocol/validation.md section 6, and what the node must answer to it.
 
 Each class fails exactly one rule. ``local`` is the exact reply on the local socket (a
 reject reason, or ``CLOSED``: the connection ends without a reply because the bytes do not
-decode, WIRE.md 7); ``peer`` is the exact reaction to a node-to-node peer serving it:
+decode, docs/protocol/local-protocols.md 7); ``peer`` is the exact reaction to a node-to-node peer serving it:
 ``trace`` (dropped, connection kept), ``disconnect`` with the error named, or
 ``not-fetched`` (an id X already holds is acknowledged without asking for its body).
 

@@ -1,4 +1,4 @@
-"""Every invalid class of WIRE.md section 6, from a local client and from a peer, at a node.
+"""Every invalid class of docs/protocol/validation.md section 6, from a local client and from a peer, at a node.
 
 Both tests run the whole adversarial stream at one node X while an aggregator holds a
 blocking notification request and a healthy peer B pulls everything X relays. Each invalid

@@ -1,4 +1,4 @@
-"""Sig submission V1 and V2 codecs: the WIRE.md 9.3 / 9.4 bytes, round trips, strict decoding."""
+"""Sig submission V1 and V2 codecs: the docs/protocol/node-to-node.md 9.3 / 9.4 bytes, round trips, strict decoding."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ V1, V2 = v1.SIG_SUBMISSION_V1.codec, v2.SIG_SUBMISSION_V2.codec
 S1, S2 = v1.SigSubmissionV1State, v2.SigSubmissionV2State
 
 
-# -- the examples of WIRE.md 9.3 (V2) ---------------------------------------------------
+# -- the examples of docs/protocol/node-to-node.md 9.3 (V2) ---------------------------------------------------
 
 @pytest.mark.parametrize("message, wire, state", [
     (v2.MsgRequestSigIds(True, 0, 33), "8401f5001821", S2.IDLE),
@@ -37,7 +37,7 @@ def test_v2_wire_examples(message, wire, state):
     assert V2.decode(state, h(wire)) == message
 
 
-# -- the examples of WIRE.md 9.4 (V1) ---------------------------------------------------
+# -- the examples of docs/protocol/node-to-node.md 9.4 (V1) ---------------------------------------------------
 
 @pytest.mark.parametrize("message, wire, state", [
     (v1.MsgInit(), "8106", S1.INIT),

@@ -1,8 +1,8 @@
 """Sig submission both ways on one duplex loopback TCP connection, through two real muxes.
 
-Each side registers both instances of protocol 11 (WIRE.md 2.2): its initiator instance
+Each side registers both instances of protocol 11 (docs/protocol/mux.md 2.2): its initiator instance
 talks to the other side's responder instance, told apart on the wire by the M bit only.
-The version decides which instance serves and which pulls (WIRE.md 9.1), so in V2 each
+The version decides which instance serves and which pulls (docs/protocol/node-to-node.md 9.1), so in V2 each
 side pulls through its initiator instance and in V1 each side serves through it; either
 way, each side ends up with exactly the other side's messages, byte for byte.
 """

@@ -1,4 +1,4 @@
-"""Peer sharing (13): the WIRE.md 9.6 bytes, the address encodings, limits, client and server."""
+"""Peer sharing (13): the docs/protocol/node-to-node.md 9.6 bytes, the address encodings, limits, client and server."""
 
 from __future__ import annotations
 

@@ -88,7 +88,7 @@ def test_cbor_heads():
 
 
 def test_message_size_matches_wire_md_and_the_real_codec():
-    # WIRE.md 5.4: 722 bytes for a 90-byte body, 2 633 for 2 000 (small KES periods, 4-byte expiry).
+    # docs/protocol/message.md 5.4: 722 bytes for a 90-byte body, 2 633 for 2 000 (small KES periods, 4-byte expiry).
     assert message_size(90, kes_period=0, start_kes_period=0) == 722
     assert message_size(2000, kes_period=0, start_kes_period=0) == 2633
     cred = read_bulk_credentials(CONFORMANCE / "cardano-devnet" / "bulk-creds-k2.json")[0]

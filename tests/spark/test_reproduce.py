@@ -28,7 +28,7 @@ def test_every_published_cell_is_reproduced(spark):
     for c in comparisons:
         if c.match is Match.ROUNDED_UP:
             assert c.published > c.reproduced  # rounding up, never down
-    # The 1-minute row as CAPACITY.md states it.
+    # The 1-minute row as docs/capacity/model.md states it.
     row = table.rows[60]
     assert row["held"] == pytest.approx(45) and row["memory_low"] == pytest.approx(51.66)
     assert row["per_month"] == pytest.approx(64.8) and row["cpu"] == pytest.approx(5.0)

@@ -1,4 +1,4 @@
-"""C1 (classification) and the common envelope with minimal padding (TOPICS.md 2.2, 2.3)."""
+"""C1 (classification) and the common envelope with minimal padding (docs/topics-design.md 2.2, 2.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ingress pipeline of TOPICS.md 2.5 on a real LMDB-backed instance."""
+"""The ingress pipeline of docs/topics-design.md 2.5 on a real LMDB-backed instance."""
 
 from __future__ import annotations
 

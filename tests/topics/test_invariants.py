@@ -1,4 +1,4 @@
-"""The invariants common to all adapters, TOPICS.md 2.11 C2..C7, as property tests on a real
+"""The invariants common to all adapters, docs/topics-design.md 2.11 C2..C7, as property tests on a real
 LMDB-backed instance with the test adapter (C1 is in test_classify_envelope)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Protocol 1000: codec round trips, the state table, and protocol errors (TOPICS.md 3)."""
+"""Protocol 1000: codec round trips, the state table, and protocol errors (docs/topics-design.md 3)."""
 
 from __future__ import annotations
 

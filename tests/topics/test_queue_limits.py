@@ -1,4 +1,4 @@
-"""Queue caps of the framework's subscriptions and the ``[4, n]`` "items dropped" notice (TOPICS.md 3).
+"""Queue caps of the framework's subscriptions and the ``[4, n]`` "items dropped" notice (docs/topics-design.md 3).
 
 A durable subscriber that stays away while more arrives than its queue holds keeps the oldest
 items, learns of the overflow at once from a notice in the reserved slot, and finds the rest of

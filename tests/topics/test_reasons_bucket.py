@@ -1,4 +1,4 @@
-"""Reject reasons (TOPICS.md 2.10), the token bucket (2.1.4) and the carried set (2.1)."""
+"""Reject reasons (docs/topics-design.md 2.10), the token bucket (2.1.4) and the carried set (2.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Batches (WIRE.md 6.1), per-pool state committed only on success, its persistence, the opcert cache."""
+"""Batches (docs/protocol/validation.md 6.1), per-pool state committed only on success, its persistence, the opcert cache."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""WIRE.md 12.2: the derived end-to-end vector, byte for byte, then through the validator.
+"""docs/protocol/README.md 12.2: the derived end-to-end vector, byte for byte, then through the validator.
 
 The message is built from the KES seed 32 x 00 and the Mithril opcert of vectors.json (which
 certifies exactly that key), body 00..63, kesPeriod 5, expiresAt 1800000000.

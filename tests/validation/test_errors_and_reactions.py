@@ -1,4 +1,4 @@
-"""Error texts (Haskell ``show``), the reaction table and the local reject encoding (WIRE 6.2, 7.2)."""
+"""Error texts (Haskell ``show``), the reaction table and the local reject encoding (docs/protocol/validation.md 6.2, docs/protocol/local-protocols.md 7.2)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_timing_errors_can_be_made_trace_only():
 @pytest.mark.parametrize(
     ("error", "reason_hex"),
     [
-        # WIRE.md 7.2: MsgRejectMessage = 82 02 <reason>
+        # docs/protocol/local-protocols.md 7.2: MsgRejectMessage = 82 02 <reason>
         (SigDuplicate(), "8101"),
         (SigExpired(), "8102"),
         (SigResultOther("custom"), "82036822637573746f6d22"),

@@ -1,4 +1,4 @@
-"""One test per validation rule, in the order of WIRE.md 6.2, with the exact error and text.
+"""One test per validation rule, in the order of docs/protocol/validation.md 6.2, with the exact error and text.
 
 Each message passes every check before the rule under test and, where it can, also breaks a
 later one: the first failing check must be the one reported.

@@ -1,4 +1,4 @@
-"""The Blocklace adapter: the hooks of TOPICS.md 2.4 over the lace (section 5).
+"""The Blocklace adapter: the hooks of docs/topics-design.md 2.4 over the lace (section 5).
 
 * ``validate`` asks :meth:`Lace.check` (no side effect on the store): a block whose pointers
   are not all held is **deferred** on them; a block refused at closure is remembered in an
@@ -122,7 +122,7 @@ class BlocklaceAdapter(TopicAdapter):
     # -- the lace as a cache of the store ---------------------------------------------------
 
     def _ensure_loaded(self, view: StoreView) -> None:
-        """Rebuild the lace from the databases once (TOPICS.md 2.9: state survives restarts)."""
+        """Rebuild the lace from the databases once (docs/topics-design.md 2.9: state survives restarts)."""
         if self._loaded:
             return
         self._loaded = True

@@ -1,4 +1,4 @@
-"""TopicAdvertisement checks: owner threshold signatures and the topic id (TOPICS.md 5.2, 5.6)."""
+"""TopicAdvertisement checks: owner threshold signatures and the topic id (docs/topics-design.md 5.2, 5.6)."""
 
 from __future__ import annotations
 

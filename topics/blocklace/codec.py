@@ -1,4 +1,4 @@
-"""Blocklace envelopes: blocks, needs, carries, proof notices and proofs (TOPICS.md 5.2).
+"""Blocklace envelopes: blocks, needs, carries, proof notices and proofs (docs/topics-design.md 5.2).
 
 Decoding is strict: the envelope decoder has already checked that the body is one
 deterministic item, and here every field is checked against the CDDL; a shape error is
@@ -81,7 +81,7 @@ def _map(value: Any, what: str, required: set[int], optional: set[int]) -> dict:
 
 
 def topic_id_of(owner_encoded: bytes) -> bytes:
-    """Topic id = Blake2b-256 of the deterministic encoding of ``owner`` (TOPICS.md 5.1)."""
+    """Topic id = Blake2b-256 of the deterministic encoding of ``owner`` (docs/topics-design.md 5.1)."""
     return hashlib.blake2b(owner_encoded, digest_size=32).digest()
 
 

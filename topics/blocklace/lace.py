@@ -1,7 +1,7 @@
 """The Blocklace of one node: closure checks, causal acceptance, equivocation, epochs.
 
 Sans-IO and deterministic: :meth:`Lace.check` answers, without changing anything, whether a
-block whose pointers are all held may be accepted (TOPICS.md 5.3 phase two, 5.6, 5.7), or
+block whose pointers are all held may be accepted (docs/topics-design.md 5.3 phase two, 5.6, 5.7), or
 which pointers it still waits for; :meth:`Lace.accept` records it and returns what it makes
 deliverable: the block itself, proofs (5.5) and final epochs. A block is accepted only when
 all its pointers are, so acceptance order is a causal order and the accepted set is closed
@@ -223,7 +223,7 @@ class Lace:
             cert += 1
 
     def quorum(self, topic: bytes, proposal, voters: set[bytes]) -> bool:
-        """Whether ``voters`` are a quorum for a proposal (TOPICS.md 5.7)."""
+        """Whether ``voters`` are a quorum for a proposal (docs/topics-design.md 5.7)."""
         ad = self.ad_version(topic, proposal.ad_version)
         if ad is None:
             return False

@@ -1,6 +1,6 @@
 """Prometheus series of the Blocklace adapter, read live from the lace.
 
-The proofs an operator must see (TOPICS.md 5.5) are exposed as a gauge per proof kind,
+The proofs an operator must see (docs/topics-design.md 5.5) are exposed as a gauge per proof kind,
 ``dmq_node_blocklace_equivocation_proofs{kind=...}``, beside the blocks held and the
 highest final epoch. The gauges read the adapter when scraped, so they always agree with
 what ``dmq topic equivocations`` reports and need no trace event to stay in step.
@@ -14,7 +14,7 @@ from .adapter import BlocklaceAdapter
 
 __all__ = ["PROOF_KINDS", "BlocklaceMetrics"]
 
-#: Proof kinds by number (TOPICS.md 5.2 ``proofKind``).
+#: Proof kinds by number (docs/topics-design.md 5.2 ``proofKind``).
 PROOF_KINDS = {0: "same_seq", 1: "double_vote", 2: "owner_equivocation", 3: "epoch_conflict"}
 
 

@@ -3,7 +3,7 @@
 :class:`LaceNode` is the sans-IO form of the adapter's pipeline steps 5 to 7 for blocks: a
 block whose pointers are not all held waits in a bounded pending buffer (4096 per topic, 64
 per creator, oldest evicted first); every acceptance retries the blocks that waited for it,
-in topological order with ties by ascending id (TOPICS.md 5.4). Accepted blocks are written
+in topological order with ties by ascending id (docs/topics-design.md 5.4). Accepted blocks are written
 to LMDB (``bl/block``, in acceptance order; ``bl/proof``) inside one transaction per arrival,
 and a restarted replica replays them, so its state equals a committed one (C7).
 """

@@ -1,4 +1,4 @@
-"""The Blocklace reject reasons, codes 32 to 47 (TOPICS.md 5.10)."""
+"""The Blocklace reject reasons, codes 32 to 47 (docs/topics-design.md 5.10)."""
 
 from __future__ import annotations
 

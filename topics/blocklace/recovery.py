@@ -1,4 +1,4 @@
-"""What a Blocklace node publishes by itself: needs, carries and proof notices (TOPICS.md 2.8, 5.4, 5.5).
+"""What a Blocklace node publishes by itself: needs, carries and proof notices (docs/topics-design.md 2.8, 5.4, 5.5).
 
 DMQ cannot address a request to one node, so history travels by solicited re-publication:
 
@@ -116,7 +116,7 @@ class Recovery:
     # -- what to publish ---------------------------------------------------------------------
 
     def due(self, view: StoreView, now: float) -> list[bytes]:
-        """Bodies to publish now, answers first (TOPICS.md 2.7 priorities), then needs, then notices."""
+        """Bodies to publish now, answers first (docs/topics-design.md 2.7 priorities), then needs, then notices."""
         if not self.can_publish:
             return []
         return self._due_answers(view, now) + self._due_needs(now) + self._due_notices(now)

@@ -1,4 +1,4 @@
-"""The Blocklace adapter's named databases and their records (TOPICS.md 5.8, 2.9).
+"""The Blocklace adapter's named databases and their records (docs/topics-design.md 5.8, 2.9).
 
 The in-memory :class:`~topics.blocklace.lace.Lace` is a cache of what these databases hold:
 every write happens inside the commit transaction of the message that caused it, and a

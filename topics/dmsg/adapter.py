@@ -1,4 +1,4 @@
-"""The dmsg discovery adapter: the hooks of TOPICS.md 2.4 for signed dmsg entries (section 6).
+"""The dmsg discovery adapter: the hooks of docs/topics-design.md 2.4 for signed dmsg entries (section 6).
 
 State lives in two named databases, written in the commit transaction of the message:
 
@@ -202,5 +202,5 @@ class DmsgAdapter(TopicAdapter):
                 txn.delete("seq", key)
 
     def find_relay(self, view: StoreView, target: str, now: float, own_servers: tuple[str, ...] = ()) -> Entry | None:
-        """TOPICS.md 6.4 over the held state."""
+        """docs/topics-design.md 6.4 over the held state."""
         return find_relay(HeldEntries(view, self.window), target, now, own_servers)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""dmsg discovery entries carried verbatim, and the latest-state rules (TOPICS.md 6.1 to 6.3).
+"""dmsg discovery entries carried verbatim, and the latest-state rules (docs/topics-design.md 6.1 to 6.3).
 
 The entry travels as the exact JSON the dmsg implementation signed, so its secp256k1
 signature stays valid and entries bridge to a dmsg discovery service unchanged. A received
@@ -205,5 +205,5 @@ def check_iteration(entry: Entry, held: Entry | None, highest_seq: int | None) -
 
 
 def expires_at(entry: Entry, now: float, window: int = WINDOW) -> int:
-    """``min(T + W, t + M)`` (TOPICS.md 6.2)."""
+    """``min(T + W, t + M)`` (docs/topics-design.md 6.2)."""
     return min(entry.seconds + window, int(now) + MAX_LIFETIME)

@@ -1,4 +1,4 @@
-"""The latest fresh entry per static key, and the relay look-up of TOPICS.md 6.4.
+"""The latest fresh entry per static key, and the relay look-up of docs/topics-design.md 6.4.
 
 :class:`DmsgState` is sans-IO: :meth:`offer` applies 6.2 (freshness, iteration) and keeps
 the entry with the highest sequence per key until ``T + W``; the highest sequence seen stays

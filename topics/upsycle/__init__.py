@@ -1,4 +1,4 @@
-"""UPSYCLE multicast routing over DMQ (TOPICS.md section 4)."""
+"""UPSYCLE multicast routing over DMQ (docs/topics-design.md section 4)."""
 
 from .adapter import PullStatus, UpsycleAdapter
 from .params import TAG, UpsycleParams

@@ -1,4 +1,4 @@
-"""The UPSYCLE adapter: the hooks of TOPICS.md 2.4 for the multicast routing design (section 4).
+"""The UPSYCLE adapter: the hooks of docs/topics-design.md 2.4 for the multicast routing design (section 4).
 
 The framework owns the DMQ checks, the transaction and delivery to connections; this class
 decides what an UPSYCLE body means. Besides the contract hooks it offers the local
@@ -59,7 +59,7 @@ __all__ = ["UpsycleAdapter", "PullStatus"]
 
 
 class PullStatus:
-    """``pullStatus`` of TOPICS.md 3.5."""
+    """``pullStatus`` of docs/topics-design.md 3.5."""
 
     QUEUED = 0
     REQUESTED = 1
@@ -135,7 +135,7 @@ class UpsycleAdapter(TopicAdapter):
         return OK if found is None else found
 
     def authorize_publication(self, inner: Envelope) -> Reject | None:
-        """A unicast needs a permitted local service as ``src`` (TOPICS.md 4.5)."""
+        """A unicast needs a permitted local service as ``src`` (docs/topics-design.md 4.5)."""
         content = inner.content
         if isinstance(content, RoutedMessage) and not content.is_multicast:
             if not self.membership.permitted(content.src):  # type: ignore[arg-type]

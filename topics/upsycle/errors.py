@@ -1,4 +1,4 @@
-"""The one exception of the UPSYCLE core: a reject with its numbered reason (TOPICS.md 2.10)."""
+"""The one exception of the UPSYCLE core: a reject with its numbered reason (docs/topics-design.md 2.10)."""
 
 from __future__ import annotations
 

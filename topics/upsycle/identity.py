@@ -1,4 +1,4 @@
-"""Message ids and Ed25519 signatures exactly as TOPICS.md 4.3 pins them.
+"""Message ids and Ed25519 signatures exactly as docs/topics-design.md 4.3 pins them.
 
 The design hashes ``enc(type) || enc(header) || enc(BODY) || enc(SIG)``. For a routed message
 received in deterministic encoding that is its exact bytes minus the one-byte array head

@@ -1,4 +1,4 @@
-"""UPSYCLE's local operations as protocol 1000 reaches them (TOPICS.md 3.4, 4.5, 4.6).
+"""UPSYCLE's local operations as protocol 1000 reaches them (docs/topics-design.md 3.4, 4.5, 4.6).
 
 The adapter's operations (:class:`~topics.upsycle.adapter.UpsycleAdapter`) work inside a
 transaction the caller opens. Here each runs in a write transaction of its own, in a worker

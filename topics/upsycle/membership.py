@@ -1,4 +1,4 @@
-"""JOIN and LEAVE with their acknowledgements (TOPICS.md 4.5) and the subscriber ``auth`` (3.4).
+"""JOIN and LEAVE with their acknowledgements (docs/topics-design.md 4.5) and the subscriber ``auth`` (3.4).
 
 Membership is a local operation: the local bearer is the trust boundary, and the subscriber
 proves it holds its service key with a fresh signature. Results keep the design's codes
@@ -20,7 +20,7 @@ from .state import SubscriberState, UpsycleState
 
 __all__ = ["Detail", "Ack", "AUTH_WINDOW", "auth_preimage", "auth_valid", "Membership"]
 
-#: ``|now - ts|`` allowed for an ``auth`` (TOPICS.md 3.4, P).
+#: ``|now - ts|`` allowed for an ``auth`` (docs/topics-design.md 3.4, P).
 AUTH_WINDOW = 120
 
 SUCCESS = 0
@@ -81,7 +81,7 @@ class Membership:
         self.state = state
         self.queues = queues
         self.params = params
-        #: The instance's service allow-list (None: any local client, TOPICS.md 2.7).
+        #: The instance's service allow-list (None: any local client, docs/topics-design.md 2.7).
         self.services = services
 
     def permitted(self, key: bytes) -> bool:

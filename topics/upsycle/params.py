@@ -1,4 +1,4 @@
-"""The numbers of the UPSYCLE adapter (TOPICS.md 4), gathered so an instance can tune them.
+"""The numbers of the UPSYCLE adapter (docs/topics-design.md 4), gathered so an instance can tune them.
 
 Every default marked (P) in the specification is provisional; keeping them in one frozen
 record lets tests run with small caps and lets an operator change one without touching code.
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 __all__ = ["UpsycleParams", "TAG", "ADAPTER_NAME", "ADAPTER_NUMBER"]
 
-#: The CBOR tag of UPSYCLE bodies (TOPICS.md 2.2, P).
+#: The CBOR tag of UPSYCLE bodies (docs/topics-design.md 2.2, P).
 TAG = 38137
 ADAPTER_NAME = "upsycle"
-#: The adapter number in protocol 1000 selectors and item metadata (TOPICS.md 3.5).
+#: The adapter number in protocol 1000 selectors and item metadata (docs/topics-design.md 3.5).
 ADAPTER_NUMBER = 1
 
 

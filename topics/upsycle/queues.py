@@ -1,4 +1,4 @@
-"""Per-subscriber store-and-forward queues (TOPICS.md 4.4, 4.5; protocol 1000 semantics of 3.4).
+"""Per-subscriber store-and-forward queues (docs/topics-design.md 4.4, 4.5; protocol 1000 semantics of 3.4).
 
 A queue is FIFO in arrival order at this node, unicast and multicast interleaved. Items are
 numbered with ``dseq`` when first handed out, redelivered until a cumulative acknowledgement
@@ -24,12 +24,12 @@ _NOTICE_SIZE = 64
 
 
 class AckError(ValueError):
-    """An acknowledgement of a ``dseq`` not yet delivered (a protocol error, TOPICS.md 3.4)."""
+    """An acknowledgement of a ``dseq`` not yet delivered (a protocol error, docs/topics-design.md 3.4)."""
 
 
 @dataclass(frozen=True, slots=True)
 class QueuedDelivery:
-    """One handed-out queue item: its ``dseq`` and the ``itemBody`` of TOPICS.md 3.5."""
+    """One handed-out queue item: its ``dseq`` and the ``itemBody`` of docs/topics-design.md 3.5."""
 
     dseq: int
     body: Any
@@ -88,7 +88,7 @@ class SubscriberQueues:
         self.state.put_subscriber(txn, key, state)
 
     def purge_group(self, txn: AdapterTxn, key: bytes, group: bytes) -> int:
-        """Drop K's unacknowledged items of ``group`` (LEAVE, TOPICS.md 4.5).
+        """Drop K's unacknowledged items of ``group`` (LEAVE, docs/topics-design.md 4.5).
 
         Items handed out but not yet acknowledged go too: after LEAVE nothing of the group
         reaches the subscriber again, even on redelivery.

@@ -1,4 +1,4 @@
-"""Missed messages: gap candidates from seen lists, pull requests and answers (TOPICS.md 4.6, 2.8).
+"""Missed messages: gap candidates from seen lists, pull requests and answers (docs/topics-design.md 4.6, 2.8).
 
 A seen id unknown to the node opens a gap candidate; if it is still unknown after D, each
 member of the group gets one gap notice and, when this node can sign, a pull request goes
@@ -22,7 +22,7 @@ from .wire import KIND_PULL, KIND_REISSUE, encode_envelope, encode_pull_request,
 
 __all__ = ["GapNotice", "Recovery", "ANSWER_DELAY"]
 
-#: Answers wait a uniform random delay in [0, ANSWER_DELAY) seconds (TOPICS.md 2.8, P).
+#: Answers wait a uniform random delay in [0, ANSWER_DELAY) seconds (docs/topics-design.md 2.8, P).
 ANSWER_DELAY = 5.0
 #: A requester retries a missing id after this many seconds (2.8, P).
 REQUEST_RETRY = 60

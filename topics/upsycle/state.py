@@ -1,4 +1,4 @@
-"""The UPSYCLE adapter store: key layouts over the framework's transaction (TOPICS.md 4.5).
+"""The UPSYCLE adapter store: key layouts over the framework's transaction (docs/topics-design.md 4.5).
 
 The framework gives each adapter named LMDB databases inside the instance's one environment
 and writes them in the same transaction as the DMQ store, so every method here takes the

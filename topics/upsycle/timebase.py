@@ -1,4 +1,4 @@
-"""UPSYCLE time: minutes since 2020-01-01 and the lifetimes derived from them (TOPICS.md 4.4).
+"""UPSYCLE time: minutes since 2020-01-01 and the lifetimes derived from them (docs/topics-design.md 4.4).
 
 The design counts expiry in minutes since 2020-01-01T00:00Z in a 32-bit field; the node works
 in POSIX seconds. The conversion is plain unsigned arithmetic without leap seconds, and the

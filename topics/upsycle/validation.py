@@ -1,4 +1,4 @@
-"""The validation rules of TOPICS.md 4.3 to 4.7, one pure function per envelope kind.
+"""The validation rules of docs/topics-design.md 4.3 to 4.7, one pure function per envelope kind.
 
 Each returns the first failing :class:`~topics.adapter.Reject`, a :class:`~topics.adapter.Defer`
 (an answer that overtook its request), or None. Nothing here writes: the adapter store is
@@ -28,7 +28,7 @@ from .wire import PeerAdvertisement, PullRequest, Reissue, RoutedMessage
 
 __all__ = ["check_routed", "check_pull_request", "check_reissue", "check_advertisement", "ANSWER_WAIT"]
 
-#: How long an answer that overtook its request waits for it (TOPICS.md 2.8, P).
+#: How long an answer that overtook its request waits for it (docs/topics-design.md 2.8, P).
 ANSWER_WAIT = 30.0
 
 

@@ -1,9 +1,9 @@
-"""The CDDL of TOPICS.md 4.2: strict decoders that keep received bytes, and the encoders.
+"""The CDDL of docs/topics-design.md 4.2: strict decoders that keep received bytes, and the encoders.
 
 Every decoder takes bytes and returns a frozen record holding those exact bytes next to the
 fields it read, so that ids, signatures and forwarding use what arrived. Structural problems
 are ``malformed``, encodings that are not deterministic are ``non_canonical`` and sizes over a
-limit are ``too_large`` (TOPICS.md 2.10); the first failure wins.
+limit are ``too_large`` (docs/topics-design.md 2.10); the first failure wins.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class RoutedMessage:
 
     @property
     def signer(self) -> bytes:
-        """``src`` signs a unicast, the group key ``grp`` a multicast (TOPICS.md 4.3)."""
+        """``src`` signs a unicast, the group key ``grp`` a multicast (docs/topics-design.md 4.3)."""
         return self.grp if self.type == MULTICAST else self.src  # type: ignore[return-value]
 
     @property
@@ -173,7 +173,7 @@ def _routed_fields(value: Any, raw: bytes) -> RoutedMessage:
 
 
 def decode_routed(raw: bytes, params: UpsycleParams = _DEFAULTS) -> RoutedMessage:
-    """A routed message from its exact bytes (size limit of TOPICS.md 4.3 included)."""
+    """A routed message from its exact bytes (size limit of docs/topics-design.md 4.3 included)."""
     raw = bytes(raw)
     message = _routed_fields(_strict(raw, "routed message"), raw)
     if len(message.seen) > params.max_seen:
@@ -204,7 +204,7 @@ def _build(parts: list[Any], sign) -> RoutedMessage:
 
 @dataclass(frozen=True, slots=True)
 class PullRequest:
-    """``{0: group, 1: [1*8 ids]}``: the network form of the design's PULL (TOPICS.md 2.8)."""
+    """``{0: group, 1: [1*8 ids]}``: the network form of the design's PULL (docs/topics-design.md 2.8)."""
 
     raw: bytes
     group: bytes
@@ -258,7 +258,7 @@ def encode_reissue(request_dmq_id: bytes, routed_raw: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class PeerAdvertisement:
-    """The design's PEER_ADVERTISEMENT, unchanged (TOPICS.md 4.7)."""
+    """The design's PEER_ADVERTISEMENT, unchanged (docs/topics-design.md 4.7)."""
 
     raw: bytes
     id: bytes
@@ -308,7 +308,7 @@ def _advertisement_fields(value: Any, raw: bytes) -> PeerAdvertisement:
 def advertisement_preimage(raw: bytes) -> bytes:
     """The received map with its ``sig`` pair spliced out and the map head shortened by one.
 
-    TOPICS.md 4.3 signs the deterministic encoding of the map without ``sig``. The remaining
+    docs/topics-design.md 4.3 signs the deterministic encoding of the map without ``sig``. The remaining
     pairs keep their order, so the preimage is a splice of received bytes, not a re-encoding.
     """
     if not raw or raw[0] >> 5 != 5:

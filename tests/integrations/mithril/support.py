@@ -22,7 +22,7 @@ DEVNET = CONFORMANCE / "cardano-devnet"
 DEVNET_GENESIS = DEVNET / "shelley-genesis.json"
 DEVNET_BULK_CREDENTIALS = DEVNET / "bulk-creds-k2.json"
 DEVNET_MAGIC = 2147483690
-#: The two genesis pools of the devnet, in the order of the bulk credentials file (WIRE.md 12.1).
+#: The two genesis pools of the devnet, in the order of the bulk credentials file (docs/protocol/README.md 12.1).
 DEVNET_POOL_IDS = (
     "1dc0a846ec816bdcc5288c0b57871a0400e86728ad0851132e43883f",
     "d3e16257b8c608ec4b2cb89621d7ddb60fc08839c1b491a598615fb5",

@@ -27,7 +27,7 @@ from .support import DEVNET_GENESIS, DEVNET_POOL_IDS, devnet_credentials, write_
 
 @pytest.fixture(scope="module")
 def mithril_vector_credentials(vectors) -> SigningCredentials:
-    """KES seed 32 x 00 with the Mithril test opcert (WIRE.md 12.2 inputs)."""
+    """KES seed 32 x 00 with the Mithril test opcert (docs/protocol/README.md 12.2 inputs)."""
     opcert = decode_opcert(bytes.fromhex(vectors["opcert"]["opcert_cbor"]))
     return SigningCredentials(KesSigningKey.generate(bytes(32)), opcert, bytes.fromhex(vectors["opcert"]["cold_vk"]))
 

@@ -1,6 +1,6 @@
 """What the client puts on the wire, byte for byte, captured by a stand-in node on a Unix
 socket: the handshake Pallas proposes, then exactly the local submission and notification
-messages of WIRE.md 7 and 8 (and of ``vectors.json`` → ``wire_small``)."""
+messages of docs/protocol/local-protocols.md 7 and 8 (and of ``vectors.json`` → ``wire_small``)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def messages(vectors):
 def test_the_handshake_bytes_are_the_vectors(vectors):
     assert _propose(MAINNET_MAGIC).hex() == vectors["wire_small"]["n2c_handshake_propose_mainnet"]
     assert _accept(MAINNET_MAGIC).hex() == vectors["wire_small"]["n2c_handshake_accept_mainnet"]
-    assert _propose(DEVNET_MAGIC).hex() == "8200a1191001821a8000002af4"  # WIRE.md 4.8, devnet
+    assert _propose(DEVNET_MAGIC).hex() == "8200a1191001821a8000002af4"  # docs/protocol/handshake.md 4.8, devnet
 
 
 async def _handshake(stream, magic: int) -> None:

@@ -83,7 +83,7 @@ class TopicNode:
         self.mempool.close()
 
     async def publish(self, body: bytes, priority: Priority = Priority.CLIENT) -> PublishOutcome:
-        """What the node's publisher does (TOPICS.md 2.7): wrap, sign, run the pipeline."""
+        """What the node's publisher does (docs/topics-design.md 2.7): wrap, sign, run the pipeline."""
         adapter = self.blocklace if tag_of(body) == TAG_BLOCKLACE else self.dmsg
         inner = adapter.decode(body)
         if isinstance(inner, Reject):

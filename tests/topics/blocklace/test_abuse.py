@@ -1,4 +1,4 @@
-"""Every abuse case of TOPICS.md 5.10 refused with its code, epochs and quorums (B5), and a
+"""Every abuse case of docs/topics-design.md 5.10 refused with its code, epochs and quorums (B5), and a
 block with a real devnet KES signature."""
 
 from __future__ import annotations

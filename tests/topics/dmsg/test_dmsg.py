@@ -1,4 +1,4 @@
-"""D1 to D4 and the dmsg abuse cases (TOPICS.md 6.6)."""
+"""D1 to D4 and the dmsg abuse cases (docs/topics-design.md 6.6)."""
 
 from __future__ import annotations
 

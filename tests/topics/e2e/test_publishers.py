@@ -1,4 +1,4 @@
-"""Local publishers on a whole node (TOPICS.md 2.7): allow-lists and the per-key limit, from the
+"""Local publishers on a whole node (docs/topics-design.md 2.7): allow-lists and the per-key limit, from the
 configuration (``TopicPublishers``, ``TopicKeyLimit``), over protocol 1000."""
 
 from __future__ import annotations

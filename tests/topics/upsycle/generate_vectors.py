@@ -1,6 +1,6 @@
 """Regenerate ``vectors.json``: UPSYCLE ids, signatures and times from fixed Ed25519 seeds.
 
-Run ``python -m tests.topics.upsycle.generate_vectors`` after a deliberate change of TOPICS.md
+Run ``python -m tests.topics.upsycle.generate_vectors`` after a deliberate change of docs/topics-design.md
 4.2 or 4.3; the test recomputes every vector without the project's encoder.
 """
 

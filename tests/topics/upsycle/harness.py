@@ -1,4 +1,4 @@
-"""Driving the UPSYCLE adapter in tests: a real LMDB store and the steps 5 to 7 of TOPICS.md 2.5.
+"""Driving the UPSYCLE adapter in tests: a real LMDB store and the steps 5 to 7 of docs/topics-design.md 2.5.
 
 The store is the framework's (``topics.store``) over a real LMDB environment; the driver decodes, validates and commits
 exactly as the ingress pipeline orders it, with DMQ messages built and KES-signed by real

@@ -1,4 +1,4 @@
-"""Every abuse and failure case of TOPICS.md 4.9, each with its reject reason.
+"""Every abuse and failure case of docs/topics-design.md 4.9, each with its reject reason.
 
 After every reject the adapter store must be byte-identical to before (invariant C4).
 """

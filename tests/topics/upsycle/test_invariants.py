@@ -1,4 +1,4 @@
-"""The UPSYCLE invariants U1 to U7 of TOPICS.md 4.8 as hypothesis properties.
+"""The UPSYCLE invariants U1 to U7 of docs/topics-design.md 4.8 as hypothesis properties.
 
 Every example runs the adapter on a fresh LMDB directory in simulated time, with DMQ
 messages signed by real test pools; models below are plain lists and sets.

@@ -1,4 +1,4 @@
-"""Conformance vectors of TOPICS.md 4.3 recomputed without the project's encoder or helpers.
+"""Conformance vectors of docs/topics-design.md 4.3 recomputed without the project's encoder or helpers.
 
 ``vectors.json`` was produced by ``generate_vectors.py`` from fixed Ed25519 seeds. Here each
 vector is rebuilt the way the design states the rule - the concatenation

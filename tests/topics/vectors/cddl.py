@@ -1,4 +1,4 @@
-"""The CDDL of protocol 1000 (TOPICS.md 3.5), read from the specification, ready for pycddl.
+"""The CDDL of protocol 1000 (docs/topics-design.md 3.5), read from the specification, ready for pycddl.
 
 The rules are taken from the ``cddl`` block of section 3.5 itself, plus ``proof`` and
 ``proofKind`` from the Blocklace block of 5.2, which ``itemBody`` refers to. Two mechanical
@@ -23,12 +23,12 @@ from functools import cache
 from pathlib import Path
 
 from tests.cardano_node.cddl import CddlRules, CddlViolation, message_alternatives
-from tests.conftest import CONFORMANCE
+from tests.conftest import ROOT
 
 __all__ = ["TOPICS_MD", "MESSAGE_RULE", "specification_text", "protocol1000_rules", "message_rules",
            "message_rule_of"]
 
-TOPICS_MD = CONFORMANCE.parent / "docs" / "TOPICS.md"
+TOPICS_MD = ROOT / "docs" / "topics-design.md"
 MESSAGE_RULE = "localTopicMessage"
 #: Rules of the Blocklace block (5.2) that 3.5 refers to.
 _BORROWED = ("proof", "proofKind")
@@ -121,7 +121,7 @@ def _named_array_alternatives(rules: dict[str, str]) -> dict[str, str]:
 
 @cache
 def specification_text() -> str:
-    """The 3.5 rules (and the borrowed 5.2 ones) exactly as TOPICS.md writes them."""
+    """The 3.5 rules (and the borrowed 5.2 ones) exactly as docs/topics-design.md writes them."""
     text = TOPICS_MD.read_text()
     borrowed = _rules(_block(text, "### 5.2 CDDL"))
     rules = _rules(_block(text, "### 3.5 CDDL"))
@@ -152,4 +152,4 @@ def message_rule_of(raw: bytes) -> str:
         for part in parts:
             if protocol1000_rules().accepts(part, raw):
                 return rule
-    raise CddlViolation(f"{raw[:64].hex()} ({len(raw)} bytes) matches no message of TOPICS.md 3.5")
+    raise CddlViolation(f"{raw[:64].hex()} ({len(raw)} bytes) matches no message of docs/topics-design.md 3.5")

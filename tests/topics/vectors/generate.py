@@ -1,11 +1,11 @@
-"""Conformance vectors for every protocol 1000 message (TOPICS.md 2.11, 3.5).
+"""Conformance vectors for every protocol 1000 message (docs/topics-design.md 2.11, 3.5).
 
 Each vector is written from the CDDL of 3.5 by hand - plain lists, maps and byte strings in
 the order the CDDL gives them - and encoded with cbor2's canonical encoder, never with the
 project's codec. ``CASES`` also names the message rule of ``localTopicMessage`` the bytes
 must match and the value the project's codec must decode them to.
 
-Run ``python -m tests.topics.vectors.generate`` after a deliberate change of TOPICS.md 3.5;
+Run ``python -m tests.topics.vectors.generate`` after a deliberate change of docs/topics-design.md 3.5;
 ``test_protocol1000.py`` recomputes every vector and fails when the file is out of date.
 """
 
@@ -66,7 +66,7 @@ def encode(value: Any) -> bytes:
 
 
 def _dmq_message(body: bytes) -> bytes:
-    """A DMQ-message-shaped item payload (WIRE.md 5.1): carried verbatim, never decoded here."""
+    """A DMQ-message-shaped item payload (docs/protocol/message.md 5.1): carried verbatim, never decoded here."""
     payload = [body, 412, ARRIVAL + 1740]
     return encode([DMQ_ID, payload, bytes([0x5A]) * 448, [bytes(32), 3, 412, bytes(64)], bytes([0xC0]) * 32])
 
@@ -173,7 +173,7 @@ def _diagnostic(value: Any) -> Any:
 
 def build() -> dict[str, Any]:
     return {
-        "about": "Every protocol 1000 message (TOPICS.md 3.5), written from the CDDL with cbor2's canonical "
+        "about": "Every protocol 1000 message (docs/topics-design.md 3.5), written from the CDDL with cbor2's canonical "
                  "encoder. 'rule' is the alternative of localTopicMessage the bytes match.",
         "vectors": [{"name": c.name, "rule": c.rule, "hex": encode(c.wire).hex(), "value": _diagnostic(c.wire)}
                     for c in CASES],

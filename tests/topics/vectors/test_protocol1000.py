@@ -1,6 +1,6 @@
-"""Protocol 1000 conformance vectors (TOPICS.md 2.11): CDDL, the codec, byte-for-byte re-encoding.
+"""Protocol 1000 conformance vectors (docs/topics-design.md 2.11): CDDL, the codec, byte-for-byte re-encoding.
 
-``protocol1000.json`` holds every message of TOPICS.md 3.5, written by the independent encoder
+``protocol1000.json`` holds every message of docs/topics-design.md 3.5, written by the independent encoder
 of ``generate.py``. Each vector must match its message rule of the CDDL of 3.5 (pycddl), be
 decoded by the project's codec to the expected message, and be re-encoded to the same bytes.
 Bytes that break the CDDL must be refused by the CDDL check and by the codec alike, which
