@@ -369,7 +369,7 @@ def decode_message_at(buf, pos: int = 0, *, allow_legacy: bool = False) -> tuple
 
 
 def is_legacy_layout(raw: bytes) -> bool:
-    """Whether ``raw`` has the legacy shape (WIRE.md 5.5): an array of 4 whose first item is
+    """Whether ``raw`` has the legacy shape (docs/protocol/message.md 5.5): an array of 4 whose first item is
     an array (the strict decoder takes only this one-byte head for either layout)."""
     return len(raw) >= 2 and raw[0] == 0x84 and raw[1] >> 5 == 4
 

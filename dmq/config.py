@@ -611,7 +611,7 @@ class NodeConfig:
     #: Reject legacy-format messages with a bare text, the only reason pallas-network 0.34
     #: (Mithril 2543.x, 2603.x) decodes, instead of the structured reason of the reference,
     #: which pallas 0.35 (Mithril 2617.0) needs: the two send identical bytes otherwise, so the
-    #: operator picks (WIRE.md 7.2). Current-format messages always get the structured reason.
+    #: operator picks (docs/protocol/local-protocols.md 7.2). Current-format messages always get the structured reason.
     legacy_reject_text: bool = _key("LegacyRejectText", _Boolean(), False)
     #: A directory to record traffic into for the capacity pipeline; ``None`` records nothing.
     record_traffic: Path | None = _key("RecordTraffic", _FilePath(), None, flag="--record-traffic")
@@ -824,7 +824,7 @@ def _explain(exc: _Invalid, form: _Form, value: Any) -> tuple[str, str]:
 
 
 def node_startup_problems(config: NodeConfig) -> list[ConfigError]:
-    """Every start-up refusal of the reference that needs no I/O (WIRE.md section 11.4).
+    """Every start-up refusal of the reference that needs no I/O (docs/protocol/configuration.md section 11.4).
 
     The node stops at the first (:func:`check_node_startup`); ``dmq-node --check`` lists them all.
     """

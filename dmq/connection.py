@@ -6,7 +6,7 @@ writer and one task per mini-protocol instance in the nursery. An instance marke
 reference's ``StartOnDemand`` responders: a Mithril signer's connection (one submission,
 then close) never pays for the notification server it does not use.
 
-This module plays the reference's inbound governor towards those responders (WIRE.md 2.3):
+This module plays the reference's inbound governor towards those responders (docs/protocol/mux.md 2.3):
 one that finishes cleanly is started again on demand, on the same connection, when the
 peer's next bytes for it arrive (a peer that demotes us hot -> warm -> hot starts sig
 submission again; a local client may submit again after MsgDone). The mux only marks the
@@ -17,7 +17,7 @@ once; otherwise it closes after ``idle_timeout`` seconds unless the peer starts 
 peer closes it when there is no such timeout (local links, as the reference).
 
 A protocol error, a validation error that calls for a disconnect, or a fatal mux error ends
-the whole connection (WIRE.md 2.6) and nothing else, with no restart: the error is returned
+the whole connection (docs/protocol/mux.md 2.6) and nothing else, with no restart: the error is returned
 to the caller for tracing, never raised into the listener that accepted it.
 """
 

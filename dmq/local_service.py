@@ -168,7 +168,7 @@ class LocalService:
                  recorder: TrafficRecorder | NullRecorder = NO_RECORDER, *, topics: Any = None,
                  notify_filter: Callable[[bytes], bool] | None = None, legacy_reject_text: bool = False) -> None:
         self.ingress = ingress
-        #: Reject legacy-format messages with a bare text (``LegacyRejectText``, WIRE.md 7.2).
+        #: Reject legacy-format messages with a bare text (``LegacyRejectText``, docs/protocol/local-protocols.md 7.2).
         self.legacy_reject_text = legacy_reject_text
         self.mempool = mempool
         self.tracer = tracer

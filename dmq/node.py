@@ -152,7 +152,7 @@ class Node:
                                               legacy_reject_text=self.config.legacy_reject_text)
         else:
             # Raw only (every Mithril network): nothing is classified, every message the
-            # reference accepts is accepted, stored, relayed and notified (TOPICS.md 2.1).
+            # reference accepts is accepted, stored, relayed and notified (docs/topics-design.md 2.1).
             validator = Validator(self.stake_view, self.clock, min_sig_delay=self.config.min_sig_delay, state=state)
             self.ingress = Ingress(mempool, validator, self.tracer, allow_legacy=self.config.legacy_message_format,
                                    reactions=reactions)

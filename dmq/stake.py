@@ -50,7 +50,7 @@ __all__ = [
 
 MAINNET_MAX_KES_EVOLUTIONS = 62
 MAINNET_SLOTS_PER_KES_PERIOD = 129_600
-#: Set snapshots kept by epoch, the newest included (TOPICS.md 5.8: the last 3 Cardano epochs).
+#: Set snapshots kept by epoch, the newest included (docs/topics-design.md 5.8: the last 3 Cardano epochs).
 SNAPSHOTS_KEPT = 3
 
 #: Shelley address header types whose stake part is a key-hash credential (base addresses
@@ -207,7 +207,7 @@ class StakeView:
 
         None when that snapshot is not held (never installed, or older than the last
         :data:`SNAPSHOTS_KEPT` epochs); 0 for a pool absent from a held snapshot. This is the
-        ``stake_of(epoch, pool)`` lookup of the Blocklace stake rule (TOPICS.md 5.7).
+        ``stake_of(epoch, pool)`` lookup of the Blocklace stake rule (docs/topics-design.md 5.7).
         """
         pools = self._by_epoch.get(epoch)
         if pools is None:

@@ -2,7 +2,7 @@
 
 The framework serves it itself: raw items on protocol 1000 carry the exact message bytes
 (C2) and protocol 15 serves raw messages only (:func:`is_raw_message`) on an instance that
-carries adapters. An instance that carries raw only classifies nothing (TOPICS.md 2.1): it
+carries adapters. An instance that carries raw only classifies nothing (docs/topics-design.md 2.1): it
 accepts, relays and notifies every message the reference would, whatever its body starts
 with, so it never needs this module.
 """

@@ -30,7 +30,7 @@ __all__ = ["add_parser", "run", "StoreReport", "open_store_readonly", "read_stor
 
 #: The data file of an LMDB environment directory.
 DATA_FILE = "data.mdb"
-#: Named databases a reader may open: the mempool's and the topic adapters' (TOPICS.md 2.9).
+#: Named databases a reader may open: the mempool's and the topic adapters' (docs/topics-design.md 2.9).
 _MAX_DBS = 64
 
 

@@ -29,7 +29,7 @@ from dmq.errors import OperatorError
 __all__ = ["add_parser", "run", "check", "diagnose", "DEFAULT_MIN_FREE_MB"]
 
 #: Free space the database's file system must have: four times the CIP-0137 worst case of
-#: messages held (125 MB, CAPACITY.md), for LMDB's free pages and a ``dmq db backup`` beside it.
+#: messages held (125 MB, docs/capacity/model.md), for LMDB's free pages and a ``dmq db backup`` beside it.
 DEFAULT_MIN_FREE_MB = 512
 _MB = 1 << 20
 

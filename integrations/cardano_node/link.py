@@ -3,7 +3,7 @@
 One task for the node's lifetime. It connects to cardano-node's Unix socket, runs the
 Cardano node-to-client handshake (V16..V23, the Cardano network magic) and then only
 mini-protocol 7, where it runs a query round (:mod:`.stake_round`) at once and then again
-when the ledger's current epoch ends, as the reference does (WIRE.md 10.2 step 8): it sleeps
+when the ledger's current epoch ends, as the reference does (docs/protocol/cardano-node-link.md 10.2 step 8): it sleeps
 until the end the era history gives, clamped to [1 s, 1 day]. The ledger reaches the new
 epoch only with the first block after the boundary, so a round just after it may still see
 the old epoch, whose end is then in the past: the clamp makes the next round follow one
@@ -67,7 +67,7 @@ __all__ = ["CardanoNodeLink", "DEFAULT_REFRESH_INTERVAL", "EPOCH_WAIT_MIN", "EPO
 #: past its forecast horizon). The reference waits a day then; a minute keeps the view from
 #: falling a whole day behind should that ever happen at a boundary.
 DEFAULT_REFRESH_INTERVAL = 60.0
-#: The reference's clamp on the wait until the epoch's end (WIRE.md 10.2 step 8).
+#: The reference's clamp on the wait until the epoch's end (docs/protocol/cardano-node-link.md 10.2 step 8).
 EPOCH_WAIT_MIN = 1.0
 EPOCH_WAIT_MAX = 86_400.0
 #: The ``source`` of the ``StakeViewUpdated`` events (the ``StakeSource`` keyword).

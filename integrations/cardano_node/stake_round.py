@@ -10,7 +10,7 @@ belong together. The era index read from ``GetCurrentEra`` goes into the two
 The snapshot is only fetched when the caller wants it (first round of a connection, or a
 new epoch): the set snapshot changes only at epoch boundaries, and on mainnet the answer
 covers some three thousand pools, so fetching it on every round would be waste. The
-reference's ledger-peers step is left out as WIRE.md 10.2 permits.
+reference's ledger-peers step is left out as docs/protocol/cardano-node-link.md 10.2 permits.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Blocklace publications for a topic client (TOPICS.md 5.8: the node is its pool's creator).
+"""Blocklace publications for a topic client (docs/topics-design.md 5.8: the node is its pool's creator).
 
 A client never chooses a block's sequence number, pointers, epoch or floor: the node does,
 from its own state, so that its pool can never equivocate. The client publishes a *draft*,

@@ -1,7 +1,7 @@
 """Local message submission codec: the LocalTxSubmission envelope with DMQ reasons.
 
 ``[0, message]`` / ``[1]`` / ``[2, reason]`` / ``[3]``; reasons ``[0, tstr]`` / ``[1]`` /
-``[2]`` / ``[3, tstr]``, all definite (WIRE.md 7.1, 7.2); the node may also write a bare
+``[2]`` / ``[3, tstr]``, all definite (docs/protocol/local-protocols.md 7.1, 7.2); the node may also write a bare
 ``tstr`` to legacy clients (``RejectText``). The reason decoder accepts only the
 ``(tag, length)`` pairs Pallas and the reference accept, so what this codec decodes is
 exactly what the current clients can decode. The submitted message is cut out as its raw

@@ -79,7 +79,7 @@ class RejectOther:
 class RejectText:
     """``tstr``: a reason that is a bare text, the only shape pallas-network 0.34 (Mithril
     2543.x, 2603.x) can decode. The reference never sends it; the node sends it only to
-    legacy-format submissions, and only with ``LegacyRejectText`` (WIRE.md 7.2)."""
+    legacy-format submissions, and only with ``LegacyRejectText`` (docs/protocol/local-protocols.md 7.2)."""
 
     text: str
 

@@ -1,7 +1,7 @@
 """The answer to ``GetInterpreter``: the era history, and when the current epoch ends.
 
 The reference sleeps from one query round to the next epoch boundary, which it computes
-from this history (WIRE.md 10.2 step 5). A Cardano chain's epochs do not all have the same
+from this history (docs/protocol/cardano-node-link.md 10.2 step 5). A Cardano chain's epochs do not all have the same
 length (Byron epochs are 21 600 slots of 20 s, Shelley-based ones 432 000 slots of 1 s on
 mainnet), so the boundary cannot be derived from the Shelley genesis; the history gives,
 for each era, where it starts, where it ends if known, and its epoch size and slot length.

@@ -1,4 +1,4 @@
-"""The link follows epoch boundaries as the reference does (WIRE.md 10.2 step 8): it sleeps
+"""The link follows epoch boundaries as the reference does (docs/protocol/cardano-node-link.md 10.2 step 8): it sleeps
 until the end of the ledger's epoch, then asks every second until the ledger shows the new
 epoch, so the new epoch's snapshot is in use within seconds of the boundary.
 

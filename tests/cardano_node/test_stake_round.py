@@ -56,7 +56,7 @@ async def test_first_round_sends_the_reference_bytes(tmp_path):
     start = genesis_system_start().to_datetime().timestamp()
     chain = FakeChain.devnet(epoch=7, epoch_ends_at=start + 8 * 432_000)
     result, sent, fake = await run_round(tmp_path, chain, with_system_start=True, snapshot_wanted=lambda epoch: True)
-    # WIRE.md 10.2 steps 1 to 6 and 8: acquire, system start, era, epoch, interpreter, snapshots, release.
+    # docs/protocol/cardano-node-link.md 10.2 steps 1 to 6 and 8: acquire, system start, era, epoch, interpreter, snapshots, release.
     assert sent == ["8108", "82038101", "8203820082028101", "82038200820082068101", "8203820082028100",
                     "8203820082008206821480", "8105"]
     assert fake.violations == []

@@ -1,7 +1,7 @@
 """A peer may end a responder of the node cleanly and start it again on the same connection.
 
 The reference's inbound governor starts every responder again on demand after a clean
-finish (WIRE.md 2.3). A Haskell peer relies on it: demoting the node hot -> warm ends sig
+finish (docs/protocol/mux.md 2.3). A Haskell peer relies on it: demoting the node hot -> warm ends sig
 submission (the only hot protocol), promoting it again starts sig submission anew on the
 same connection; warm -> cold -> warm on a kept connection does the same with keep-alive
 and peer sharing. A scripted peer (:class:`Rogue`) plays that peer over real TCP against a

@@ -60,7 +60,7 @@ class Signer:
     def sign(self, *, expires_in: int = 1700, expires_at: int | None = None, kes_period: int = 0,
              body: bytes | None = None, sign_period: int | None = None, legacy: bool = False) -> DmqMessage:
         """A message as ``mithril-dmq`` builds it; ``sign_period`` signs at a wrong evolution;
-        ``legacy`` builds the layout of released Mithril 2543–2617 (WIRE.md 5.5)."""
+        ``legacy`` builds the layout of released Mithril 2543–2617 (docs/protocol/message.md 5.5)."""
         build = build_legacy_message if legacy else build_message
         return build(
             unique_body() if body is None else body,

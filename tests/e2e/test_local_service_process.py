@@ -175,7 +175,7 @@ async def test_messages_expire_on_the_real_clock(start_node, signers):
 async def test_submission_starts_again_on_the_same_connection_after_msg_done(start_node, signers):
     """After MsgDone on 14 a client may submit again on the same connection: the node starts
     a new submission server on demand, as the reference's inbound governor restarts a
-    responder after a clean finish (WIRE.md 2.3)."""
+    responder after a clean finish (docs/protocol/mux.md 2.3)."""
     node = start_node()
     first, second = signers[0].sign(), signers[1].sign()
     async with await subscriber(node) as client:

@@ -1,7 +1,7 @@
 """A node with the default topic configuration (raw only, here on the Mithril devnet's magic)
 classifies nothing: a valid message whose body happens to start with an adapter tag is
 accepted on the local socket, notified, and diffused to a peer, as the reference node does
-(TOPICS.md 2.1). Refusing it would split such a network from its reference nodes."""
+(docs/topics-design.md 2.1). Refusing it would split such a network from its reference nodes."""
 
 from __future__ import annotations
 

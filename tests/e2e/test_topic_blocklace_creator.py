@@ -1,4 +1,4 @@
-"""The node as its pool's Blocklace creator, on a real ``dmq-node`` process (TOPICS.md 5.8).
+"""The node as its pool's Blocklace creator, on a real ``dmq-node`` process (docs/topics-design.md 5.8).
 
 Clients hand the node drafts (topic, payload, tags); the node picks the sequence number,
 pointers, epoch and floor. A pre-built block that would make the node's pool equivocate is

@@ -28,7 +28,7 @@ __all__ = [
 
 #: The pallas-network release lines the harness is built against (its Cargo.toml).
 PALLAS_VERSIONS = ("1", "0.35", "0.34")
-#: The lines that send the legacy layout (id inside the payload, WIRE.md 5.5).
+#: The lines that send the legacy layout (id inside the payload, docs/protocol/message.md 5.5).
 LEGACY_VERSIONS = frozenset({"0.35", "0.34"})
 ENV_VAR = "DMQ_PALLAS_INTEROP"
 PROGRAM = "dmq-pallas-interop"

@@ -1,4 +1,4 @@
-"""A terminated mini-protocol stays terminated as far as the mux alone is concerned (WIRE.md 2.3).
+"""A terminated mini-protocol stays terminated as far as the mux alone is concerned (docs/protocol/mux.md 2.3).
 
 The mux starts a protocol on demand only when the layer above asks it to (``on_data``), once
 per request. After ``finish()`` the peer's further bytes for that protocol wake nothing: they

@@ -125,7 +125,7 @@ async def _mithril_view(tmp_path, topics: bool) -> list[bytes]:
 async def test_mithril_client_sees_identical_bytes_on_a_topic_node(tmp_path):
     """C2: handshake and verdict bytes are the same on a topic instance and a raw-only one.
     Protocol 15 of a topic instance never returns the tagged message; a raw-only instance
-    classifies nothing and returns it, as the reference does (TOPICS.md 2.1)."""
+    classifies nothing and returns it, as the reference does (docs/topics-design.md 2.1)."""
     on_topics, tagged_on_topics, raw, tagged = await _mithril_view(tmp_path / "a", topics=True)
     on_raw_only, tagged_on_raw_only, _, tagged_b = await _mithril_view(tmp_path / "b", topics=False)
     assert on_topics[:2] == on_raw_only[:2]

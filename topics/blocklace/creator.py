@@ -1,4 +1,4 @@
-"""The node as an honest Blocklace creator for its own pool (TOPICS.md 5.8 "Honest creator").
+"""The node as an honest Blocklace creator for its own pool (docs/topics-design.md 5.8 "Honest creator").
 
 A block signed by the node's KES key is its pool's block: two different blocks with the same
 ``(topic, pool, seq)`` prove the pool an equivocator and shut it out of the topic for good
