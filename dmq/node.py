@@ -182,13 +182,16 @@ class Node:
                 await nursery.start(self.mempool.run)
                 if isinstance(self.recorder, TrafficRecorder):
                     await nursery.start(self.recorder.run)
-                await nursery.start(lambda task_status: self.local_service.serve_path(
-                    self.config.local_address, mode=self.config.local_socket_mode, task_status=task_status))
                 if self.config.ipv4 is not None or self.config.ipv6 is not None:
                     self.diffusion = await nursery.start(Diffusion(self, self.diffusion_policy).run)
                 endpoint = self.config.prometheus_endpoint
                 if endpoint is not None:
                     self.metrics_port = await nursery.start(serve_metrics, self.metrics, endpoint.port, endpoint.host)
+                # The local socket is bound last: local clients (a round of Mithril signers) may use up
+                # the descriptors as soon as it exists, and every other listener must be bound by then.
+                # Its appearance also tells supervisors and tests that the whole node is up.
+                await nursery.start(lambda task_status: self.local_service.serve_path(
+                    self.config.local_address, mode=self.config.local_socket_mode, task_status=task_status))
                 for service in self.services:
                     nursery.start_soon(service, self)
                 task_status.started(self)

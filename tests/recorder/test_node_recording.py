@@ -26,7 +26,7 @@ async def test_the_recording_agrees_with_the_node_and_its_clients(tmp_path):
     accepted = [e for e in events if e["event"] == "accepted"]
     assert len(accepted) == run.metrics["accepted"] == 8
     assert sum(e["size"] for e in accepted) == run.metrics["accepted_bytes"]
-    assert all(e["peer"] == "local" and 0 < e["verify_ns"] < 2_000_000 for e in accepted)
+    assert all(e["peer"] == "local" and 0 < e["verify_ns"] < 1_000_000_000 for e in accepted)  # measured, not a timing target
     rejected = sorted(e["reason"].split(" ")[0] for e in events if e["event"] == "rejected")
     assert rejected == ["SigDuplicate", "SigExpired", "SigTooFrequent"]
     assert sum(e["count"] for e in events if e["event"] == "notified") == run.metrics["notified"] == len(run.notified)
