@@ -165,6 +165,10 @@ impl Chain {
                 Ok((id, [column("mark")?, column("set")?, column("go")?]))
             })
             .collect::<Result<Vec<_>, String>>()?;
+        for column in 0..3 {
+            pools.iter().try_fold(0u64, |total, (_, stake)| total.checked_add(stake[column]))
+                .ok_or("a snapshot's total stake must fit in 64 bits")?;
+        }
         let era_history = encode_era_history(&description["era_history"])?;
         let int = |value: &Value, what: &str| value.as_i64().ok_or_else(|| format!("{what} must be an integer"));
         Ok(Self {
