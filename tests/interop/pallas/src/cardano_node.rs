@@ -50,7 +50,7 @@ struct Chain {
 
 pub async fn run(args: &Args) -> Result<(), String> {
     let socket = args.required("socket")?.to_string();
-    let magic: u64 = args.number("magic", 0)?;
+    let magic: u64 = args.required("magic")?.parse().map_err(|_| "--magic: not a number".to_string())?;
     let path = args.required("chain")?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("--chain {path}: {e}"))?;
     let description: Value = serde_json::from_str(&text).map_err(|e| format!("--chain {path}: {e}"))?;
