@@ -35,7 +35,7 @@ CARDANO_MAGIC = 42
 GENESIS = DEVNET / "shelley-genesis.json"
 #: One-day epochs of one-second slots, so the current epoch's end lies ahead of the test.
 EPOCH_SLOTS = 86_400
-#: The rounds the link runs in order on its first connection (docs/protocol/cardano-node-link.md 10.2).
+#: The queries of the link's first round on a connection, in order (docs/protocol/cardano-node-link.md 10.2).
 FIRST_ROUND = ["GetSystemStart", "GetCurrentEra", "GetEpochNo", "GetInterpreter", "GetStakeSnapshots"]
 
 
