@@ -4,8 +4,9 @@
 where the program is (``DMQ_PALLAS_INTEROP``), or why it is not there
 (``DMQ_PALLAS_INTEROP_MISSING``); without either the tests look in the build script's default
 target directory. The program plays Mithril's signer and aggregator with pallas's own
-``DmqClient``, or serves protocols 14 and 15 with pallas's ``DmqServer``, and prints one JSON
-object per line for everything it sees.
+``DmqClient``, or serves protocols 14 and 15 with pallas's ``DmqServer``, or stands in for
+cardano-node (``NodeServer`` and its local-state-query server), and prints one JSON object per
+line for everything it sees.
 """
 
 from __future__ import annotations

@@ -6,10 +6,15 @@
 //! release line Mithril has shipped: 1.x (current layout), 0.35 (legacy layout, structured
 //! reject reasons) and 0.34 (legacy layout, reject reason as bare text).
 //!
-//! Usage: `dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server> [--flag value]...`.
+//! With pallas-network 1.x it also stands in for cardano-node (role `cardano-node`): the
+//! node's stake link queries it over local state query and reads pallas's encodings.
+//!
+//! Usage: `dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server> [--flag value]...`,
+//! `dmq-pallas-interop 1 cardano-node --socket PATH --magic N --chain FILE`.
 //! Everything it learns is printed on standard output as one JSON object per line.
 
 mod args;
+mod cardano_node;
 mod output;
 #[macro_use]
 mod roles;
@@ -37,6 +42,7 @@ fn main() -> ExitCode {
         .expect("a tokio runtime");
     let result = runtime.block_on(async {
         match version.as_str() {
+            "1" if role == "cardano-node" => cardano_node::run(&args).await,
             "1" => v1::run(&role, &args).await,
             "0.35" => v035::run(&role, &args).await,
             "0.34" => v034::run(&role, &args).await,
@@ -52,5 +58,6 @@ fn main() -> ExitCode {
 fn usage(message: &str) -> ExitCode {
     eprintln!("dmq-pallas-interop: {message}");
     eprintln!("usage: dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server> --socket PATH --magic N [...]");
+    eprintln!("       dmq-pallas-interop 1 cardano-node --socket PATH --magic N --chain FILE");
     ExitCode::from(2)
 }
