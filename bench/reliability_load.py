@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 
-from miniprotocols.sig_submission import InboundPeer, OutboundPeer, Side  # noqa: E402
+from miniprotocols.sig_submission import Side  # noqa: E402
+from dmq.diffusion.sig_submission import InboundPeer, OutboundPeer  # noqa: E402
 from tests.sigsub.helpers import ListSigSource  # noqa: E402
 from tests.diffusion.rogue import Rogue, open_side  # noqa: E402
 from tests.e2e.messages import generated_signer  # noqa: E402

@@ -32,15 +32,7 @@ import trio
 from handshake.protocol import HandshakeResult
 from miniprotocols import keep_alive, peer_sharing, sig_submission_v1, sig_submission_v2
 from miniprotocols.framework import ProtocolSpec
-from miniprotocols.sig_submission import (
-    ClaimingSink,
-    Dialect,
-    DisconnectPeer,
-    InboundPeer,
-    InFlightRegistry,
-    OutboundPeer,
-    Side,
-)
+from miniprotocols.sig_submission import Dialect, Side
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import MessageChannel
 from ouroboros_mux.mux import Mux, MuxChannel, Role
@@ -54,6 +46,13 @@ from .mempool_source import MempoolSigSource, RecordedSigSource
 from .on_demand import OnDemandChannel
 from .peers import PeerStats
 from .plan import Instance, Protocol, connection_plan
+from .sig_submission import (
+    ClaimingSink,
+    DisconnectPeer,
+    InboundPeer,
+    InFlightRegistry,
+    OutboundPeer,
+)
 
 __all__ = ["DIALECTS", "N2NContext", "run_n2n_connection"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..framework import SMALL_BYTE_LIMIT, Agency, StateSpec
 from ..framework.cbor_write import as_items
-from ..sig_submission.policy import BODIES_BYTE_LIMIT, INGRESS_LIMIT, PROTOCOL_NUM, SHORT_WAIT
+from ..sig_submission.limits import BODIES_BYTE_LIMIT, INGRESS_LIMIT, PROTOCOL_NUM, SHORT_WAIT
 from ..sig_submission.wire import check_id, check_word16, check_word32
 
 __all__ = [

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..framework import SMALL_BYTE_LIMIT, Agency, StateSpec
 from ..framework.cbor_write import as_items
-from ..sig_submission.policy import (
+from ..sig_submission.limits import (
     BLOCKING_STATE_TIME_LIMIT,
     BODIES_BYTE_LIMIT,
     INGRESS_LIMIT,

@@ -15,7 +15,8 @@ import pytest
 import trio
 
 from miniprotocols.local_msg_submission import ACCEPTED
-from miniprotocols.sig_submission import OutboundPeer, Side
+from miniprotocols.sig_submission import Side
+from dmq.diffusion.sig_submission import OutboundPeer
 from ouroboros_mux.mux import Mode
 
 from dmq.message import OperationalCertificate

@@ -17,7 +17,8 @@ import trio
 
 from miniprotocols import keep_alive, peer_sharing
 from miniprotocols.local_msg_submission import ACCEPTED
-from miniprotocols.sig_submission import OutboundPeer, Side
+from miniprotocols.sig_submission import Side
+from dmq.diffusion.sig_submission import OutboundPeer
 from ouroboros_mux.mux import Mode
 
 from dmq.diffusion import Direction

@@ -15,7 +15,8 @@ import trio
 
 from miniprotocols import keep_alive
 from miniprotocols.local_msg_submission import ACCEPTED
-from miniprotocols.sig_submission import OutboundPeer, Side, payload_span
+from miniprotocols.sig_submission import Side, payload_span
+from dmq.diffusion.sig_submission import OutboundPeer
 from ouroboros_mux.mux import Mode
 
 from dmq.diffusion import Direction

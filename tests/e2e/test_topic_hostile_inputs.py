@@ -21,7 +21,8 @@ import trio
 
 from integrations.mithril import DmqClientError
 from integrations.topics import draft_block, open_topic_connection
-from miniprotocols.sig_submission import OutboundPeer, Side
+from miniprotocols.sig_submission import Side
+from dmq.diffusion.sig_submission import OutboundPeer
 from tests.diffusion.rogue import Rogue, open_side
 from tests.e2e.raw_n2c import ACCEPT, ConnectionLost, RawN2CClient
 from tests.sigsub.helpers import ListSigSource

@@ -13,7 +13,7 @@ from collections import Counter
 import cbor2
 import trio
 
-from miniprotocols.sig_submission import DisconnectPeer
+from dmq.diffusion.sig_submission import DisconnectPeer
 
 
 def h(text: str) -> bytes:

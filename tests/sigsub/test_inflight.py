@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from miniprotocols.framework import Driver, ExceededTimeLimit
-from miniprotocols.sig_submission import ClaimingSink, InboundPeer, InFlightRegistry, OutboundPeer
+from dmq.diffusion.sig_submission import ClaimingSink, InboundPeer, InFlightRegistry, OutboundPeer
 from ouroboros_mux.channel import memory_channel_pair
 
 from .helpers import ListSigSource, make_message, message_id, run_together

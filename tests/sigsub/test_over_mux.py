@@ -13,7 +13,8 @@ import trio
 import trio.testing
 
 from miniprotocols import sig_submission_v1, sig_submission_v2
-from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM, InboundPeer, OutboundPeer, Side
+from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM, Side
+from dmq.diffusion.sig_submission import InboundPeer, OutboundPeer
 from ouroboros_mux import Bearer, Mode, Mux
 from ouroboros_mux import Role as MuxRole
 

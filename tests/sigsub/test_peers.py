@@ -14,15 +14,13 @@ import trio
 
 from miniprotocols import sig_submission_v1, sig_submission_v2
 from miniprotocols.framework import Direction, Driver, ExceededTimeLimit
-from miniprotocols.sig_submission import (
-    MAX_IDS_PER_REQUEST,
-    MAX_UNACKNOWLEDGED_IDS,
+from miniprotocols.sig_submission import MAX_IDS_PER_REQUEST, MAX_UNACKNOWLEDGED_IDS, Side
+from dmq.diffusion.sig_submission import (
     ClaimingSink,
     DisconnectPeer,
     InboundPeer,
     InFlightRegistry,
     OutboundPeer,
-    Side,
 )
 from miniprotocols.sig_submission_v2 import MsgReplyNoSigIds, MsgRequestSigIds
 from ouroboros_mux.channel import memory_channel_pair

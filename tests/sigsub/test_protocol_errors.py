@@ -17,8 +17,6 @@ from miniprotocols.sig_submission import (
     AckedTooManyIds,
     BodyNotRequested,
     IdsNotRequested,
-    InboundPeer,
-    OutboundPeer,
     RequestBlocking,
     RequestedNothing,
     RequestedTooManyIds,
@@ -27,6 +25,7 @@ from miniprotocols.sig_submission import (
     Side,
     SizeError,
 )
+from dmq.diffusion.sig_submission import InboundPeer, OutboundPeer
 from ouroboros_mux.channel import memory_channel_pair
 
 from .helpers import ListSigSource, RecordingSink, make_message, message_id, run_together

@@ -10,20 +10,17 @@ from miniprotocols.sig_submission import (
     BODIES_BYTE_LIMIT,
     BYTES_IN_FLIGHT_PER_PEER,
     INGRESS_LIMIT,
-    MAX_BATCHES_IN_FLIGHT,
     MAX_IDS_PER_REQUEST,
     MAX_UNACKNOWLEDGED_IDS,
     PROTOCOL_NUM,
-    SIZE_TOLERANCE,
     AckedTooManyIds,
-    InboundWindow,
-    OutboundWindow,
     RequestBlocking,
     RequestedNothing,
     RequestedTooManyIds,
     RequestNonBlocking,
     SigSubmissionProtocolError,
 )
+from dmq.diffusion.sig_submission import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE, InboundWindow, OutboundWindow
 from miniprotocols.sig_submission_v1 import SIG_SUBMISSION_V1, SigSubmissionV1State
 from miniprotocols.sig_submission_v2 import SIG_SUBMISSION_V2, SigSubmissionV2State
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 
-from .errors import (
+from miniprotocols.sig_submission.errors import (
     AckedTooManyIds,
     RequestBlocking,
     RequestedNothing,
@@ -20,7 +20,7 @@ from .errors import (
     RequestedUnavailable,
     RequestNonBlocking,
 )
-from .policy import MAX_UNACKNOWLEDGED_IDS
+from miniprotocols.sig_submission.limits import MAX_UNACKNOWLEDGED_IDS
 
 __all__ = ["OutboundWindow"]
 

@@ -12,7 +12,7 @@ What to fetch is the node's decision (:meth:`SigSink.wanted`), made per ids repl
 every claim the node registered is given back exactly once through
 :meth:`SigSink.release`, including when the protocol dies with an error or is cancelled.
 Received messages reach :meth:`SigSink.accept` in announcement order; a
-:class:`~miniprotocols.sig_submission.interfaces.DisconnectPeer` it raises ends the run.
+:class:`~dmq.diffusion.sig_submission.interfaces.DisconnectPeer` it raises ends the run.
 """
 
 from __future__ import annotations
@@ -21,17 +21,16 @@ from collections import deque
 
 from ouroboros_mux.channel import MessageChannel
 
-from ..framework import Driver, as_driver
-from .dialect import Dialect, Side
+from miniprotocols.framework import Driver, as_driver
+from miniprotocols.sig_submission.dialect import Dialect, Side
 from .inbound_window import BodyBatch, InboundWindow
 from .interfaces import SigSink
-from .policy import (
+from miniprotocols.sig_submission.limits import (
     BYTES_IN_FLIGHT_PER_PEER,
-    MAX_BATCHES_IN_FLIGHT,
     MAX_IDS_PER_REQUEST,
     MAX_UNACKNOWLEDGED_IDS,
-    SIZE_TOLERANCE,
 )
+from .policy import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
 
 __all__ = ["InboundPeer"]
 

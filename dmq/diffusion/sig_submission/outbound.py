@@ -16,12 +16,14 @@ import trio
 
 from ouroboros_mux.channel import MessageChannel
 
-from ..framework import Driver, as_driver
-from ..framework.cbor_write import CheckedItems
-from .dialect import Dialect, Side
+from miniprotocols.framework import Driver, as_driver
+from miniprotocols.framework.cbor_write import CheckedItems
+from miniprotocols.sig_submission.dialect import Dialect, Side
 from .interfaces import SigSource
 from .outbound_window import OutboundWindow
-from .policy import BLOCKING_REPLY_TIMEOUT, MAX_UNACKNOWLEDGED_IDS
+from miniprotocols.sig_submission.limits import MAX_UNACKNOWLEDGED_IDS
+
+from .policy import BLOCKING_REPLY_TIMEOUT
 
 __all__ = ["OutboundPeer"]
 

@@ -42,7 +42,7 @@ class SigSink(Protocol):
     ``wanted`` is asked once per ids reply: it returns the subset of the announced ids
     to fetch from this peer, leaving out those the node holds or is already fetching
     from another peer, and from then on the node counts the returned ids as in flight
-    from this peer (see :class:`~miniprotocols.sig_submission.inflight.InFlightRegistry`).
+    from this peer (see :class:`~dmq.diffusion.sig_submission.inflight.InFlightRegistry`).
     The inbound peer gives each of them back exactly once through ``release``: after
     ``accept`` has seen its message, when the peer omitted it from a reply, or when the
     protocol ends for any reason.

@@ -18,15 +18,14 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-from .errors import BodyNotRequested, IdsNotRequested, SizeError
-from .policy import (
+from miniprotocols.sig_submission.errors import BodyNotRequested, IdsNotRequested, SizeError
+from miniprotocols.sig_submission.limits import (
     BYTES_IN_FLIGHT_PER_PEER,
-    MAX_BATCHES_IN_FLIGHT,
     MAX_IDS_PER_REQUEST,
     MAX_UNACKNOWLEDGED_IDS,
-    SIZE_TOLERANCE,
 )
-from .sig_message import checked_id
+from .policy import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
+from miniprotocols.sig_submission.sig_message import checked_id
 
 __all__ = ["InboundWindow", "BodyBatch", "BodiesOutcome"]
 

@@ -76,7 +76,7 @@ class InFlightRegistry:
 
 
 class ClaimingSink:
-    """A :class:`~miniprotocols.sig_submission.interfaces.SigSink` for one peer over a shared registry.
+    """A :class:`~dmq.diffusion.sig_submission.interfaces.SigSink` for one peer over a shared registry.
 
     ``holds(id)`` says whether the node already has a message (its mempool); ``accept``
     is the node's validation and storage of a batch (raising ``DisconnectPeer`` on a
