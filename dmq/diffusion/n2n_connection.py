@@ -49,9 +49,9 @@ from .plan import Instance, Protocol, connection_plan
 from .sig_submission import (
     ClaimingSink,
     DisconnectPeer,
-    InboundPeer,
+    PullingPeer,
     InFlightRegistry,
-    OutboundPeer,
+    ServingPeer,
 )
 
 __all__ = ["DIALECTS", "N2NContext", "run_n2n_connection"]
@@ -140,10 +140,10 @@ def _runner(ctx: N2NContext, instance: Instance, channel: MuxChannel, dialect: D
 
 async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dialect, side: Side,
                           stats: PeerStats, claim_key: str) -> None:
-    if side is Side.OUTBOUND:
+    if side is Side.SERVING:
         timeout = ctx.blocking_reply_timeout if dialect.reply_no_ids is not None else None
         source = ctx.source if ctx.record is None else RecordedSigSource(ctx.source, stats.peer, ctx.record, ctx.now)
-        await OutboundPeer(dialect, channel, source, blocking_timeout=timeout).run()
+        await ServingPeer(dialect, channel, source, blocking_timeout=timeout).run()
         return
 
     ingress = ctx.ingress
@@ -157,7 +157,7 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
             raise DisconnectPeer(verdict.disconnect)
 
     sink = ClaimingSink(ctx.registry, claim_key, holds=ctx.mempool.contains, accept=accept)
-    await InboundPeer(dialect, channel, sink).run()
+    await PullingPeer(dialect, channel, sink).run()
 
 
 async def _keep_alive(ctx: N2NContext, channel: MessageChannel, initiator: bool, stats: PeerStats) -> None:

@@ -30,7 +30,7 @@ PROTOCOL_NUM = 11
 MAX_SIG_SIZE = 2800
 #: ``maxSigIdsInflight``: most ids asked for in one request; the reference never asks for more.
 MAX_IDS_PER_REQUEST = 33
-#: ``maxUnacknowledgedTxIds``: the outbound window, ``unacked - ack + req <= 132``.
+#: ``maxUnacknowledgedTxIds``: the serving window, ``unacked - ack + req <= 132``.
 MAX_UNACKNOWLEDGED_IDS = 4 * MAX_IDS_PER_REQUEST
 #: ``txsSizeInflightPerPeer``: announced bytes of bodies requested and not yet received.
 BYTES_IN_FLIGHT_PER_PEER = MAX_SIG_SIZE * MAX_IDS_PER_REQUEST
@@ -38,7 +38,7 @@ BYTES_IN_FLIGHT_PER_PEER = MAX_SIG_SIZE * MAX_IDS_PER_REQUEST
 BODIES_BYTE_LIMIT = MAX_SIG_SIZE * (MAX_IDS_PER_REQUEST + 2)
 #: Mux ingress limit of protocol 11: ``txsSizeInflightPerPeer`` plus 10 % (docs/protocol/mux.md 2.4).
 INGRESS_LIMIT = BYTES_IN_FLIGHT_PER_PEER + BYTES_IN_FLIGHT_PER_PEER // 10
-#: Time limit of the V2 blocking ids state; the outbound must answer before it.
+#: Time limit of the V2 blocking ids state; the serving peer must answer before it.
 BLOCKING_STATE_TIME_LIMIT = 20.0
 #: The reference's ``shortWait``: the limit of the non-blocking ids and bodies states.
 SHORT_WAIT = 10.0

@@ -37,7 +37,7 @@ class ListSigSource:
     """An append-only mempool over a list; messages can be expired by id at any moment.
 
     ``expire_when_announced`` ids expire right after ``ids_after`` hands them out, so the
-    outbound announces them but no longer has them when their bodies are requested.
+    serving announces them but no longer has them when their bodies are requested.
     """
 
     def __init__(self, messages: list[bytes] | None = None, *, first_index: int = 0) -> None:

@@ -9,12 +9,12 @@ node plugs in through :class:`SigSource` (serving) and :class:`SigSink` (pulling
 pulling peers sharing one :class:`InFlightRegistry`.
 """
 
-from .inbound import InboundPeer
-from .inbound_window import BodiesOutcome, BodyBatch, InboundWindow
+from .pulling import PullingPeer
+from .pull_window import BodiesOutcome, BodyBatch, PullWindow
 from .inflight import ClaimingSink, InFlightRegistry
 from .interfaces import DisconnectPeer, SigSink, SigSource
-from .outbound import OutboundPeer
-from .outbound_window import OutboundWindow
+from .serving import ServingPeer
+from .serve_window import ServeWindow
 from .policy import BLOCKING_REPLY_TIMEOUT, MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
 
 __all__ = [
@@ -26,10 +26,10 @@ __all__ = [
     "DisconnectPeer",
     "InFlightRegistry",
     "ClaimingSink",
-    "OutboundWindow",
-    "InboundWindow",
+    "ServeWindow",
+    "PullWindow",
     "BodyBatch",
     "BodiesOutcome",
-    "OutboundPeer",
-    "InboundPeer",
+    "ServingPeer",
+    "PullingPeer",
 ]

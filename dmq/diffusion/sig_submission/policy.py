@@ -14,6 +14,6 @@ __all__ = ["MAX_BATCHES_IN_FLIGHT", "SIZE_TOLERANCE", "BLOCKING_REPLY_TIMEOUT"]
 MAX_BATCHES_IN_FLIGHT = 4
 #: ``const_MAX_TX_SIZE_DISCREPANCY``: a received message may differ this much from its announced size.
 SIZE_TOLERANCE = 32
-#: How long the V2 outbound waits for new ids before replying ``MsgReplyNoSigIds``
+#: How long the V2 serving peer waits for new ids before replying ``MsgReplyNoSigIds``
 #: (under the 20 s limit of the blocking state, ``BLOCKING_STATE_TIME_LIMIT``).
 BLOCKING_REPLY_TIMEOUT = 17.0
