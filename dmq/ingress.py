@@ -30,7 +30,7 @@ from dmq.message import DmqMessage
 from dmq.trace import MessageAccepted, MessageRejected, Tracer
 from dmq.validation import Outcome, PeerReaction, ReactionPolicy, Screen, SigValidationError, Validator
 
-__all__ = ["Ingress", "IngressStages", "BatchVerdict", "LOCAL_ORIGINS"]
+__all__ = ["Ingress", "IngressStages", "RoundGuard", "BatchVerdict", "LOCAL_ORIGINS"]
 
 #: Origins whose senders get a reject reason rather than a peer reaction: a local client,
 #: and this node itself (messages it built and signed).
@@ -47,6 +47,25 @@ class BatchVerdict:
     @property
     def accepted(self) -> int:
         return sum(1 for o in self.outcomes if o.accepted)
+
+
+class RoundGuard:
+    """``with guard:`` around one round; ``failure`` describes what it swallowed, if anything.
+
+    This one swallows nothing: a failure of the core's own code is a bug that must show.
+    Stages that contain failures per message return their own (``topics.containment``).
+    """
+
+    failure: str | None = None
+
+    def __enter__(self) -> RoundGuard:
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
+_PASS_THROUGH = RoundGuard()
 
 
 class IngressStages:
@@ -75,9 +94,9 @@ class IngressStages:
         """Step 2 beyond the batch: does the node hold this id already?"""
         return self.mempool.contains
 
-    def contain(self, message: DmqMessage, origin: str) -> Contains:
-        """Around one round: the core lets a failure of its own code propagate."""
-        return _NOT_CONTAINED
+    def contain(self, message: DmqMessage, origin: str) -> RoundGuard:
+        """The guard around the round that starts with ``message``."""
+        return _PASS_THROUGH
 
     async def commit(self, outcomes: list[Outcome], origin: str) -> list[Outcome]:
         """Step 4: store the accepted messages of a round with their pools' new state."""
@@ -98,21 +117,6 @@ class IngressStages:
     def failed(self, message: DmqMessage, failure: str) -> Outcome:
         """The outcome of a message whose round failed, when :meth:`contain` swallowed the failure."""
         raise NotImplementedError
-
-
-class Contains:
-    """A context around one round; ``failure`` names what the block raised, if it was contained."""
-
-    failure: str | None = None
-
-    def __enter__(self) -> Contains:
-        return self
-
-    def __exit__(self, *exc: object) -> bool:
-        return False
-
-
-_NOT_CONTAINED = Contains()
 
 
 class Ingress:

@@ -129,7 +129,6 @@ class TopicIngress(Ingress, IngressStages):
         rejected: RejectedCache | None = None,
     ) -> None:
         super().__init__(mempool, validator, tracer, allow_legacy=allow_legacy, reactions=reactions, stages=self)
-        self.screen = self._bucket_screen
         self.adapters = {a.name: a for a in adapters if carried.carries(a.name)}
         self.carried = carried
         self.dbs = dbs
@@ -178,7 +177,7 @@ class TopicIngress(Ingress, IngressStages):
     def known(self, now: float) -> Callable[[bytes], bool]:
         return lambda dmq_id: self.is_known(dmq_id, now)
 
-    def _bucket_screen(self, message: DmqMessage, monotonic: float) -> TopicRejected | None:
+    def screen(self, message: DmqMessage, monotonic: float) -> TopicRejected | None:  # type: ignore[override]
         """Check 3: the pool's token bucket (charged by the commit, not here)."""
         if self.bucket.available(message.pool_id, monotonic):
             return None
