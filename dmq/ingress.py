@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
+
+import trio
 
 from dmq.codec import MessageDecodeError, decode_message
 from dmq.mempool import DurableMempool, Mempool
@@ -66,6 +68,7 @@ class RoundGuard:
 
 
 _PASS_THROUGH = RoundGuard()
+_NO_TURN = nullcontext()
 
 
 class IngressStages:
@@ -75,23 +78,22 @@ class IngressStages:
     durable commit per batch), 1 when a commit changes what the next message is checked
     against. ``screen``: check 3, None for the validator's own spacing. ``record``:
     whether validation records an accepted message's per-pool state (else ``commit``
-    does, once nothing later can refuse it).
+    does, once nothing later can refuse it). ``lock``: held for a whole batch by stages
+    whose commit awaits between messages; the core's needs none (validation and the
+    in-memory append never await in between).
     """
 
     round_size: int | None = None
     screen: Screen | None = None
     record: bool = True
+    lock: trio.Lock | None = None
 
     def __init__(self, mempool: Mempool, validator: Validator) -> None:
         self.mempool = mempool
         self.validator = validator
 
-    def turn(self) -> AbstractAsyncContextManager[object]:
-        """Held for a whole batch: stages that await between messages serialise batches here."""
-        return nullcontext()
-
-    def known(self, now: float) -> Callable[[bytes], bool]:
-        """Step 2 beyond the batch: does the node hold this id already?"""
+    def known(self) -> Callable[[bytes], bool]:
+        """Step 2 beyond the batch: does the node hold this id already? (Asked once per round.)"""
         return self.mempool.contains
 
     def contain(self, message: DmqMessage, origin: str) -> RoundGuard:
@@ -170,25 +172,32 @@ class Ingress:
     async def admit(self, messages: list[DmqMessage], origin: str) -> list[Outcome]:
         """Steps 2 to 4 and the trace for decoded messages, in rounds of the stages' size."""
         stages = self.stages
-        validator = self.validator
         size = stages.round_size
+        if size is None and stages.lock is None:
+            # The core's: the whole batch in one round, nothing to serialise or contain.
+            return await self._round(messages, origin, None)
         seen: set[bytes] = set()
         results: list[Outcome] = []
-        async with stages.turn():
+        async with stages.lock or _NO_TURN:
             for first in range(0, len(messages), size or max(1, len(messages))):
                 chunk = messages[first:first + size] if size else messages
                 with stages.contain(chunk[0], origin) as guard:
-                    started = time.perf_counter_ns()
-                    outcomes = validator.process_batch(chunk, stages.known(validator.clock.now()), seen=seen,
-                                                       screen=stages.screen, record=stages.record)
-                    verify_ns = (time.perf_counter_ns() - started) // max(1, len(chunk))
-                    outcomes = await stages.commit(outcomes, origin)
+                    outcomes = await self._round(chunk, origin, seen)
                 if guard.failure is not None:
                     outcomes = [stages.failed(m, guard.failure) for m in chunk]
-                    verify_ns = 0
-                self.trace(outcomes, origin, verify_ns)
+                    self.trace(outcomes, origin, 0)
                 results.extend(outcomes)
         return results
+
+    async def _round(self, chunk: list[DmqMessage], origin: str, seen: set[bytes] | None) -> list[Outcome]:
+        stages = self.stages
+        started = time.perf_counter_ns()
+        outcomes = self.validator.process_batch(chunk, stages.known(), seen=seen, screen=stages.screen,
+                                                record=stages.record)
+        verify_ns = (time.perf_counter_ns() - started) // max(1, len(chunk))
+        outcomes = await stages.commit(outcomes, origin)
+        self.trace(outcomes, origin, verify_ns)
+        return outcomes
 
     def trace(self, outcomes: Sequence[Outcome], origin: str, verify_ns: int) -> None:
         """One trace per message that was accepted or refused (not one still waiting)."""

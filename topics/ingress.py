@@ -140,7 +140,7 @@ class TopicIngress(Ingress, IngressStages):
         self.rejected = rejected if rejected is not None else RejectedCache()
         self._tags = {a.tag: a.name for a in adapters}
         self.pending = {name: PendingBuffer(a.pending_limit, a.pending_per_key) for name, a in self.adapters.items()}
-        self._lock = trio.Lock()
+        self.lock = trio.Lock()
         for name, adapter in self.adapters.items():
             dbs.register(name, adapter.databases)
         dbs.register(HUB_OWNER, HUB_DATABASES)
@@ -165,16 +165,14 @@ class TopicIngress(Ingress, IngressStages):
 
     # -- the stages ---------------------------------------------------------------------------
 
-    def turn(self) -> trio.Lock:
-        return self._lock
-
     def is_known(self, dmq_id: bytes, now: float) -> bool:
         """Step 2: in the DMQ store, parked in a pending buffer, or rejected by an adapter."""
         return (self.mempool.contains(dmq_id)
                 or any(buffer.holds(dmq_id) for buffer in self.pending.values())
                 or self.rejected.holds(dmq_id, now))
 
-    def known(self, now: float) -> Callable[[bytes], bool]:
+    def known(self) -> Callable[[bytes], bool]:
+        now = self.validator.clock.now()
         return lambda dmq_id: self.is_known(dmq_id, now)
 
     def screen(self, message: DmqMessage, monotonic: float) -> TopicRejected | None:  # type: ignore[override]
@@ -365,7 +363,7 @@ class TopicIngress(Ingress, IngressStages):
         """Adapters drop state past retention, each in its own transaction; pending waits end."""
         now = self.validator.clock.now()
         self.expire_pending(now)
-        async with self._lock:
+        async with self.lock:
             for name, adapter in self.adapters.items():
                 with Contained(self.tracer, "housekeeping", f"{name} prune") as guard:
                     await trio.to_thread.run_sync(self.dbs.write, name, lambda txn, a=adapter: a.prune(now, txn))
