@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 
-from miniprotocols.sig_submission import InboundPeer, OutboundPeer, Side  # noqa: E402
+from miniprotocols.sig_submission import Side  # noqa: E402
+from dmq.diffusion.sig_submission import PullingPeer, ServingPeer  # noqa: E402
 from tests.sigsub.helpers import ListSigSource  # noqa: E402
 from tests.diffusion.rogue import Rogue, open_side  # noqa: E402
 from tests.e2e.messages import generated_signer  # noqa: E402
@@ -88,11 +89,11 @@ async def run_peer(port: int, sink: CountingSink, errors: list[str]) -> None:
     """An honest peer: pulls everything from the node, and answers its pulls (with nothing)."""
     try:
         async with Rogue(port, 2) as rogue, trio.open_nursery() as nursery:
-            serving = OutboundPeer(rogue.dialect, rogue.channel(Side.OUTBOUND), ListSigSource([]),
-                                   blocking_timeout=1.0)
+            serving = ServingPeer(rogue.dialect, rogue.channel(Side.SERVING), ListSigSource([]),
+                                  blocking_timeout=1.0)
             nursery.start_soon(serving.run)
-            driver = await open_side(rogue, Side.INBOUND)
-            await InboundPeer(rogue.dialect, driver, sink).run()
+            driver = await open_side(rogue, Side.PULLING)
+            await PullingPeer(rogue.dialect, driver, sink).run()
     except Exception as exc:
         errors.append(f"peer: {type(exc).__name__}: {exc}")
 

@@ -1,26 +1,42 @@
-"""The one way into the mempool: decode, de-duplicate, validate, append durably, trace.
+"""The one way into the mempool: decode, de-duplicate, screen, validate, commit, trace.
 
-Local submission (protocol 14) and node-to-node pulls (protocol 11) both hand received
-bytes to :class:`Ingress`; only the *reply* differs, and that is a table lookup on the
-error (``dmq.validation.reactions``), never a branch per caller (docs/architecture.md
-principle 4). Validation and the in-memory append run without a checkpoint between them,
-so two concurrent submitters can never both pass the duplicate or rate-limit check for the
-same message or pool; only the wait for the disk commit is shared between them.
+Local submission (protocol 14), node-to-node pulls (protocol 11) and a topic instance's
+ingress all hand received bytes to :class:`Ingress` and run the same pipeline
+(docs/protocol/validation.md 6.1). What differs between them is declared, not coded
+around: an :class:`IngressStages` names which ids count as known beyond the batch, what
+check 3 is (the reference's spacing, or a topic instance's token bucket), whether
+passing validation records the pool's acceptance at once or the commit does, how many
+messages go through validate-and-commit together, and the commit itself. The *reply* is
+a table lookup on the error (``dmq.validation.reactions``), never a branch per caller
+(docs/architecture.md principle 4).
+
+The core's stages validate a whole batch and append it with one durable commit. Validation
+and the in-memory append run without a checkpoint between them, so two concurrent
+submitters can never both pass the duplicate or rate-limit check for the same message or
+pool; only the wait for the disk commit is shared between them. Stages whose commit
+awaits per message (a topic instance) take one message per round under their own lock.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
+
+import trio
 
 from dmq.codec import MessageDecodeError, decode_message
 from dmq.mempool import DurableMempool, Mempool
 from dmq.message import DmqMessage
 from dmq.trace import MessageAccepted, MessageRejected, Tracer
-from dmq.validation import Outcome, PeerReaction, ReactionPolicy, SigValidationError, Validator
+from dmq.validation import Outcome, PeerReaction, ReactionPolicy, Screen, SigValidationError, Validator
 
-__all__ = ["Ingress", "BatchVerdict"]
+__all__ = ["Ingress", "IngressStages", "RoundGuard", "BatchVerdict", "LOCAL_ORIGINS"]
+
+#: Origins whose senders get a reject reason rather than a peer reaction: a local client,
+#: and this node itself (messages it built and signed).
+LOCAL_ORIGINS = frozenset({"local", "own"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,57 +51,57 @@ class BatchVerdict:
         return sum(1 for o in self.outcomes if o.accepted)
 
 
-class Ingress:
-    """Received bytes to accepted messages, with the reference's checks and reactions."""
+class RoundGuard:
+    """``with guard:`` around one round; ``failure`` describes what it swallowed, if anything.
 
-    def __init__(
-        self,
-        mempool: Mempool,
-        validator: Validator,
-        tracer: Tracer,
-        *,
-        allow_legacy: bool = False,
-        reactions: ReactionPolicy = ReactionPolicy(),
-    ) -> None:
+    This one swallows nothing: a failure of the core's own code is a bug that must show.
+    Stages that contain failures per message return their own (``topics.containment``).
+    """
+
+    failure: str | None = None
+
+    def __enter__(self) -> RoundGuard:
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
+_PASS_THROUGH = RoundGuard()
+_NO_TURN = nullcontext()
+
+
+class IngressStages:
+    """The stages an ingress declares; these defaults are the core's (a plain DMQ node).
+
+    ``round_size``: messages per validate-and-commit round; None is the whole batch (one
+    durable commit per batch), 1 when a commit changes what the next message is checked
+    against. ``screen``: check 3, None for the validator's own spacing. ``record``:
+    whether validation records an accepted message's per-pool state (else ``commit``
+    does, once nothing later can refuse it). ``lock``: held for a whole batch by stages
+    whose commit awaits between messages; the core's needs none (validation and the
+    in-memory append never await in between).
+    """
+
+    round_size: int | None = None
+    screen: Screen | None = None
+    record: bool = True
+    lock: trio.Lock | None = None
+
+    def __init__(self, mempool: Mempool, validator: Validator) -> None:
         self.mempool = mempool
         self.validator = validator
-        self.tracer = tracer
-        self.allow_legacy = allow_legacy
-        self.reactions = reactions
 
-    def decode(self, raw: bytes) -> DmqMessage:
-        """Strict decode (docs/protocol/message.md 5.2); a failure is a protocol error for the caller."""
-        return decode_message(raw, allow_legacy=self.allow_legacy)
+    def known(self) -> Callable[[bytes], bool]:
+        """Step 2 beyond the batch: does the node hold this id already? (Asked once per round.)"""
+        return self.mempool.contains
 
-    async def submit_local(self, raw: bytes) -> SigValidationError | None:
-        """One local submission: None when accepted and durable, else the error.
+    def contain(self, message: DmqMessage, origin: str) -> RoundGuard:
+        """The guard around the round that starts with ``message``."""
+        return _PASS_THROUGH
 
-        Raises :class:`~dmq.codec.MessageDecodeError` for bytes that are not a message.
-        """
-        message = self.decode(raw)
-        outcomes = await self._admit([message], origin="local")
-        return outcomes[0].error
-
-    async def submit_from_peer(self, raws: Sequence[bytes], peer: str) -> BatchVerdict:
-        """One ``MsgReplySigs`` batch from a peer, processed atomically (docs/protocol/validation.md 6.1).
-
-        Decode failures raise :class:`~dmq.codec.MessageDecodeError` (a protocol error:
-        the connection closes). The verdict names the first error whose reaction is to
-        disconnect; accepted messages of the batch are kept either way.
-        """
-        messages = [self.decode(raw) for raw in raws]
-        outcomes = await self._admit(messages, origin=peer)
-        disconnect = None
-        for outcome in outcomes:
-            if outcome.error is not None and self.reactions.peer_reaction(outcome.error) is PeerReaction.DISCONNECT:
-                disconnect = outcome.error
-                break
-        return BatchVerdict(outcomes, disconnect)
-
-    async def _admit(self, messages: list[DmqMessage], origin: str) -> list[Outcome]:
-        started = time.perf_counter_ns()
-        outcomes = self.validator.process_batch(messages, self.mempool.contains)
-        per_message_ns = (time.perf_counter_ns() - started) // max(1, len(messages))
+    async def commit(self, outcomes: list[Outcome], origin: str) -> list[Outcome]:
+        """Step 4: store the accepted messages of a round with their pools' new state."""
         accepted = [o.message for o in outcomes if o.accepted]
         if accepted:
             state = self.validator.state
@@ -98,16 +114,105 @@ class Ingress:
                 await self.mempool.submit(accepted, pool_state_updates=updates)
             else:
                 self.mempool.append(accepted)
-        now = self.tracer.now()
+        return outcomes
+
+    def failed(self, message: DmqMessage, failure: str) -> Outcome:
+        """The outcome of a message whose round failed, when :meth:`contain` swallowed the failure."""
+        raise NotImplementedError
+
+
+class Ingress:
+    """Received bytes to accepted messages, with the reference's checks and reactions."""
+
+    def __init__(
+        self,
+        mempool: Mempool,
+        validator: Validator,
+        tracer: Tracer,
+        *,
+        allow_legacy: bool = False,
+        reactions: ReactionPolicy = ReactionPolicy(),
+        stages: IngressStages | None = None,
+    ) -> None:
+        self.mempool = mempool
+        self.validator = validator
+        self.tracer = tracer
+        self.allow_legacy = allow_legacy
+        self.reactions = reactions
+        self.stages = stages if stages is not None else IngressStages(mempool, validator)
+
+    def decode(self, raw: bytes) -> DmqMessage:
+        """Strict decode (docs/protocol/message.md 5.2); a failure is a protocol error for the caller."""
+        return decode_message(raw, allow_legacy=self.allow_legacy)
+
+    async def submit_local(self, raw: bytes) -> SigValidationError | None:
+        """One local submission: None when accepted and durable, else the error.
+
+        Raises :class:`~dmq.codec.MessageDecodeError` for bytes that are not a message.
+        """
+        outcomes = await self.admit([self.decode(raw)], origin="local")
+        return outcomes[0].error
+
+    async def submit_from_peer(self, raws: Sequence[bytes], peer: str) -> BatchVerdict:
+        """One ``MsgReplySigs`` batch from a peer, processed atomically (docs/protocol/validation.md 6.1).
+
+        Decode failures raise :class:`~dmq.codec.MessageDecodeError` (a protocol error:
+        the connection closes). The verdict names the first error whose reaction is to
+        disconnect; accepted messages of the batch are kept either way.
+        """
+        messages = [self.decode(raw) for raw in raws]
+        outcomes = await self.admit(messages, origin=peer)
+        disconnect = None
         for outcome in outcomes:
+            if outcome.error is not None and self.reactions.peer_reaction(outcome.error) is PeerReaction.DISCONNECT:
+                disconnect = outcome.error
+                break
+        return BatchVerdict(outcomes, disconnect)
+
+    async def admit(self, messages: list[DmqMessage], origin: str) -> list[Outcome]:
+        """Steps 2 to 4 and the trace for decoded messages, in rounds of the stages' size."""
+        stages = self.stages
+        size = stages.round_size
+        if size is None and stages.lock is None:
+            # The core's: the whole batch in one round, nothing to serialise or contain.
+            return await self._round(messages, origin, None)
+        seen: set[bytes] = set()
+        results: list[Outcome] = []
+        async with stages.lock or _NO_TURN:
+            for first in range(0, len(messages), size or max(1, len(messages))):
+                chunk = messages[first:first + size] if size else messages
+                with stages.contain(chunk[0], origin) as guard:
+                    outcomes = await self._round(chunk, origin, seen)
+                if guard.failure is not None:
+                    outcomes = [stages.failed(m, guard.failure) for m in chunk]
+                    self.trace(outcomes, origin, 0)
+                results.extend(outcomes)
+        return results
+
+    async def _round(self, chunk: list[DmqMessage], origin: str, seen: set[bytes] | None) -> list[Outcome]:
+        stages = self.stages
+        started = time.perf_counter_ns()
+        outcomes = self.validator.process_batch(chunk, stages.known(), seen=seen, screen=stages.screen,
+                                                record=stages.record)
+        verify_ns = (time.perf_counter_ns() - started) // max(1, len(chunk))
+        outcomes = await stages.commit(outcomes, origin)
+        self.trace(outcomes, origin, verify_ns)
+        return outcomes
+
+    def trace(self, outcomes: Sequence[Outcome], origin: str, verify_ns: int) -> None:
+        """One trace per message that was accepted or refused (not one still waiting)."""
+        tracer = self.tracer
+        now = tracer.now()
+        for outcome in outcomes:
+            if outcome.deferred:
+                continue
             m = outcome.message
             if outcome.error is None:
-                self.tracer.emit(MessageAccepted(now, m.message_id, m.pool_id, m.size, origin, per_message_ns))
+                tracer.emit(MessageAccepted(now, m.message_id, m.pool_id, m.size, origin, verify_ns))
             else:
-                reaction = "reject" if origin == "local" else self.reactions.peer_reaction(outcome.error).value
-                self.tracer.emit(MessageRejected(now, m.message_id, m.pool_id, m.size, origin,
-                                                 outcome.error.show(), reaction))
-        return outcomes
+                reaction = "reject" if origin in LOCAL_ORIGINS else self.reactions.peer_reaction(outcome.error).value
+                tracer.emit(MessageRejected(now, m.message_id, m.pool_id, m.size, origin,
+                                            outcome.error.show(), reaction))
 
 
 # Re-exported for callers that catch decode failures without importing the codec.

@@ -1,15 +1,19 @@
 """The topic ingress pipeline after DMQ decoding (docs/topics-design.md 2.5), for instances carrying adapters.
 
 Every way in (node-to-node, protocol 14, protocol 1000 publication, re-publication) runs the
-same ordered steps; the first failure wins:
+core's one pipeline (:class:`~dmq.ingress.Ingress`) with the stages a topic instance
+declares (:class:`~dmq.ingress.IngressStages`); the first failure wins:
 
 1. decode (the core's, keeps raw spans);
-2. duplicate: the DMQ store, every pending buffer, and the ids adapters rejected;
-3. DMQ validation in the core's order, with the per-pool token bucket in place of the 60 s
-   spacing (the validator of a topic instance runs with ``min_sig_delay = 0``);
+2. duplicate: the DMQ store, every pending buffer, and the ids adapters rejected (:meth:`TopicIngress.known`);
+3. DMQ validation in the core's order, with the per-pool token bucket as check 3 in place
+   of the 60 s spacing (:meth:`TopicIngress.screen`); the pool's state is recorded and the
+   bucket charged only at the commit, once no adapter can refuse the message;
 4. classification and the carried set; 5. adapter decode; 6. adapter validate;
 7. one LMDB write transaction: DMQ store insert, core state, ``on_accept``, queue appends;
 8. wake deliveries (peers are woken by the mempool itself).
+
+Steps 4 to 8 are the commit stage (:meth:`TopicIngress.commit`).
 
 Adapter rejections never change core state, never close a connection (they are
 :class:`~dmq.validation.TopicRejected`, trace-only) and are remembered until the message's
@@ -19,23 +23,19 @@ sees the adapter state of every message accepted before it.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from dmq.ingress import Ingress
+from dmq.ingress import LOCAL_ORIGINS, Ingress, IngressStages
 from dmq.mempool import DurableMempool
 from dmq.message import DmqMessage
-from dmq.trace import MessageAccepted, MessageRejected, Tracer
+from dmq.trace import Tracer
 from dmq.validation import (
     Outcome,
     ReactionPolicy,
-    SigDuplicate,
-    SigExpired,
-    SigExpiresAtTooFarInTheFuture,
     SigValidationError,
     TopicRejected,
     Validator,
@@ -100,8 +100,15 @@ def _reason_error(adapter: str, reason: RejectReason, detail: str = "") -> Topic
     return TopicRejected(adapter, reason.name, reason.code, detail)
 
 
-class TopicIngress(Ingress):
-    """:class:`~dmq.ingress.Ingress` with the topic steps, for a topic network instance."""
+class TopicIngress(Ingress, IngressStages):
+    """:class:`~dmq.ingress.Ingress` of a topic network instance, which declares its own stages.
+
+    One message per round, under one lock: a commit changes the adapter state the next
+    message is validated against.
+    """
+
+    round_size = 1
+    record = False
 
     def __init__(
         self,
@@ -121,7 +128,7 @@ class TopicIngress(Ingress):
         reactions: ReactionPolicy = ReactionPolicy(),
         rejected: RejectedCache | None = None,
     ) -> None:
-        super().__init__(mempool, validator, tracer, allow_legacy=allow_legacy, reactions=reactions)
+        super().__init__(mempool, validator, tracer, allow_legacy=allow_legacy, reactions=reactions, stages=self)
         self.adapters = {a.name: a for a in adapters if carried.carries(a.name)}
         self.carried = carried
         self.dbs = dbs
@@ -133,7 +140,7 @@ class TopicIngress(Ingress):
         self.rejected = rejected if rejected is not None else RejectedCache()
         self._tags = {a.tag: a.name for a in adapters}
         self.pending = {name: PendingBuffer(a.pending_limit, a.pending_per_key) for name, a in self.adapters.items()}
-        self._lock = trio.Lock()
+        self.lock = trio.Lock()
         for name, adapter in self.adapters.items():
             dbs.register(name, adapter.databases)
         dbs.register(HUB_OWNER, HUB_DATABASES)
@@ -156,7 +163,7 @@ class TopicIngress(Ingress):
         for adapter in self.adapters.values():
             adapter.start(runtime)
 
-    # -- the pipeline -----------------------------------------------------------------------
+    # -- the stages ---------------------------------------------------------------------------
 
     def is_known(self, dmq_id: bytes, now: float) -> bool:
         """Step 2: in the DMQ store, parked in a pending buffer, or rejected by an adapter."""
@@ -164,45 +171,24 @@ class TopicIngress(Ingress):
                 or any(buffer.holds(dmq_id) for buffer in self.pending.values())
                 or self.rejected.holds(dmq_id, now))
 
-    async def submit_own(self, raw: bytes) -> TopicOutcome:
-        """A message this node built and signed (publication, re-publication)."""
-        message = self.decode(raw)
-        async with self._lock:
-            outcome = await self._admit_one(message, "own", set())
-        self._trace(outcome, "own", 0)
-        return outcome
+    def known(self) -> Callable[[bytes], bool]:
+        now = self.validator.clock.now()
+        return lambda dmq_id: self.is_known(dmq_id, now)
 
-    async def _admit(self, messages: list[DmqMessage], origin: str) -> list[Outcome]:
-        results: list[TopicOutcome] = []
-        seen: set[bytes] = set()
-        async with self._lock:
-            for message in messages:
-                started = time.perf_counter_ns()
-                outcome = await self._admit_one(message, origin, seen)
-                results.append(outcome)
-                self._trace(outcome, origin, time.perf_counter_ns() - started)
-        return [Outcome(r.message, r.error) for r in results]
+    def screen(self, message: DmqMessage, monotonic: float) -> TopicRejected | None:  # type: ignore[override]
+        """Check 3: the pool's token bucket (charged by the commit, not here)."""
+        if self.bucket.available(message.pool_id, monotonic):
+            return None
+        found = classify(message.body, self._tags)
+        label = "unknown" if found.kind is TopicClass.UNKNOWN else found.name
+        retry = self.bucket.retry_after(message.pool_id, monotonic)
+        return _reason_error(label, RATE_LIMITED, f"retry after {retry} s")
 
-    def _trace(self, outcome: TopicOutcome, origin: str, elapsed_ns: int) -> None:
-        m = outcome.message
-        now = self.tracer.now()
-        if outcome.deferred:
-            return
-        if outcome.error is None:
-            self.tracer.emit(MessageAccepted(now, m.message_id, m.pool_id, m.size, origin, elapsed_ns))
-        else:
-            reaction = "reject" if origin in ("local", "own") else self.reactions.peer_reaction(outcome.error).value
-            self.tracer.emit(MessageRejected(now, m.message_id, m.pool_id, m.size, origin,
-                                             outcome.error.show(), reaction))
+    def contain(self, message: DmqMessage, origin: str) -> Contained:
+        """A failure of the code (not a refusal) refuses this message only (:mod:`topics.containment`)."""
+        return Contained(self.tracer, "ingress", f"{origin} {message.message_id.hex()}")
 
-    async def _admit_one(self, message: DmqMessage, origin: str, seen: set[bytes]) -> TopicOutcome:
-        """One message through steps 2 to 7; a failure of the code (not a refusal) refuses
-        this message only (:mod:`topics.containment`)."""
-        with Contained(self.tracer, "ingress", f"{origin} {message.message_id.hex()}") as guard:
-            return await self._admit_checked(message, origin, seen)
-        return self._failed(message, guard.failure)
-
-    def _failed(self, message: DmqMessage, failure: str | None) -> TopicOutcome:
+    def failed(self, message: DmqMessage, failure: str | None) -> TopicOutcome:
         """The outcome of a message whose processing failed: ``malformed``, naming the failure.
 
         Adapters rebuild their caches from the committed state, in case the failure left
@@ -214,27 +200,22 @@ class TopicIngress(Ingress):
         label = "unknown" if found.kind is TopicClass.UNKNOWN else found.name
         return TopicOutcome(message, _reason_error(label, MALFORMED, f"failed: {failure}"))
 
-    async def _admit_checked(self, message: DmqMessage, origin: str, seen: set[bytes]) -> TopicOutcome:
+    async def commit(self, outcomes: list[Outcome], origin: str) -> list[Outcome]:
+        (outcome,) = outcomes
+        if outcome.error is not None:
+            return [TopicOutcome(outcome.message, outcome.error)]
+        return [await self._commit_valid(outcome.message, origin)]
+
+    async def submit_own(self, raw: bytes) -> TopicOutcome:
+        """A message this node built and signed (publication, re-publication)."""
+        (outcome,) = await self.admit([self.decode(raw)], "own")
+        return outcome
+
+    async def _commit_valid(self, message: DmqMessage, origin: str) -> TopicOutcome:
+        """Steps 4 to 7 for a message that passed the DMQ checks."""
         clock = self.validator.clock
         now, monotonic = clock.now(), clock.monotonic()
-        dmq_id = message.message_id
-        # 2. duplicates
-        if dmq_id in seen or self.is_known(dmq_id, now):
-            return TopicOutcome(message, SigDuplicate())
-        seen.add(dmq_id)
         found = classify(message.body, self._tags)
-        label = "unknown" if found.kind is TopicClass.UNKNOWN else found.name
-        # 3. DMQ validation: cheap clock checks, the bucket, then the core's ordered checks.
-        if not now <= message.expires_at:
-            return TopicOutcome(message, SigExpired())
-        if not message.expires_at - self.validator.max_ttl < now:
-            return TopicOutcome(message, SigExpiresAtTooFarInTheFuture())
-        if not self.bucket.available(message.pool_id, monotonic):
-            retry = self.bucket.retry_after(message.pool_id, monotonic)
-            return TopicOutcome(message, _reason_error(label, RATE_LIMITED, f"retry after {retry} s"))
-        error = self.validator.check(message)
-        if error is not None:
-            return TopicOutcome(message, error)
         # 4. classification and carried set
         if found.kind is TopicClass.RAW:
             if not self.carried.raw:
@@ -242,7 +223,7 @@ class TopicIngress(Ingress):
             await self._commit_raw(message, now, monotonic)
             return TopicOutcome(message, None)
         if found.kind is TopicClass.UNKNOWN:
-            return self._refuse(message, label, Reject(UNKNOWN_TOPIC), now)
+            return self._refuse(message, "unknown", Reject(UNKNOWN_TOPIC), now)
         adapter = self.adapters.get(found.name)
         if adapter is None:
             return self._refuse(message, found.name, Reject(TOPIC_NOT_CARRIED), now)
@@ -250,8 +231,8 @@ class TopicIngress(Ingress):
         inner = adapter.decode(message.body)
         if isinstance(inner, Reject):
             return self._refuse(message, adapter.name, inner, now)
-        facts = DmqFacts(dmq_id, message.pool_id, message.kes_period, message.expires_at, _origin_of(origin),
-                         None if origin in ("local", "own") else origin)
+        facts = DmqFacts(message.message_id, message.pool_id, message.kes_period, message.expires_at,
+                         _origin_of(origin), None if origin in LOCAL_ORIGINS else origin)
         return await self._validate_and_commit(adapter, message, inner, facts, now, monotonic, charged=False,
                                                origin=origin)
 
@@ -328,11 +309,12 @@ class TopicIngress(Ingress):
     def _rediffusable(self, adapter: TopicAdapter, inner: Any, now: float) -> list[DmqMessage]:
         """Messages carried inside ``inner`` that go back into the DMQ store, so that they
         diffuse again (2.8 step 4): only while within their own network lifetime, when not
-        held already and when they pass the DMQ checks here, as a direct copy would."""
+        held already and when they pass the DMQ checks here (the validator's own, whose
+        spacing is zero in a topic instance: the bucket is not charged again), as a direct
+        copy would."""
         out = []
         for carried in adapter.rediffuse(inner):
-            if (now <= carried.expires_at and carried.expires_at - self.validator.max_ttl < now
-                    and not self.is_known(carried.message_id, now) and self.validator.check(carried) is None):
+            if not self.is_known(carried.message_id, now) and self.validator.check(carried) is None:
                 out.append(carried)
         return out
 
@@ -362,13 +344,13 @@ class TopicIngress(Ingress):
             for parked in ready:
                 clock = self.validator.clock
                 now, monotonic = clock.now(), clock.monotonic()
-                with Contained(self.tracer, "ingress", f"{parked.origin} {parked.facts.dmq_id.hex()}") as guard:
+                with self.contain(parked.message, parked.origin) as guard:
                     outcome = await self._validate_and_commit(adapter, parked.message, parked.inner, parked.facts,
                                                               now, monotonic, charged=True, origin=parked.origin,
                                                               provided=work)
                 if guard.failure is not None:
-                    outcome = self._failed(parked.message, guard.failure)
-                self._trace(outcome, parked.origin, 0)
+                    outcome = self.failed(parked.message, guard.failure)
+                self.trace([outcome], parked.origin, 0)
 
     # -- housekeeping -----------------------------------------------------------------------
 
@@ -381,7 +363,7 @@ class TopicIngress(Ingress):
         """Adapters drop state past retention, each in its own transaction; pending waits end."""
         now = self.validator.clock.now()
         self.expire_pending(now)
-        async with self._lock:
+        async with self.lock:
             for name, adapter in self.adapters.items():
                 with Contained(self.tracer, "housekeeping", f"{name} prune") as guard:
                     await trio.to_thread.run_sync(self.dbs.write, name, lambda txn, a=adapter: a.prune(now, txn))

@@ -1,4 +1,4 @@
-"""The mempool as every outbound sig-submission peer serves it.
+"""The mempool as every serving sig-submission peer serves it.
 
 Only validated messages ever enter the mempool, so announcing from it already keeps the
 node from relaying anything a reference peer would punish. What can still change is
@@ -23,7 +23,7 @@ __all__ = ["MempoolSigSource", "RecordedSigSource"]
 class MempoolSigSource:
     """:class:`~miniprotocols.sig_submission.SigSource` over the node's mempool (one per node).
 
-    Positions are mempool indices, so each outbound peer's window is its own cursor and
+    Positions are mempool indices, so each serving peer's window is its own cursor and
     a new peer is offered everything unexpired from the start (docs/protocol/node-to-node.md 9.7).
     """
 
@@ -47,7 +47,7 @@ class MempoolSigSource:
 
 
 class RecordedSigSource:
-    """One outbound peer's view of the source that tells the traffic recorder what it offered and sent.
+    """One serving peer's view of the source that tells the traffic recorder what it offered and sent.
 
     The capacity model needs bytes per message per peer (the real redundancy factor), so
     every id announced and every message served is an event. They go straight to the

@@ -32,15 +32,7 @@ import trio
 from handshake.protocol import HandshakeResult
 from miniprotocols import keep_alive, peer_sharing, sig_submission_v1, sig_submission_v2
 from miniprotocols.framework import ProtocolSpec
-from miniprotocols.sig_submission import (
-    ClaimingSink,
-    Dialect,
-    DisconnectPeer,
-    InboundPeer,
-    InFlightRegistry,
-    OutboundPeer,
-    Side,
-)
+from miniprotocols.sig_submission import Dialect, Side
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import MessageChannel
 from ouroboros_mux.mux import Mux, MuxChannel, Role
@@ -54,6 +46,13 @@ from .mempool_source import MempoolSigSource, RecordedSigSource
 from .on_demand import OnDemandChannel
 from .peers import PeerStats
 from .plan import Instance, Protocol, connection_plan
+from .sig_submission import (
+    ClaimingSink,
+    DisconnectPeer,
+    PullingPeer,
+    InFlightRegistry,
+    ServingPeer,
+)
 
 __all__ = ["DIALECTS", "N2NContext", "run_n2n_connection"]
 
@@ -141,10 +140,10 @@ def _runner(ctx: N2NContext, instance: Instance, channel: MuxChannel, dialect: D
 
 async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dialect, side: Side,
                           stats: PeerStats, claim_key: str) -> None:
-    if side is Side.OUTBOUND:
+    if side is Side.SERVING:
         timeout = ctx.blocking_reply_timeout if dialect.reply_no_ids is not None else None
         source = ctx.source if ctx.record is None else RecordedSigSource(ctx.source, stats.peer, ctx.record, ctx.now)
-        await OutboundPeer(dialect, channel, source, blocking_timeout=timeout).run()
+        await ServingPeer(dialect, channel, source, blocking_timeout=timeout).run()
         return
 
     ingress = ctx.ingress
@@ -158,7 +157,7 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
             raise DisconnectPeer(verdict.disconnect)
 
     sink = ClaimingSink(ctx.registry, claim_key, holds=ctx.mempool.contains, accept=accept)
-    await InboundPeer(dialect, channel, sink).run()
+    await PullingPeer(dialect, channel, sink).run()
 
 
 async def _keep_alive(ctx: N2NContext, channel: MessageChannel, initiator: bool, stats: PeerStats) -> None:

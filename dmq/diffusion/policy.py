@@ -13,7 +13,8 @@ import random
 from dataclasses import dataclass, field
 
 from miniprotocols.keep_alive import KEEP_ALIVE_INTERVAL
-from miniprotocols.sig_submission import BLOCKING_REPLY_TIMEOUT
+
+from .sig_submission import BLOCKING_REPLY_TIMEOUT
 
 __all__ = ["BackoffPolicy", "DiffusionPolicy"]
 

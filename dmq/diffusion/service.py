@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from handshake.links import VersionTable, dmq_node_to_node_versions
-from miniprotocols.sig_submission import InFlightRegistry
 
 from dmq.config import DiffusionMode, NodeConfig
 from dmq.errors import OperatorError
@@ -39,6 +38,7 @@ from .outbound import OutboundGovernor
 from .peers import PeerTable
 from .policy import DiffusionPolicy
 from .prometheus import PeerCollector
+from .sig_submission import InFlightRegistry
 
 if TYPE_CHECKING:
     from dmq.node import Node

@@ -28,7 +28,7 @@ from dmq.validation.errors import (
     UnrecognizedPool,
 )
 from dmq.validation.opcert_cache import DEFAULT_OPCERT_CACHE_SIZE, OpcertCache
-from dmq.validation.pipeline import MAX_SIG_TTL, MIN_SIG_DELAY, Outcome, Validator, kes_failure_reason
+from dmq.validation.pipeline import MAX_SIG_TTL, MIN_SIG_DELAY, Outcome, Screen, Validator, kes_failure_reason
 from dmq.validation.pool_state import PoolState
 from dmq.validation.reactions import (
     REACTION_TABLE,
@@ -56,6 +56,7 @@ __all__ = [
     "NotInitialized",
     "OpcertCache",
     "Outcome",
+    "Screen",
     "PeerReaction",
     "PoolNotEligible",
     "PoolState",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, ClassVar, Iterable
 
 
 from dmq.clock import Clock
@@ -59,6 +59,7 @@ __all__ = [
     "MIN_SIG_DELAY",
     "MAX_SIG_TTL",
     "Outcome",
+    "Screen",
     "Validator",
     "kes_failure_reason",
 ]
@@ -79,12 +80,19 @@ _ELIGIBILITY_ERRORS: dict[Eligibility, type[SigValidationError]] = {
 }
 
 
+#: Check 3 as an ingress declares it: ``screen(message, monotonic)`` is the refusal, or None.
+Screen = Callable[[DmqMessage, float], "SigValidationError | None"]
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """The verdict on one message of a batch: accepted (``error is None``) or the error."""
 
     message: DmqMessage
     error: SigValidationError | None
+    #: Neither accepted nor refused yet (a topic message waiting for its dependencies):
+    #: not traced as either. Always False for the core's outcomes.
+    deferred: ClassVar[bool] = False
 
     @property
     def accepted(self) -> bool:
@@ -150,8 +158,13 @@ class Validator:
 
     # -- the checks ----------------------------------------------------------------------
 
-    def _first_failure(self, msg: DmqMessage, now: float, monotonic: float) -> SigValidationError | None:
-        """Checks 1..10 in the reference order; the first failure wins. Changes no state."""
+    def _first_failure(self, msg: DmqMessage, now: float, monotonic: float,
+                       screen: Screen | None = None) -> SigValidationError | None:
+        """Checks 1..10 in the reference order; the first failure wins. Changes no state.
+
+        ``screen`` is check 3 when the ingress declares its own (a topic instance's token
+        bucket); None is the reference's spacing of ``min_sig_delay`` seconds.
+        """
         expires_at = msg.expires_at
         # 1, 2: now <= expiresAt < now + maxTTL, compared exactly (int against float).
         if not now <= expires_at:
@@ -162,11 +175,16 @@ class Validator:
         # 3: rate limit on the monotonic clock.
         pool_id = msg.pool_id
         state = self.state
-        last = state.last_accepted(pool_id)
-        if last is not None:
-            since_last = monotonic - last
-            if since_last < self.min_sig_delay:
-                return SigTooFrequent(pool_id, since_last)
+        if screen is None:
+            last = state.last_accepted(pool_id)
+            if last is not None:
+                since_last = monotonic - last
+                if since_last < self.min_sig_delay:
+                    return SigTooFrequent(pool_id, since_last)
+        else:
+            refused = screen(msg, monotonic)
+            if refused is not None:
+                return refused
 
         # 4: the carried id is the hash of the payload as received.
         if msg.legacy:
@@ -214,16 +232,23 @@ class Validator:
         """
         return self._first_failure(msg, self.clock.now(), self.clock.monotonic())
 
-    def process_batch(self, msgs: Iterable[DmqMessage], is_known: Callable[[bytes], bool]) -> list[Outcome]:
+    def process_batch(self, msgs: Iterable[DmqMessage], is_known: Callable[[bytes], bool], *,
+                      seen: set[bytes] | None = None, screen: Screen | None = None,
+                      record: bool = True) -> list[Outcome]:
         """docs/protocol/validation.md 6.1 steps 2 and 3 for one batch; one outcome per message, in order.
 
         ``is_known(id)`` answers whether the mempool holds that id. A message whose id is
-        known, or appeared earlier in the batch, is ``SigDuplicate`` and not validated.
+        known, or in ``seen`` (the ids met earlier in the batch, shared when the caller
+        feeds one batch in several calls), is ``SigDuplicate`` and not validated.
+        ``screen`` replaces check 3 (see :meth:`_first_failure`). With ``record`` a passing
+        message updates the per-pool state at once; without, the caller records it when it
+        commits the message (an ingress whose later stages may still refuse it).
         The caller appends the accepted messages to the mempool (step 4).
         """
         now = self.clock.now()
         monotonic = self.clock.monotonic()
-        seen: set[bytes] = set()
+        if seen is None:
+            seen = set()
         outcomes: list[Outcome] = []
         for msg in msgs:
             message_id = msg.message_id
@@ -231,8 +256,8 @@ class Validator:
                 outcomes.append(Outcome(msg, SigDuplicate()))
                 continue
             seen.add(message_id)
-            error = self._first_failure(msg, now, monotonic)
-            if error is None:
+            error = self._first_failure(msg, now, monotonic, screen)
+            if error is None and record:
                 self.state.record_accepted(msg.pool_id, msg.opcert.issue_number, monotonic, now)
             outcomes.append(Outcome(msg, error))
         return outcomes

@@ -65,7 +65,7 @@ class SigSubmissionProtocolError(ProtocolError):
 
 
 class AckedTooManyIds(SigSubmissionProtocolError):
-    """The inbound acknowledged more ids than it holds unacknowledged."""
+    """The pulling peer acknowledged more ids than it holds unacknowledged."""
 
     names = {1: "ProtocolErrorAckedTooManyTxids", 2: "ProtocolErrorAckedTooManySigIds"}
     states = _IDLE
@@ -136,7 +136,7 @@ class RequestedUnavailable(SigSubmissionProtocolError):
 
 
 class IdsNotRequested(SigSubmissionProtocolError):
-    """The outbound replied with more ids than were requested."""
+    """The serving peer replied with more ids than were requested."""
 
     names = {1: "ProtocolErrorTxIdsNotRequested", 2: "ProtocolErrorSigIdsNotRequested"}
     states = _IDS
@@ -148,7 +148,7 @@ class IdsNotRequested(SigSubmissionProtocolError):
 
 
 class BodyNotRequested(SigSubmissionProtocolError):
-    """The outbound sent a message whose id was not in the request it answers."""
+    """The serving peer sent a message whose id was not in the request it answers."""
 
     names = {1: "ProtocolErrorTxNotRequested", 2: "ProtocolErrorSigNotRequested"}
     states = _BODIES

@@ -16,7 +16,7 @@ import hashlib
 from ouroboros_mux.cbor import MAJOR_ARRAY, CborError, Cursor
 
 from ..framework import CodecError
-from .policy import ID_SIZE
+from .limits import ID_SIZE
 
 __all__ = ["MESSAGE_ITEMS", "carried_id", "checked_id", "read_message", "payload_span", "computed_id"]
 

@@ -16,7 +16,7 @@ from ouroboros_mux.cbor import Cursor
 
 from ..framework import CodecError
 from ..framework import cbor_write as w
-from .policy import ID_SIZE, MAX_WORD16, MAX_WORD32
+from .limits import ID_SIZE, MAX_WORD16, MAX_WORD32
 from .sig_message import read_message
 
 __all__ = [

@@ -1,12 +1,11 @@
 """Sig submission V1, mini-protocol 11 on node-to-node version 1: TxSubmission2 wire format (docs/protocol/node-to-node.md 9.4).
 
-The connection initiator runs :func:`outbound` (the client, serving its mempool), the
-responder runs :func:`inbound` (the server, pulling).
+The connection initiator's instance serves its mempool (it is the protocol's client),
+the responder's pulls; :data:`DIALECT` tells the node's peers
+(:mod:`dmq.diffusion.sig_submission`) which is which.
 """
 
-from .client import outbound
 from .codec import SigSubmissionV1Codec
-from .server import inbound
 from .spec import DIALECT, SIG_SUBMISSION_V1
 from .types import (
     INGRESS_LIMIT,
@@ -35,6 +34,4 @@ __all__ = [
     "MsgReplyTxs",
     "MsgDone",
     "SigSubmissionV1Codec",
-    "inbound",
-    "outbound",
 ]

@@ -28,13 +28,13 @@ SIG_SUBMISSION_V1 = ProtocolSpec(
     codec=SigSubmissionV1Codec(),
 )
 
-#: V1 in the shared peers' terms: the outbound is the protocol's client, opens with
+#: V1 in the shared peers' terms: the serving peer is the protocol's client, opens with
 #: MsgInit, serves from the connection initiator, and is the one that may end (MsgDone).
 DIALECT = Dialect(
     version=VERSION,
     spec=SIG_SUBMISSION_V1,
-    outbound_role=Role.CLIENT,
-    initiator_side=Side.OUTBOUND,
+    serving_role=Role.CLIENT,
+    initiator_side=Side.SERVING,
     request_ids=MsgRequestTxIds,
     reply_ids=MsgReplyTxIds,
     reply_no_ids=None,
@@ -42,5 +42,5 @@ DIALECT = Dialect(
     reply_bodies=MsgReplyTxs,
     init=MsgInit,
     done=MsgDone,
-    done_by=Side.OUTBOUND,
+    done_by=Side.SERVING,
 )

@@ -1,10 +1,10 @@
 """Sig submission V1 (mini-protocol 11, node-to-node version 1): the TxSubmission2 wire format.
 
 The reference runs its V1 over ouroboros-network's TxSubmission2 protocol with
-``txid = messageId`` and ``tx = message``. The outbound peer (the protocol's client, run
+``txid = messageId`` and ``tx = message``. The serving peer (the protocol's client, run
 by the connection *initiator*, docs/protocol/node-to-node.md 9.1) opens with ``MsgInit`` and then answers the
-inbound's requests; the inbound (server, connection responder) pulls. A blocking request
-has no time limit and no "nothing yet" answer: the outbound blocks until it has ids, or
+pulling peer's requests; the pulling peer (server, connection responder) pulls. A blocking request
+has no time limit and no "nothing yet" answer: the serving peer blocks until it has ids, or
 ends the protocol with ``MsgDone``. Same byte limits as V2: the reference's
 ``byteLimitsSigSubmission``, not TxSubmission2's larger ones.
 (``dmq-node: DMQ/Protocol/SigSubmission/Codec.hs``;
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..framework import SMALL_BYTE_LIMIT, Agency, StateSpec
 from ..framework.cbor_write import as_items
-from ..sig_submission.policy import BODIES_BYTE_LIMIT, INGRESS_LIMIT, PROTOCOL_NUM, SHORT_WAIT
+from ..sig_submission.limits import BODIES_BYTE_LIMIT, INGRESS_LIMIT, PROTOCOL_NUM, SHORT_WAIT
 from ..sig_submission.wire import check_id, check_word16, check_word32
 
 __all__ = [
@@ -52,7 +52,7 @@ class SigSubmissionV1State(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class MsgInit:
-    """``[6]``: the outbound's first message, handing agency to the inbound."""
+    """``[6]``: the serving peer's first message, handing agency to the pulling peer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ class MsgReplyTxs:
 
 @dataclass(frozen=True, slots=True)
 class MsgDone:
-    """``[4]``: the outbound ends the protocol, in place of a blocking reply."""
+    """``[4]``: the serving peer ends the protocol, in place of a blocking reply."""
 
 
 SigSubmissionV1Message = MsgInit | MsgRequestTxIds | MsgReplyTxIds | MsgRequestTxs | MsgReplyTxs | MsgDone

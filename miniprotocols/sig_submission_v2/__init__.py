@@ -1,12 +1,11 @@
 """Sig submission V2, mini-protocol 11 on node-to-node version 2 (docs/protocol/node-to-node.md 9.3).
 
-The connection initiator runs :func:`inbound` (the client, pulling), the responder runs
-:func:`outbound` (the server, serving its mempool).
+The connection initiator's instance pulls (it is the protocol's client), the
+responder's serves its mempool; :data:`DIALECT` tells the node's peers
+(:mod:`dmq.diffusion.sig_submission`) which is which.
 """
 
-from .client import inbound
 from .codec import SigSubmissionV2Codec
-from .server import outbound
 from .spec import DIALECT, SIG_SUBMISSION_V2
 from .types import (
     INGRESS_LIMIT,
@@ -35,6 +34,4 @@ __all__ = [
     "MsgReplySigs",
     "MsgDone",
     "SigSubmissionV2Codec",
-    "inbound",
-    "outbound",
 ]

@@ -28,13 +28,13 @@ SIG_SUBMISSION_V2 = ProtocolSpec(
     codec=SigSubmissionV2Codec(),
 )
 
-#: V2 in the shared peers' terms: the outbound is the protocol's server and serves from
-#: the connection responder; the inbound asks, and ends with MsgDone.
+#: V2 in the shared peers' terms: the serving peer is the protocol's server and serves from
+#: the connection responder; the pulling peer asks, and ends with MsgDone.
 DIALECT = Dialect(
     version=VERSION,
     spec=SIG_SUBMISSION_V2,
-    outbound_role=Role.SERVER,
-    initiator_side=Side.INBOUND,
+    serving_role=Role.SERVER,
+    initiator_side=Side.PULLING,
     request_ids=MsgRequestSigIds,
     reply_ids=MsgReplySigIds,
     reply_no_ids=MsgReplyNoSigIds,
@@ -42,5 +42,5 @@ DIALECT = Dialect(
     reply_bodies=MsgReplySigs,
     init=None,
     done=MsgDone,
-    done_by=Side.INBOUND,
+    done_by=Side.PULLING,
 )

@@ -1,10 +1,10 @@
 """Sig submission V2 (mini-protocol 11, node-to-node version 2): states, messages, limits, table.
 
-The inbound peer (the protocol's client, and the connection *initiator*, docs/protocol/node-to-node.md 9.1)
+The pulling peer (the protocol's client, and the connection *initiator*, docs/protocol/node-to-node.md 9.1)
 pulls: it asks for ids, blocking or not, acknowledging the ids it has processed, then
-for the messages it wants; the outbound (server) answers from its mempool. A blocking
-request may be answered with ``MsgReplyNoSigIds`` so the inbound regains agency; the
-state's 20 s limit is what forces the outbound to do so.
+for the messages it wants; the serving peer (server) answers from its mempool. A blocking
+request may be answered with ``MsgReplyNoSigIds`` so the pulling peer regains agency; the
+state's 20 s limit is what forces the serving peer to do so.
 (``dmq-node: DMQ/Protocol/SigSubmissionV2/{Type,Codec}.hs``; docs/protocol/node-to-node.md 9.3.)
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..framework import SMALL_BYTE_LIMIT, Agency, StateSpec
 from ..framework.cbor_write import as_items
-from ..sig_submission.policy import (
+from ..sig_submission.limits import (
     BLOCKING_STATE_TIME_LIMIT,
     BODIES_BYTE_LIMIT,
     INGRESS_LIMIT,
@@ -108,7 +108,7 @@ class MsgReplySigs:
 
 @dataclass(frozen=True, slots=True)
 class MsgDone:
-    """``[6]``: the inbound ends the protocol from idle."""
+    """``[6]``: the pulling peer ends the protocol from idle."""
 
 
 SigSubmissionV2Message = (

@@ -91,8 +91,8 @@ class Rogue:
         return self.channels[(11, self.mode_for(side))]
 
     def driver(self, side: Side) -> Driver:
-        """A bare driver for the instance doing ``side``: inbound pulls, outbound serves."""
-        role = self.dialect.outbound_role if side is Side.OUTBOUND else self.dialect.inbound_role
+        """A bare driver for the instance doing ``side``: ``Side.PULLING`` pulls, ``Side.SERVING`` serves."""
+        role = self.dialect.serving_role if side is Side.SERVING else self.dialect.pulling_role
         return Driver(self.channel(side), self.dialect.spec, role)
 
     async def wait_closed(self, timeout: float = 5.0) -> BaseException | None:
@@ -103,10 +103,10 @@ class Rogue:
 
 
 async def open_side(rogue: Rogue, side: Side):
-    """The driver for ``side``, past V1's MsgInit (sent by the outbound side)."""
+    """The driver for ``side``, past V1's MsgInit (sent by the serving side)."""
     driver = rogue.driver(side)
     if rogue.dialect.init is not None:
-        if side is Side.INBOUND:
+        if side is Side.PULLING:
             assert isinstance(await driver.recv(), MsgInit)
         else:
             await driver.send(rogue.dialect.init())

@@ -49,8 +49,8 @@ def test_ingress_limits_are_the_references():
 
 def test_which_instance_pulls_depends_on_the_version():
     # V1: the connection initiator serves; V2: it pulls (docs/protocol/node-to-node.md 9.1).
-    assert (V1.side_of(True), V1.side_of(False)) == (Side.OUTBOUND, Side.INBOUND)
-    assert (V2.side_of(True), V2.side_of(False)) == (Side.INBOUND, Side.OUTBOUND)
+    assert (V1.side_of(True), V1.side_of(False)) == (Side.SERVING, Side.PULLING)
+    assert (V2.side_of(True), V2.side_of(False)) == (Side.PULLING, Side.SERVING)
 
 
 async def test_a_responder_started_on_demand_has_no_time_limit_before_the_first_message(autojump_clock):

@@ -1,7 +1,7 @@
 """The reaction table of docs/protocol/validation.md 6.2 at a running node, and nothing invalid relayed.
 
 A scripted peer serves node X one message that fails one validation rule, with the real
-outbound peer over a list-backed source. The table says whether X drops the message and
+serving peer over a list-backed source. The table says whether X drops the message and
 keeps the connection (trace) or closes it (disconnect). Either way X never holds the
 message, so its peer B, which receives everything X relays, never sees it: B neither holds
 it nor rejected it (it was never even offered).
@@ -15,7 +15,8 @@ import pytest
 import trio
 
 from miniprotocols.local_msg_submission import ACCEPTED
-from miniprotocols.sig_submission import OutboundPeer, Side
+from miniprotocols.sig_submission import Side
+from dmq.diffusion.sig_submission import ServingPeer
 from ouroboros_mux.mux import Mode
 
 from dmq.message import OperationalCertificate
@@ -69,8 +70,8 @@ def rejections_of(node, message_id: bytes) -> list[MessageRejected]:
 
 async def serve_to(x, rogue: Rogue, source: ListSigSource, nursery: trio.Nursery) -> None:
     d = rogue.dialect
-    peer = OutboundPeer(d, rogue.channel(Side.OUTBOUND), source,
-                        blocking_timeout=None if d.reply_no_ids is None else 1.0)
+    peer = ServingPeer(d, rogue.channel(Side.SERVING), source,
+                       blocking_timeout=None if d.reply_no_ids is None else 1.0)
 
     async def run():
         try:

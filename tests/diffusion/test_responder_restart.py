@@ -17,7 +17,8 @@ import trio
 
 from miniprotocols import keep_alive, peer_sharing
 from miniprotocols.local_msg_submission import ACCEPTED
-from miniprotocols.sig_submission import OutboundPeer, Side
+from miniprotocols.sig_submission import Side
+from dmq.diffusion.sig_submission import ServingPeer
 from ouroboros_mux.mux import Mode
 
 from dmq.diffusion import Direction
@@ -50,8 +51,8 @@ async def hot_round(x, rogue: Rogue, tag: int) -> None:
     d = rogue.dialect
     message = pool(tag % 10).sign(tag, int(NOW) + 900)
     with trio.fail_after(ROUND_TRIP_LIMIT):
-        if d.side_of(True) is Side.OUTBOUND:
-            serving = OutboundPeer(d, rogue.channel(Side.OUTBOUND), ListSigSource([message.raw]))
+        if d.side_of(True) is Side.SERVING:
+            serving = ServingPeer(d, rogue.channel(Side.SERVING), ListSigSource([message.raw]))
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(serving.run)
                 await wait_until(lambda: message.message_id in x.accepted(), ROUND_TRIP_LIMIT,
@@ -60,7 +61,7 @@ async def hot_round(x, rogue: Rogue, tag: int) -> None:
         else:
             assert await submit(x, [message]) == [ACCEPTED]
             held = [entry.raw for entry in x.node.mempool.messages_after(-1, 1 << 30)]
-            pull = await open_side(rogue, Side.INBOUND)
+            pull = await open_side(rogue, Side.PULLING)
             await pull.send(d.request_ids(True, 0, 33))
             announced = (await pull.recv()).ids
             assert [size for _, size in announced] == [len(raw) for raw in held]  # the mempool from its start
@@ -95,7 +96,7 @@ async def test_a_peer_demotes_and_promotes_the_node_on_one_connection(x, version
             await ping.ping()
         assert len(x.node.diffusion.registry) == 0  # no claim outlives the instance that made it
         stats = x.node.diffusion.peers.get(rogue.label, Direction.INBOUND)
-        if rogue.dialect.side_of(True) is Side.OUTBOUND:
+        if rogue.dialect.side_of(True) is Side.SERVING:
             assert stats.messages_accepted == 3
         assert not rogue.ended.is_set()
 

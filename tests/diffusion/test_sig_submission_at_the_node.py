@@ -15,7 +15,8 @@ import trio
 
 from miniprotocols import keep_alive
 from miniprotocols.local_msg_submission import ACCEPTED
-from miniprotocols.sig_submission import OutboundPeer, Side, payload_span
+from miniprotocols.sig_submission import Side, payload_span
+from dmq.diffusion.sig_submission import ServingPeer
 from ouroboros_mux.mux import Mode
 
 from dmq.diffusion import Direction
@@ -53,7 +54,7 @@ async def test_a_peer_pulls_the_mempool_byte_for_byte_and_serves_new_messages(pa
     assert await submit(pair.x, held) == [ACCEPTED] * 3
     async with Rogue(pair.x.port, version) as rogue:
         d = rogue.dialect
-        pull = await open_side(rogue, Side.INBOUND)
+        pull = await open_side(rogue, Side.PULLING)
         await pull.send(d.request_ids(True, 0, 33))
         announced = (await pull.recv()).ids
         assert announced == tuple((m.message_id, len(m.raw)) for m in held)  # mempool order, exact sizes
@@ -61,12 +62,12 @@ async def test_a_peer_pulls_the_mempool_byte_for_byte_and_serves_new_messages(pa
         assert (await pull.recv()).messages == tuple(m.raw for m in held)  # the received bytes, not re-encoded
 
         # The other direction on the same connection: X pulls what the rogue serves, more than
-        # one request (33) and more than the window (132) can carry; the rogue's real outbound
+        # one request (33) and more than the window (132) can carry; the rogue's real serving
         # peer checks every request X makes against the reference's rules.
         fresh = [pool(n % 10).sign(100 + n, int(NOW) + 900) for n in range(150)]
         source = CountingSource([m.raw for m in fresh])
-        serving = OutboundPeer(d, rogue.channel(Side.OUTBOUND), source,
-                               blocking_timeout=None if d.reply_no_ids is None else 1.0)
+        serving = ServingPeer(d, rogue.channel(Side.SERVING), source,
+                              blocking_timeout=None if d.reply_no_ids is None else 1.0)
         async with trio.open_nursery() as inner:
             inner.start_soon(serving.run)
             ids = {m.message_id for m in fresh}
@@ -93,7 +94,7 @@ async def test_expired_messages_are_never_announced_and_omitted_from_replies(pai
     clock.advance(3)  # ``gone`` expired: never announced
     async with Rogue(pair.x.port, version) as rogue:
         d = rogue.dialect
-        pull = await open_side(rogue, Side.INBOUND)
+        pull = await open_side(rogue, Side.PULLING)
         await pull.send(d.request_ids(True, 0, 33))
         assert [i for i, _ in (await pull.recv()).ids] == [soon.message_id, later.message_id]
         clock.advance(3)  # ``soon`` expired after its announcement: left out of the bodies reply
@@ -134,7 +135,7 @@ async def body_never_announced(d, drv):
     await drv.send(d.request_bodies((bytes(32),)))
 
 
-OUTBOUND_VIOLATIONS = {
+SERVING_VIOLATIONS = {
     "ack_too_many": (ack_too_many, "AckedTooMany"),
     "request_too_many": (request_too_many, "RequestedTooMany"),
     "blocking_with_outstanding_ids": (blocking_with_outstanding_ids, "ProtocolErrorRequestBlocking"),
@@ -146,12 +147,12 @@ OUTBOUND_VIOLATIONS = {
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("case", OUTBOUND_VIOLATIONS)
+@pytest.mark.parametrize("case", SERVING_VIOLATIONS)
 async def test_violations_of_a_pulling_peer_end_its_connection_only(pair, version, case):
-    script, expected = OUTBOUND_VIOLATIONS[case]
+    script, expected = SERVING_VIOLATIONS[case]
     assert await submit(pair.x, [pool(n).sign(n, int(NOW) + 900) for n in range(5)]) == [ACCEPTED] * 5
     async with Rogue(pair.x.port, version) as rogue:
-        await script(rogue.dialect, await open_side(rogue, Side.INBOUND))
+        await script(rogue.dialect, await open_side(rogue, Side.PULLING))
         await rogue.wait_closed()
         label = rogue.label
     await wait_until(lambda: closed_events(pair.x, label), 5, what="X's trace of the closed connection")
@@ -210,7 +211,7 @@ async def not_a_message(d, drv):
     await drv.send(d.reply_bodies((broken,)))
 
 
-INBOUND_VIOLATIONS = {
+PULLING_VIOLATIONS = {
     "more_ids_than_requested": (more_ids_than_requested, "IdsNotRequested"),
     "body_not_requested": (body_not_requested, "NotRequested"),
     "larger_than_announced": (larger_than_announced, "ProtocolErrorTxSizeError"),
@@ -220,11 +221,11 @@ INBOUND_VIOLATIONS = {
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("case", INBOUND_VIOLATIONS)
+@pytest.mark.parametrize("case", PULLING_VIOLATIONS)
 async def test_violations_of_a_serving_peer_end_its_connection_only(pair, version, case):
-    script, expected = INBOUND_VIOLATIONS[case]
+    script, expected = PULLING_VIOLATIONS[case]
     async with Rogue(pair.x.port, version) as rogue:
-        await script(rogue.dialect, await open_side(rogue, Side.OUTBOUND))
+        await script(rogue.dialect, await open_side(rogue, Side.SERVING))
         await rogue.wait_closed()
         label = rogue.label
     await wait_until(lambda: closed_events(pair.x, label), 5, what="X's trace of the closed connection")
@@ -243,7 +244,7 @@ async def test_an_id_in_flight_from_one_peer_or_already_held_is_not_fetched_from
     announcement = ((wanted.message_id, len(wanted.raw)),)
     async with Rogue(pair.x.port, version) as first, Rogue(pair.x.port, version) as second:
         d = first.dialect
-        one, two = await open_side(first, Side.OUTBOUND), await open_side(second, Side.OUTBOUND)
+        one, two = await open_side(first, Side.SERVING), await open_side(second, Side.SERVING)
         await one.recv()
         await one.send(d.reply_ids(announcement))
         request = await one.recv()

@@ -21,7 +21,8 @@ import trio
 
 from integrations.mithril import DmqClientError
 from integrations.topics import draft_block, open_topic_connection
-from miniprotocols.sig_submission import OutboundPeer, Side
+from miniprotocols.sig_submission import Side
+from dmq.diffusion.sig_submission import ServingPeer
 from tests.diffusion.rogue import Rogue, open_side
 from tests.e2e.raw_n2c import ACCEPT, ConnectionLost, RawN2CClient
 from tests.sigsub.helpers import ListSigSource
@@ -174,9 +175,9 @@ class Client:
             try:
                 async with Rogue(self.peer_port, PEER_VERSION, magic=TOPIC_MAGIC) as rogue:
                     self.rogue = rogue
-                    await open_side(rogue, Side.OUTBOUND)
-                    serving = OutboundPeer(rogue.dialect, rogue.channel(Side.OUTBOUND), self.source,
-                                           blocking_timeout=1.0, start_position=len(self.source.entries) - 1)
+                    await open_side(rogue, Side.SERVING)
+                    serving = ServingPeer(rogue.dialect, rogue.channel(Side.SERVING), self.source,
+                                          blocking_timeout=1.0, start_position=len(self.source.entries) - 1)
                     started.set()
                     await serving.run()
             except Exception:

@@ -13,7 +13,7 @@ from collections import Counter
 import cbor2
 import trio
 
-from miniprotocols.sig_submission import DisconnectPeer
+from dmq.diffusion.sig_submission import DisconnectPeer
 
 
 def h(text: str) -> bytes:
@@ -37,7 +37,7 @@ class ListSigSource:
     """An append-only mempool over a list; messages can be expired by id at any moment.
 
     ``expire_when_announced`` ids expire right after ``ids_after`` hands them out, so the
-    outbound announces them but no longer has them when their bodies are requested.
+    serving announces them but no longer has them when their bodies are requested.
     """
 
     def __init__(self, messages: list[bytes] | None = None, *, first_index: int = 0) -> None:

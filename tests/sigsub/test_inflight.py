@@ -1,4 +1,4 @@
-"""The in-flight registry shared by the node's inbound peers, and the claiming sink over it."""
+"""The in-flight registry shared by the node's pulling peers, and the claiming sink over it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from miniprotocols.framework import Driver, ExceededTimeLimit
-from miniprotocols.sig_submission import ClaimingSink, InboundPeer, InFlightRegistry, OutboundPeer
+from dmq.diffusion.sig_submission import ClaimingSink, PullingPeer, InFlightRegistry, ServingPeer
 from ouroboros_mux.channel import memory_channel_pair
 
 from .helpers import ListSigSource, make_message, message_id, run_together
@@ -62,10 +62,10 @@ async def test_claims_of_a_failed_peer_go_back_and_another_peer_fetches(dialect,
 
     # The first peer announces everything, then never answers the body request.
     a, b = memory_channel_pair(11)
-    first = InboundPeer(dialect, a, ClaimingSink(registry, "first", holds=held.__contains__, accept=accept))
-    scripted = Driver(b, dialect.spec, dialect.outbound_role)
+    first = PullingPeer(dialect, a, ClaimingSink(registry, "first", holds=held.__contains__, accept=accept))
+    scripted = Driver(b, dialect.spec, dialect.serving_role)
 
-    async def silent_outbound():
+    async def silent_serving():
         if dialect.init is not None:
             await scripted.send(dialect.init())
         request = await scripted.recv()
@@ -75,14 +75,14 @@ async def test_claims_of_a_failed_peer_go_back_and_another_peer_fetches(dialect,
         await trio.sleep_forever()
 
     with pytest.raises(ExceededTimeLimit):
-        await run_together(silent_outbound, first.run)
+        await run_together(silent_serving, first.run)
     assert len(registry) == 0 and held == {}
 
     c, d = memory_channel_pair(11)
-    second = InboundPeer(dialect, c, ClaimingSink(registry, "second", holds=held.__contains__, accept=accept))
-    outbound = OutboundPeer(dialect, d, ListSigSource(messages))
+    second = PullingPeer(dialect, c, ClaimingSink(registry, "second", holds=held.__contains__, accept=accept))
+    serving = ServingPeer(dialect, d, ListSigSource(messages))
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbound.run)
+        nursery.start_soon(serving.run)
         nursery.start_soon(second.run)
         while len(held) < len(messages):
             await trio.sleep(1)

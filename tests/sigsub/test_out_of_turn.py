@@ -38,7 +38,7 @@ S1 = v1.SigSubmissionV1State
 SP = ps.PeerSharingState
 
 CASES = {
-    # V2: the client is the inbound (pulling) side.
+    # V2: the client is the pulling peer (pulling) side.
     "v2": Case(
         v2.SIG_SUBMISSION_V2,
         [v2.MsgRequestSigIds(True, 0, 3), v2.MsgRequestSigIds(False, 1, 3), v2.MsgReplySigIds(((ID, 700),)),
@@ -57,7 +57,7 @@ CASES = {
             (S2.SIGS, S): {v2.MsgReplySigs},
         },
     ),
-    # V1: the client is the outbound (serving) side, which opens with MsgInit.
+    # V1: the client is the serving peer (serving) side, which opens with MsgInit.
     "v1": Case(
         v1.SIG_SUBMISSION_V1,
         [v1.MsgInit(), v1.MsgRequestTxIds(True, 0, 3), v1.MsgRequestTxIds(False, 1, 3),

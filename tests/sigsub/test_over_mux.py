@@ -13,7 +13,8 @@ import trio
 import trio.testing
 
 from miniprotocols import sig_submission_v1, sig_submission_v2
-from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM, InboundPeer, OutboundPeer, Side
+from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM, Side
+from dmq.diffusion.sig_submission import PullingPeer, ServingPeer
 from ouroboros_mux import Bearer, Mode, Mux
 from ouroboros_mux import Role as MuxRole
 
@@ -42,11 +43,11 @@ class Node:
         self.peers = {}
         for initiator, mode in ((True, Mode.INITIATOR), (False, Mode.RESPONDER)):
             channel = mux.register(PROTOCOL_NUM, mode, INGRESS_LIMIT)
-            if dialect.side_of(initiator) is Side.OUTBOUND:
+            if dialect.side_of(initiator) is Side.SERVING:
                 options = {} if dialect.reply_no_ids is None else {"blocking_timeout": 0.05}
-                peer = OutboundPeer(dialect, channel, self.source, **options)
+                peer = ServingPeer(dialect, channel, self.source, **options)
             else:
-                peer = InboundPeer(dialect, channel, self.sink)
+                peer = PullingPeer(dialect, channel, self.sink)
             self.peers[mode] = (peer, channel)
 
     def side(self, mode: Mode) -> Side:
@@ -59,9 +60,9 @@ class Node:
 
     def stop(self) -> None:
         for peer, _ in self.peers.values():
-            if isinstance(peer, InboundPeer) and self.dialect.done_by is Side.INBOUND:
+            if isinstance(peer, PullingPeer) and self.dialect.done_by is Side.PULLING:
                 peer.stop()
-            if isinstance(peer, OutboundPeer) and self.dialect.done_by is Side.OUTBOUND:
+            if isinstance(peer, ServingPeer) and self.dialect.done_by is Side.SERVING:
                 peer.stop()
 
 
@@ -99,7 +100,7 @@ async def exchange(dialect) -> None:
             assert counters.sdus_in > 0 and counters.sdus_out > 0
             assert peer.driver.done
     # Who pulls through the initiator instance depends on the version.
-    assert a.side(Mode.INITIATOR) is (Side.INBOUND if dialect.version == 2 else Side.OUTBOUND)
+    assert a.side(Mode.INITIATOR) is (Side.PULLING if dialect.version == 2 else Side.SERVING)
 
 
 async def test_v2_both_directions_over_loopback_tcp():

@@ -1,4 +1,4 @@
-"""Inbound and outbound peers of both versions talking over in-memory channels.
+"""Pulling and serving peers of both versions talking over in-memory channels.
 
 The source is a list-backed mempool and the sink a recorder (the node's side); what is
 under test is what crosses the channel: every message arrives exactly once and in
@@ -14,15 +14,13 @@ import trio
 
 from miniprotocols import sig_submission_v1, sig_submission_v2
 from miniprotocols.framework import Direction, Driver, ExceededTimeLimit
-from miniprotocols.sig_submission import (
-    MAX_IDS_PER_REQUEST,
-    MAX_UNACKNOWLEDGED_IDS,
+from miniprotocols.sig_submission import MAX_IDS_PER_REQUEST, MAX_UNACKNOWLEDGED_IDS, Side
+from dmq.diffusion.sig_submission import (
     ClaimingSink,
     DisconnectPeer,
-    InboundPeer,
+    PullingPeer,
     InFlightRegistry,
-    OutboundPeer,
-    Side,
+    ServingPeer,
 )
 from miniprotocols.sig_submission_v2 import MsgReplyNoSigIds, MsgRequestSigIds
 from ouroboros_mux.channel import memory_channel_pair
@@ -31,7 +29,7 @@ from .helpers import ListSigSource, RecordingSink, make_message, message_id, run
 
 
 class WireLog:
-    """The inbound's view of the conversation: every message and the pipelining depth after it."""
+    """The pulling peer's view of the conversation: every message and the pipelining depth after it."""
 
     def __init__(self) -> None:
         self.events = []
@@ -50,26 +48,26 @@ class WireLog:
                 if e.direction is Direction.RECEIVED and (cls is None or isinstance(e.message, cls))]
 
 
-def pair(dialect, source, sink, *, outbound_options=None, **inbound_options):
+def pair(dialect, source, sink, *, serving_options=None, **pulling_options):
     a, b = memory_channel_pair(11)
     log = WireLog()
-    inbound_driver = Driver(a, dialect.spec, dialect.inbound_role, trace=log)
-    log.driver = inbound_driver
-    inbound = InboundPeer(dialect, inbound_driver, sink, **inbound_options)
-    outbound = OutboundPeer(dialect, b, source, **(outbound_options or {}))
-    return inbound, outbound, log
+    pulling_driver = Driver(a, dialect.spec, dialect.pulling_role, trace=log)
+    log.driver = pulling_driver
+    pulling = PullingPeer(dialect, pulling_driver, sink, **pulling_options)
+    serving = ServingPeer(dialect, b, source, **(serving_options or {}))
+    return pulling, serving, log
 
 
-def finish(dialect, inbound: InboundPeer, outbound: OutboundPeer) -> None:
-    """End the protocol the way the version allows: V2 inbound MsgDone, V1 outbound MsgDone."""
-    if dialect.done_by is Side.INBOUND:
-        inbound.stop()
+def finish(dialect, pulling: PullingPeer, serving: ServingPeer) -> None:
+    """End the protocol the way the version allows: V2 pulling peer MsgDone, V1 serving peer MsgDone."""
+    if dialect.done_by is Side.PULLING:
+        pulling.stop()
     else:
-        outbound.stop()
+        serving.stop()
 
 
 def check_window_discipline(log: WireLog, dialect) -> None:
-    """Replay the inbound's requests the way a reference outbound checks them."""
+    """Replay the pulling peer's requests the way a reference serving peer checks them."""
     unacked = 0
     pending_replies = []
     for _, event in log.events:
@@ -88,22 +86,22 @@ def check_window_discipline(log: WireLog, dialect) -> None:
             pending_replies.pop(0)
 
 
-async def run_until(dialect, inbound, outbound, sink, count):
+async def run_until(dialect, pulling, serving, sink, count):
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbound.run)
-        nursery.start_soon(inbound.run)
+        nursery.start_soon(serving.run)
+        nursery.start_soon(pulling.run)
         await sink.wait_for(count)
-        finish(dialect, inbound, outbound)
+        finish(dialect, pulling, serving)
 
 
 async def test_all_messages_arrive_once_in_order_through_the_window(dialect, autojump_clock):
     messages = [make_message(n) for n in range(300)]
     source, sink = ListSigSource(messages), RecordingSink()
-    inbound, outbound, log = pair(dialect, source, sink)
-    await run_until(dialect, inbound, outbound, sink, len(messages))
+    pulling, serving, log = pair(dialect, source, sink)
+    await run_until(dialect, pulling, serving, sink, len(messages))
     assert sink.accepted == messages
     assert sink.outstanding_claims == [] and sorted(sink.released) == sorted(map(message_id, messages))
-    assert inbound.driver.done and outbound.driver.done
+    assert pulling.driver.done and serving.driver.done
     check_window_discipline(log, dialect)
     assert log.max_depth >= 2  # body and id requests were pipelined
     assert max(len(r.ids) for r in log.sent(dialect.request_bodies)) == MAX_IDS_PER_REQUEST
@@ -116,7 +114,7 @@ async def test_messages_added_while_the_protocol_runs(dialect, autojump_clock):
     first = [make_message(n) for n in range(5)]
     later = [make_message(n) for n in range(5, 205)]
     source, sink = ListSigSource(first), RecordingSink()
-    inbound, outbound, log = pair(dialect, source, sink)
+    pulling, serving, log = pair(dialect, source, sink)
 
     async def grow():
         for start in range(0, len(later), 7):
@@ -125,11 +123,11 @@ async def test_messages_added_while_the_protocol_runs(dialect, autojump_clock):
                 source.append(raw)
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbound.run)
-        nursery.start_soon(inbound.run)
+        nursery.start_soon(serving.run)
+        nursery.start_soon(pulling.run)
         nursery.start_soon(grow)
         await sink.wait_for(len(first) + len(later))
-        finish(dialect, inbound, outbound)
+        finish(dialect, pulling, serving)
     assert sink.accepted == first + later
     check_window_discipline(log, dialect)
     assert len(log.sent(dialect.request_ids)) > 20
@@ -142,13 +140,13 @@ async def test_expired_messages_are_never_announced_or_are_omitted(dialect, auto
     source.expire(*never)
     late = {message_id(messages[i]) for i in (3, 33, 40)}
     source.expire_when_announced.update(late)
-    inbound, outbound, log = pair(dialect, source, sink)
+    pulling, serving, log = pair(dialect, source, sink)
     expected = [m for m in messages if message_id(m) not in never | late]
-    await run_until(dialect, inbound, outbound, sink, len(expected))
+    await run_until(dialect, pulling, serving, sink, len(expected))
     assert sink.accepted == expected
     announced = {i for reply in log.received(dialect.reply_ids) for i, _ in reply.ids}
     assert announced.isdisjoint(never) and late <= announced
-    assert inbound.omitted == len(late) and late <= set(sink.released)
+    assert pulling.omitted == len(late) and late <= set(sink.released)
     assert sink.outstanding_claims == []
 
 
@@ -156,9 +154,9 @@ async def test_ids_the_node_holds_are_acknowledged_without_fetching(dialect, aut
     messages = [make_message(n) for n in range(40)]
     held = {message_id(m) for m in messages[::3]}
     source, sink = ListSigSource(messages), RecordingSink(holds=held)
-    inbound, outbound, log = pair(dialect, source, sink)
+    pulling, serving, log = pair(dialect, source, sink)
     expected = [m for m in messages if message_id(m) not in held]
-    await run_until(dialect, inbound, outbound, sink, len(expected))
+    await run_until(dialect, pulling, serving, sink, len(expected))
     assert sink.accepted == expected
     requested = {i for r in log.sent(dialect.request_bodies) for i in r.ids}
     assert requested.isdisjoint(held)
@@ -168,8 +166,8 @@ async def test_ids_the_node_holds_are_acknowledged_without_fetching(dialect, aut
 async def test_sizes_are_announced_exactly(dialect, autojump_clock):
     messages = [make_message(n, body_size=90 + 17 * n) for n in range(20)]
     source, sink = ListSigSource(messages), RecordingSink()
-    inbound, outbound, log = pair(dialect, source, sink)
-    await run_until(dialect, inbound, outbound, sink, len(messages))
+    pulling, serving, log = pair(dialect, source, sink)
+    await run_until(dialect, pulling, serving, sink, len(messages))
     announced = [pair for reply in log.received(dialect.reply_ids) for pair in reply.ids]
     assert announced == [(message_id(m), len(m)) for m in messages]
 
@@ -177,7 +175,7 @@ async def test_sizes_are_announced_exactly(dialect, autojump_clock):
 async def test_v2_blocking_request_gets_no_ids_after_17_seconds(autojump_clock):
     v2 = sig_submission_v2.DIALECT
     source, sink = ListSigSource(), RecordingSink()
-    inbound, outbound, log = pair(v2, source, sink)
+    pulling, serving, log = pair(v2, source, sink)
     late = make_message(1)
 
     async def add_later():
@@ -185,11 +183,11 @@ async def test_v2_blocking_request_gets_no_ids_after_17_seconds(autojump_clock):
         source.append(late)
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbound.run)
-        nursery.start_soon(inbound.run)
+        nursery.start_soon(serving.run)
+        nursery.start_soon(pulling.run)
         nursery.start_soon(add_later)
         await sink.wait_for(1)
-        inbound.stop()
+        pulling.stop()
     times = [t for t, e in log.events if isinstance(e.message, MsgReplyNoSigIds)]
     assert times[:2] == [17.0, 34.0]
     requests = [(t, e.message) for t, e in log.events if isinstance(e.message, MsgRequestSigIds)]
@@ -201,7 +199,7 @@ async def test_v2_blocking_request_gets_no_ids_after_17_seconds(autojump_clock):
 async def test_v1_blocking_request_waits_as_long_as_it_takes(autojump_clock):
     v1 = sig_submission_v1.DIALECT
     source, sink = ListSigSource(), RecordingSink()
-    inbound, outbound, log = pair(v1, source, sink)
+    pulling, serving, log = pair(v1, source, sink)
     late = make_message(1)
 
     async def add_later():
@@ -209,33 +207,33 @@ async def test_v1_blocking_request_waits_as_long_as_it_takes(autojump_clock):
         source.append(late)
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbound.run)
-        nursery.start_soon(inbound.run)
+        nursery.start_soon(serving.run)
+        nursery.start_soon(pulling.run)
         nursery.start_soon(add_later)
         await sink.wait_for(1)
-        outbound.stop()
+        serving.stop()
     assert sink.accepted == [late]
     first_reply = next(t for t, e in log.events if isinstance(e.message, v1.reply_ids))
     assert first_reply == 3600.0
     assert isinstance(log.received()[-1], v1.done)
 
 
-async def test_v2_outbound_too_slow_for_the_20_second_limit(autojump_clock):
+async def test_v2_serving_peer_too_slow_for_the_20_second_limit(autojump_clock):
     v2 = sig_submission_v2.DIALECT
     source, sink = ListSigSource(), RecordingSink()
-    inbound, outbound, log = pair(v2, source, sink, outbound_options={"blocking_timeout": 25})
+    pulling, serving, log = pair(v2, source, sink, serving_options={"blocking_timeout": 25})
     with pytest.raises(ExceededTimeLimit) as info:
-        await run_together(outbound.run, inbound.run)
+        await run_together(serving.run, pulling.run)
     assert info.value.limit == 20.0 and trio.current_time() == 20.0
 
 
-async def test_a_disconnect_verdict_ends_the_inbound_and_releases_its_claims(dialect, autojump_clock):
+async def test_a_disconnect_verdict_ends_the_pulling_peer_and_releases_its_claims(dialect, autojump_clock):
     messages = [make_message(n) for n in range(100)]
     source = ListSigSource(messages)
     sink = RecordingSink(disconnect_on={message_id(messages[40])})
-    inbound, outbound, _ = pair(dialect, source, sink)
+    pulling, serving, _ = pair(dialect, source, sink)
     with pytest.raises(DisconnectPeer, match="InvalidSigId"):
-        await run_together(outbound.run, inbound.run)
+        await run_together(serving.run, pulling.run)
     assert messages[40] in sink.accepted
     assert sink.outstanding_claims == []
 
@@ -260,25 +258,25 @@ async def test_a_message_fetched_from_one_peer_is_not_fetched_from_another(diale
     for name in ("a", "b", "c"):
         sink = ClaimingSink(registry, name, holds=held.__contains__, accept=accept)
         a, b = memory_channel_pair(11)
-        peers.append((InboundPeer(dialect, a, sink), OutboundPeer(dialect, b, ListSigSource(messages))))
+        peers.append((PullingPeer(dialect, a, sink), ServingPeer(dialect, b, ListSigSource(messages))))
     async with trio.open_nursery() as nursery:
-        for inbound, outbound in peers:
-            nursery.start_soon(outbound.run)
-            nursery.start_soon(inbound.run)
+        for pulling, serving in peers:
+            nursery.start_soon(serving.run)
+            nursery.start_soon(pulling.run)
         await done.wait()
-        for inbound, outbound in peers:
-            finish(dialect, inbound, outbound)
+        for pulling, serving in peers:
+            finish(dialect, pulling, serving)
     assert sorted(mempool) == sorted(messages)
     assert len(registry) == 0
-    assert sum(inbound.accepted for inbound, _ in peers) == len(messages)
+    assert sum(pulling.accepted for pulling, _ in peers) == len(messages)
 
 
 async def test_a_narrow_window_is_respected_by_both_sides(dialect, autojump_clock):
     messages = [make_message(n) for n in range(200)]
     source, sink = ListSigSource(messages), RecordingSink()
-    inbound, outbound, log = pair(dialect, source, sink, outbound_options={"window": 40},
-                                  window=40, max_ids_per_request=30)
-    await run_until(dialect, inbound, outbound, sink, len(messages))
+    pulling, serving, log = pair(dialect, source, sink, serving_options={"window": 40},
+                                 window=40, max_ids_per_request=30)
+    await run_until(dialect, pulling, serving, sink, len(messages))
     assert sink.accepted == messages
     requests = log.sent(dialect.request_ids)
     assert max(r.req for r in requests) == 30 and any(r.req == 10 for r in requests)
@@ -288,11 +286,11 @@ async def test_a_narrow_window_is_respected_by_both_sides(dialect, autojump_cloc
 async def test_replies_owed_within_10_seconds(dialect, stall, autojump_clock):
     a, b = memory_channel_pair(11)
     sink = RecordingSink()
-    inbound = InboundPeer(dialect, a, sink)
-    scripted = Driver(b, dialect.spec, dialect.outbound_role)
+    pulling = PullingPeer(dialect, a, sink)
+    scripted = Driver(b, dialect.spec, dialect.serving_role)
     messages = [make_message(n) for n in range(3)]
 
-    async def outbound():
+    async def serving():
         if dialect.init is not None:
             await scripted.send(dialect.init())
         await scripted.recv()
@@ -304,7 +302,7 @@ async def test_replies_owed_within_10_seconds(dialect, stall, autojump_clock):
         await trio.sleep_forever()
 
     with pytest.raises(ExceededTimeLimit) as info:
-        await run_together(outbound, inbound.run)
+        await run_together(serving, pulling.run)
     assert info.value.limit == 10.0 and trio.current_time() == 10.0
     bodies_state, ids_state = {1: ("TXS", "TX_IDS_NON_BLOCKING"), 2: ("SIGS", "SIG_IDS_NON_BLOCKING")}[dialect.version]
     expected = dialect.spec.initial.__class__[bodies_state if stall == "bodies" else ids_state]
@@ -314,25 +312,25 @@ async def test_replies_owed_within_10_seconds(dialect, stall, autojump_clock):
 
 
 def test_which_instance_does_which_job():
-    assert sig_submission_v2.DIALECT.side_of(initiator=True) is Side.INBOUND
-    assert sig_submission_v2.DIALECT.side_of(initiator=False) is Side.OUTBOUND
-    assert sig_submission_v1.DIALECT.side_of(initiator=True) is Side.OUTBOUND
-    assert sig_submission_v1.DIALECT.side_of(initiator=False) is Side.INBOUND
+    assert sig_submission_v2.DIALECT.side_of(initiator=True) is Side.PULLING
+    assert sig_submission_v2.DIALECT.side_of(initiator=False) is Side.SERVING
+    assert sig_submission_v1.DIALECT.side_of(initiator=True) is Side.SERVING
+    assert sig_submission_v1.DIALECT.side_of(initiator=False) is Side.PULLING
 
 
 async def test_a_v1_stop_wins_over_available_ids():
     v1 = sig_submission_v1.DIALECT
     a, b = memory_channel_pair(11)
-    scripted = Driver(a, v1.spec, v1.inbound_role)
-    outbound = OutboundPeer(v1, b, ListSigSource([make_message(1)]))
-    with pytest.raises(RuntimeError, match="only the inbound"):
-        OutboundPeer(sig_submission_v2.DIALECT, b, ListSigSource()).stop()
+    scripted = Driver(a, v1.spec, v1.pulling_role)
+    serving = ServingPeer(v1, b, ListSigSource([make_message(1)]))
+    with pytest.raises(RuntimeError, match="only the pulling side"):
+        ServingPeer(sig_submission_v2.DIALECT, b, ListSigSource()).stop()
 
-    async def inbound():
+    async def pulling():
         assert await scripted.recv() == v1.init()
-        outbound.stop()
+        serving.stop()
         await scripted.send(v1.request_ids(True, 0, 5))
         assert await scripted.recv() == v1.done()
 
-    await run_together(outbound.run, inbound)
-    assert outbound.driver.done and scripted.done
+    await run_together(serving.run, pulling)
+    assert serving.driver.done and scripted.done

@@ -1,9 +1,9 @@
 """Every ``ProtocolError…`` of both versions, raised by the real peers, as the reference raises it.
 
-Outbound errors: a scripted inbound (a bare driver) sends the offending request to the
-real :class:`OutboundPeer`. Inbound errors: a scripted outbound sends the offending
-reply to the real :class:`InboundPeer`. Each case checks the error class, the reference
-constructor name of the negotiated version, and that the inbound gave back every claim.
+Serving errors: a scripted pulling peer (a bare driver) sends the offending request to the
+real :class:`ServingPeer`. Pulling errors: a scripted serving peer sends the offending
+reply to the real :class:`PullingPeer`. Each case checks the error class, the reference
+constructor name of the negotiated version, and that the pulling peer gave back every claim.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from miniprotocols.sig_submission import (
     AckedTooManyIds,
     BodyNotRequested,
     IdsNotRequested,
-    InboundPeer,
-    OutboundPeer,
     RequestBlocking,
     RequestedNothing,
     RequestedTooManyIds,
@@ -27,6 +25,7 @@ from miniprotocols.sig_submission import (
     Side,
     SizeError,
 )
+from dmq.diffusion.sig_submission import PullingPeer, ServingPeer
 from ouroboros_mux.channel import memory_channel_pair
 
 from .helpers import ListSigSource, RecordingSink, make_message, message_id, run_together
@@ -35,7 +34,7 @@ MESSAGES = [make_message(n) for n in range(40)]
 IDS = [message_id(m) for m in MESSAGES]
 
 
-# -- outbound: the inbound asks for what it may not -------------------------------------
+# -- serving: the pulling peer asks for what it may not -------------------------------------
 
 async def ids(driver, dialect, blocking, ack, req):
     await driver.send(dialect.request_ids(blocking, ack, req))
@@ -93,7 +92,7 @@ async def acknowledged_body(d, drv):
     await drv.send(d.request_bodies((IDS[1], IDS[0])))
 
 
-OUTBOUND_CASES = [
+SERVING_CASES = [
     (ack_too_many, AckedTooManyIds, {1: "ProtocolErrorAckedTooManyTxids", 2: "ProtocolErrorAckedTooManySigIds"}),
     (ack_too_many_later, AckedTooManyIds, {1: "ProtocolErrorAckedTooManyTxids", 2: "ProtocolErrorAckedTooManySigIds"}),
     (too_many_at_once, RequestedTooManyIds,
@@ -114,19 +113,19 @@ OUTBOUND_CASES = [
 ]
 
 
-@pytest.mark.parametrize("script, error, names", OUTBOUND_CASES, ids=[c[0].__name__ for c in OUTBOUND_CASES])
-async def test_outbound_refuses(dialect, script, error, names):
+@pytest.mark.parametrize("script, error, names", SERVING_CASES, ids=[c[0].__name__ for c in SERVING_CASES])
+async def test_serving_refuses(dialect, script, error, names):
     a, b = memory_channel_pair(11)
-    scripted = Driver(a, dialect.spec, dialect.inbound_role)
-    outbound = OutboundPeer(dialect, b, ListSigSource(MESSAGES))
+    scripted = Driver(a, dialect.spec, dialect.pulling_role)
+    serving = ServingPeer(dialect, b, ListSigSource(MESSAGES))
 
-    async def inbound():
+    async def pulling():
         if dialect.init is not None:
             await scripted.recv()
         await script(dialect, scripted)
 
     with pytest.raises(error) as info:
-        await run_together(outbound.run, inbound)
+        await run_together(serving.run, pulling)
     assert type(info.value) is error
     assert info.value.version == dialect.version
     assert info.value.reference_name == names[dialect.version]
@@ -136,26 +135,26 @@ async def test_outbound_refuses(dialect, script, error, names):
 
 async def test_the_details_of_the_window_errors(dialect):
     a, b = memory_channel_pair(11)
-    scripted = Driver(a, dialect.spec, dialect.inbound_role)
-    outbound = OutboundPeer(dialect, b, ListSigSource(MESSAGES))
+    scripted = Driver(a, dialect.spec, dialect.pulling_role)
+    serving = ServingPeer(dialect, b, ListSigSource(MESSAGES))
 
-    async def inbound():
+    async def pulling():
         if dialect.init is not None:
             await scripted.recv()
         await too_many_outstanding(dialect, scripted)
 
     with pytest.raises(RequestedTooManyIds) as info:
-        await run_together(outbound.run, inbound)
+        await run_together(serving.run, pulling)
     assert (info.value.req, info.value.unacknowledged, info.value.ack, info.value.window) == (100, 33, 0, 132)
 
 
 async def test_a_request_at_the_window_edge_is_served(dialect):
     a, b = memory_channel_pair(11)
-    scripted = Driver(a, dialect.spec, dialect.inbound_role)
-    outbound = OutboundPeer(dialect, b, ListSigSource([make_message(n) for n in range(200)]))
+    scripted = Driver(a, dialect.spec, dialect.pulling_role)
+    serving = ServingPeer(dialect, b, ListSigSource([make_message(n) for n in range(200)]))
     got = []
 
-    async def inbound():
+    async def pulling():
         if dialect.init is not None:
             await scripted.recv()
         got.extend(await ids(scripted, dialect, True, 0, 33))
@@ -164,16 +163,16 @@ async def test_a_request_at_the_window_edge_is_served(dialect):
         await scripted.send(dialect.request_bodies((got[-1][0], got[10][0])))
         reply = await scripted.recv()
         assert [message_id(m) for m in reply.messages] == [got[-1][0], got[10][0]]
-        outbound_task.cancel()
+        serving_task.cancel()
 
     async with trio.open_nursery() as nursery:
-        outbound_task = nursery.cancel_scope
-        nursery.start_soon(outbound.run)
-        nursery.start_soon(inbound)
+        serving_task = nursery.cancel_scope
+        nursery.start_soon(serving.run)
+        nursery.start_soon(pulling)
     assert len(got) == 142 and len({i for i, _ in got}) == 142
 
 
-# -- inbound: the outbound answers what was not asked ---------------------------------
+# -- pulling: the serving peer answers what was not asked ---------------------------------
 
 async def start(d, drv):
     if d.init is not None:
@@ -212,7 +211,7 @@ def oversized(offset):
     return script
 
 
-INBOUND_CASES = [
+PULLING_CASES = [
     (too_many_ids, IdsNotRequested, {1: "ProtocolErrorTxIdsNotRequested", 2: "ProtocolErrorSigIdsNotRequested"}),
     (unannounced_body, BodyNotRequested, {1: "ProtocolErrorTxNotRequested", 2: "ProtocolErrorSigNotRequested"}),
     (unwanted_body, BodyNotRequested, {1: "ProtocolErrorTxNotRequested", 2: "ProtocolErrorSigNotRequested"}),
@@ -221,17 +220,17 @@ INBOUND_CASES = [
 ]
 
 
-def inbound_pair(dialect, sink):
+def pulling_pair(dialect, sink):
     a, b = memory_channel_pair(11)
-    return InboundPeer(dialect, a, sink), Driver(b, dialect.spec, dialect.outbound_role)
+    return PullingPeer(dialect, a, sink), Driver(b, dialect.spec, dialect.serving_role)
 
 
-@pytest.mark.parametrize("script, error, names", INBOUND_CASES, ids=[c[0].__name__ for c in INBOUND_CASES])
-async def test_inbound_refuses(dialect, script, error, names):
+@pytest.mark.parametrize("script, error, names", PULLING_CASES, ids=[c[0].__name__ for c in PULLING_CASES])
+async def test_pulling_refuses(dialect, script, error, names):
     sink = RecordingSink(holds={IDS[2]})
-    inbound, scripted = inbound_pair(dialect, sink)
+    pulling, scripted = pulling_pair(dialect, sink)
     with pytest.raises(error) as info:
-        await run_together(inbound.run, lambda: script(dialect, scripted))
+        await run_together(pulling.run, lambda: script(dialect, scripted))
     assert type(info.value) is error
     assert info.value.version == dialect.version
     assert info.value.reference_name == names[dialect.version]
@@ -240,21 +239,21 @@ async def test_inbound_refuses(dialect, script, error, names):
 
 async def test_the_size_error_names_the_message(dialect):
     sink = RecordingSink()
-    inbound, scripted = inbound_pair(dialect, sink)
+    pulling, scripted = pulling_pair(dialect, sink)
     with pytest.raises(SizeError) as info:
-        await run_together(inbound.run, lambda: oversized(-40)(dialect, scripted))
+        await run_together(pulling.run, lambda: oversized(-40)(dialect, scripted))
     assert info.value.mismatches == ((IDS[0], len(MESSAGES[0]), len(MESSAGES[0]) - 40),)
 
 
 @pytest.mark.parametrize("offset", [32, -32, 0])
 async def test_sizes_within_32_bytes_are_accepted(dialect, offset, autojump_clock):
     sink = RecordingSink()
-    inbound, scripted = inbound_pair(dialect, sink)
+    pulling, scripted = pulling_pair(dialect, sink)
 
-    async def outbound():
+    async def serving():
         await oversized(offset)(dialect, scripted)
         await sink.wait_for(1)
-        inbound.stop()
+        pulling.stop()
         while True:
             request = await scripted.recv()
             if isinstance(request, dialect.done):
@@ -265,34 +264,34 @@ async def test_sizes_within_32_bytes_are_accepted(dialect, offset, autojump_cloc
                 await scripted.send(dialect.reply_ids(()))
 
     async def pull():
-        await inbound.run()
-        if dialect.done_by is not Side.INBOUND:  # V1: the inbound just stops asking
+        await pulling.run()
+        if dialect.done_by is not Side.PULLING:  # V1: the pulling peer just stops asking
             nursery.cancel_scope.cancel()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pull)
-        nursery.start_soon(outbound)
+        nursery.start_soon(serving)
     assert sink.accepted == [MESSAGES[0]]
     assert sink.outstanding_claims == []
 
 
 async def test_an_empty_blocking_reply_is_a_decoder_failure(dialect):
     sink = RecordingSink()
-    inbound, scripted = inbound_pair(dialect, sink)
+    pulling, scripted = pulling_pair(dialect, sink)
 
-    async def outbound():
+    async def serving():
         await start(dialect, scripted)
         await scripted.channel.send(bytes([0x82, dialect.spec.codec.encode(dialect.reply_ids(()))[1], 0x9F, 0xFF]))
 
     with pytest.raises(DecoderFailure, match="empty list not permitted"):
-        await run_together(inbound.run, outbound)
+        await run_together(pulling.run, serving)
 
 
 async def test_a_reply_holding_something_else_than_a_message_is_a_decoder_failure(dialect, autojump_clock):
     sink = RecordingSink()
-    inbound, scripted = inbound_pair(dialect, sink)
+    pulling, scripted = pulling_pair(dialect, sink)
 
-    async def outbound():
+    async def serving():
         await start(dialect, scripted)
         await scripted.send(dialect.reply_ids(((IDS[0], len(MESSAGES[0])),)))
         await scripted.recv()
@@ -301,5 +300,5 @@ async def test_a_reply_holding_something_else_than_a_message_is_a_decoder_failur
         await scripted.channel.send(bytes([0x82, tag, 0x9F]) + not_a_message + b"\xff")
 
     with pytest.raises(DecoderFailure, match="expected 32 bytes"):
-        await run_together(inbound.run, outbound)
+        await run_together(pulling.run, serving)
     assert sink.outstanding_claims == []

@@ -10,20 +10,17 @@ from miniprotocols.sig_submission import (
     BODIES_BYTE_LIMIT,
     BYTES_IN_FLIGHT_PER_PEER,
     INGRESS_LIMIT,
-    MAX_BATCHES_IN_FLIGHT,
     MAX_IDS_PER_REQUEST,
     MAX_UNACKNOWLEDGED_IDS,
     PROTOCOL_NUM,
-    SIZE_TOLERANCE,
     AckedTooManyIds,
-    InboundWindow,
-    OutboundWindow,
     RequestBlocking,
     RequestedNothing,
     RequestedTooManyIds,
     RequestNonBlocking,
     SigSubmissionProtocolError,
 )
+from dmq.diffusion.sig_submission import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE, PullWindow, ServeWindow
 from miniprotocols.sig_submission_v1 import SIG_SUBMISSION_V1, SigSubmissionV1State
 from miniprotocols.sig_submission_v2 import SIG_SUBMISSION_V2, SigSubmissionV2State
 
@@ -56,14 +53,14 @@ def test_state_limits_of_both_versions():
     }
 
 
-# -- outbound window ----------------------------------------------------------------
+# -- serve window ----------------------------------------------------------------
 
 def entries(first, count, size=700):
     return [(i, bytes([i % 256]) * 32, size) for i in range(first, first + count)]
 
 
-def test_outbound_window_acknowledges_oldest_first_and_tracks_the_position():
-    window = OutboundWindow(2)
+def test_serve_window_acknowledges_oldest_first_and_tracks_the_position():
+    window = ServeWindow(2)
     window.on_request_ids(True, 0, 5)
     assert window.announce(entries(0, 5)) == tuple((bytes([i]) * 32, 700) for i in range(5))
     assert window.position == 4
@@ -73,8 +70,8 @@ def test_outbound_window_acknowledges_oldest_first_and_tracks_the_position():
         window.announce(entries(4, 1))
 
 
-def test_outbound_window_checks_in_the_reference_order():
-    window = OutboundWindow(2)
+def test_serve_window_checks_in_the_reference_order():
+    window = ServeWindow(2)
     # ack too many is checked before anything else, even a zero request
     with pytest.raises(AckedTooManyIds):
         window.on_request_ids(True, 1, 0)
@@ -95,21 +92,21 @@ def test_outbound_window_checks_in_the_reference_order():
     assert len(window.unacknowledged) == 2
 
 
-def test_outbound_window_size_is_configurable_for_deployments():
-    window = OutboundWindow(1, window=10)
+def test_serve_window_size_is_configurable_for_deployments():
+    window = ServeWindow(1, window=10)
     with pytest.raises(RequestedTooManyIds) as info:
         window.on_request_ids(True, 0, 11)
     assert info.value.reference_name == "ProtocolErrorRequestedTooManyTxids"
 
 
-# -- inbound window -----------------------------------------------------------------
+# -- pull window -----------------------------------------------------------------
 
 def want_all(announced):
     return [i for i, _ in announced]
 
 
-def test_inbound_requests_within_33_and_the_window():
-    window = InboundWindow(2)
+def test_pulling_requests_within_33_and_the_window():
+    window = PullWindow(2)
     assert window.blocking_request() == (0, 33)
     window.on_ids_reply(33, [(bytes([i]) * 32, 700) for i in range(33)], want_all)
     with pytest.raises(RuntimeError, match="blocking request"):
@@ -122,13 +119,13 @@ def test_inbound_requests_within_33_and_the_window():
     assert window.non_blocking_request() is None  # 33 unacked + 99 asked = 132
 
 
-def test_inbound_batches_respect_bytes_and_count_in_flight():
-    window = InboundWindow(2)
+def test_pulling_batches_respect_bytes_and_count_in_flight():
+    window = PullWindow(2)
     window.blocking_request()
     window.on_ids_reply(33, [(bytes([i]) * 32, 2800) for i in range(33)], want_all)
     assert len(window.next_batch().ids) == 33  # 33 x 2800 = 92 400: exactly the budget
     assert not window.can_request_bodies()
-    small = InboundWindow(2, max_ids_per_request=4)
+    small = PullWindow(2, max_ids_per_request=4)
     small.blocking_request()
     small.on_ids_reply(4, [(bytes([i]) * 32, 10) for i in range(4)], want_all)
     for _ in range(3):
@@ -142,17 +139,17 @@ def test_inbound_batches_respect_bytes_and_count_in_flight():
 
 
 def test_an_oversized_announcement_still_gets_fetched_alone():
-    window = InboundWindow(2)
+    window = PullWindow(2)
     window.blocking_request()
     window.on_ids_reply(33, [(b"a" * 32, 200_000), (b"b" * 32, 700)], want_all)
     assert window.next_batch().ids == (b"a" * 32,)
     assert not window.can_request_bodies()
 
 
-def test_inbound_acknowledges_in_announcement_order_only():
+def test_pulling_acknowledges_in_announcement_order_only():
     messages = [make_message(n) for n in range(6)]
     ids = [message_id(m) for m in messages]
-    window = InboundWindow(2, max_ids_per_request=3)
+    window = PullWindow(2, max_ids_per_request=3)
     window.blocking_request()
     # the node holds ids[1]: not wanted, but it may only be acknowledged after ids[0]
     window.on_ids_reply(3, [(i, len(m)) for i, m in zip(ids[:3], messages)], lambda a: [ids[0], ids[2]])
@@ -168,7 +165,7 @@ def test_inbound_acknowledges_in_announcement_order_only():
 
 def test_a_duplicate_announcement_is_fetched_once():
     raw = make_message(1)
-    window = InboundWindow(2)
+    window = PullWindow(2)
     window.blocking_request()
     window.on_ids_reply(33, [(message_id(raw), len(raw)), (message_id(raw), len(raw))], want_all)
     batch = window.next_batch()
@@ -183,7 +180,7 @@ def test_a_random_conversation_keeps_every_rule(data):
     """Both windows driven against each other the way the peers drive them.
 
     Whatever the node wants, whatever expires, whatever order the steps take: the
-    outbound never raises, every wanted and unexpired message is delivered once, in
+    serving never raises, every wanted and unexpired message is delivered once, in
     mempool order, and every claim is settled.
     """
     total = data.draw(st.integers(0, 300), label="messages")
@@ -191,46 +188,46 @@ def test_a_random_conversation_keeps_every_rule(data):
     held = {message_id(m) for m in messages if data.draw(st.booleans(), label="held")} if total < 40 else set()
     expiring = set(data.draw(st.sets(st.sampled_from([message_id(m) for m in messages]), max_size=10))) if total else set()
     by_id = {message_id(m): m for m in messages}
-    outbound = OutboundWindow(2)
-    inbound = InboundWindow(2, max_ids_per_request=data.draw(st.integers(1, 33), label="ids per request"))
+    serving = ServeWindow(2)
+    pulling = PullWindow(2, max_ids_per_request=data.draw(st.integers(1, 33), label="ids per request"))
     delivered: list[bytes] = []
     outstanding: list[tuple[str, object]] = []
     index = 0  # messages 0..index-1 have been announced by the source
 
     def serve_ids(blocking, ack, req):
         nonlocal index
-        outbound.on_request_ids(blocking, ack, req)
+        serving.on_request_ids(blocking, ack, req)
         chosen = [(i, message_id(messages[i]), len(messages[i])) for i in range(index, min(total, index + req))]
         index += len(chosen)
-        return outbound.announce(chosen)
+        return serving.announce(chosen)
 
-    ack, req = inbound.blocking_request()
-    inbound.on_ids_reply(req, serve_ids(True, ack, req), lambda a: [i for i, _ in a if i not in held])
+    ack, req = pulling.blocking_request()
+    pulling.on_ids_reply(req, serve_ids(True, ack, req), lambda a: [i for i, _ in a if i not in held])
     for _ in range(2000):
-        if not outstanding and not inbound.can_request_bodies():
+        if not outstanding and not pulling.can_request_bodies():
             if index >= total:
                 break
-            ack, req = inbound.blocking_request()
-            inbound.on_ids_reply(req, serve_ids(True, ack, req), lambda a: [i for i, _ in a if i not in held])
+            ack, req = pulling.blocking_request()
+            pulling.on_ids_reply(req, serve_ids(True, ack, req), lambda a: [i for i, _ in a if i not in held])
             continue
-        if inbound.can_request_bodies() and (not outstanding or data.draw(st.booleans(), label="send first")):
-            batch = inbound.next_batch()
-            outbound.on_request_bodies(batch.ids)
+        if pulling.can_request_bodies() and (not outstanding or data.draw(st.booleans(), label="send first")):
+            batch = pulling.next_batch()
+            serving.on_request_bodies(batch.ids)
             outstanding.append(("bodies", (batch, [by_id[i] for i in batch.ids if i not in expiring])))
-            more = inbound.non_blocking_request()
+            more = pulling.non_blocking_request()
             if more is not None:
                 outstanding.append(("ids", (more[1], serve_ids(False, *more))))
             continue
         kind, detail = outstanding.pop(0)
         if kind == "ids":
             req, announced = detail
-            inbound.on_ids_reply(req, announced, lambda a: [i for i, _ in a if i not in held])
+            pulling.on_ids_reply(req, announced, lambda a: [i for i, _ in a if i not in held])
         else:
             batch, bodies = detail
-            delivered.extend(inbound.on_bodies_reply(batch, bodies).ready)
+            delivered.extend(pulling.on_bodies_reply(batch, bodies).ready)
     expected = [m for m in messages if message_id(m) not in held | expiring]
     assert delivered == expected
-    assert inbound.claimed() == [] and inbound.bytes_in_flight == 0 and inbound.batches_in_flight == 0
+    assert pulling.claimed() == [] and pulling.bytes_in_flight == 0 and pulling.batches_in_flight == 0
 
 
 def test_every_error_is_a_protocol_error_with_both_names():

@@ -18,7 +18,7 @@ from dmq.validation import (
     Validator,
 )
 
-from .support import MONO, NOW, flip_bit, never_known, pool, ready_view, validator_for, with_parts
+from .support import MONO, NOW, flip_bit, never_known, pool, ready_view, validator_for, with_message_id, with_parts
 
 P = pool(11)
 Q = pool(12)
@@ -185,3 +185,45 @@ def test_legacy_messages_are_checked_with_their_own_id_rule():
     legacy = build_legacy_message(b"L" * 120, 5, int(NOW) + 60, P.kes, P.opcert(), P.cold_vk)
     decoded = decode_message(legacy.raw, allow_legacy=True)
     assert validator.check(decoded) is None
+
+
+# -- stages an ingress declares (dmq.ingress.IngressStages) --------------------------------
+
+
+def test_a_declared_screen_is_check_3_after_the_clock_checks_and_before_the_id():
+    validator, _ = validator_for(P)
+    asked = []
+
+    def screen(message, monotonic):
+        asked.append((message.message_id, monotonic))
+        return SigTooFrequent(message.pool_id, 1.5)
+
+    expired = P.message(expires_at=int(NOW) - 5, nonce=1)
+    bad_id = with_message_id(P.message(nonce=2), bytes(32))
+    outcomes = validator.process_batch([expired, bad_id], never_known, screen=screen)
+    # Check 1 refuses before the screen is asked; the screen refuses before check 4 (the id).
+    assert [o.error for o in outcomes] == [SigExpired(), SigTooFrequent(P.pool_id, 1.5)]
+    assert asked == [(bad_id.message_id, MONO)]
+
+
+def test_a_declared_screen_replaces_the_spacing():
+    validator, _ = validator_for(P)
+    outcomes = validator.process_batch([P.message(nonce=1), P.message(nonce=2)], never_known,
+                                       screen=lambda message, monotonic: None)
+    assert [o.accepted for o in outcomes] == [True, True]
+
+
+def test_without_record_validation_leaves_the_pool_state_to_the_commit():
+    validator, _ = validator_for(P)
+    first = validator.process_batch([P.message(nonce=1)], never_known, record=False)
+    assert first[0].accepted and len(validator.state) == 0
+    # Nothing recorded, so a second message of the pool is not too frequent.
+    assert validator.process_batch([P.message(nonce=2)], never_known, record=False)[0].accepted
+
+
+def test_a_shared_seen_set_spans_the_rounds_of_one_batch():
+    validator, _ = validator_for(P, Q)
+    a, b = P.message(nonce=1), Q.message(nonce=1)
+    seen: set[bytes] = set()
+    assert validator.process_batch([a], never_known, seen=seen)[0].accepted
+    assert [o.error for o in validator.process_batch([b, a], never_known, seen=seen)] == [None, SigDuplicate()]

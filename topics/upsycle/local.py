@@ -32,7 +32,7 @@ class UpsycleLocal:
         self.ingress = ingress
 
     async def _write(self, fn: Callable[[Any], Any]) -> Any:
-        async with self.ingress._lock:
+        async with self.ingress.lock:
             result = await trio.to_thread.run_sync(self.ingress.dbs.write, self.adapter.name, fn)
         self.ingress.hub.wake()
         return result

@@ -1,11 +1,11 @@
 """The serving peer of sig submission, both versions: announce the mempool, send bodies.
 
-It answers strictly in order, one request at a time (the inbound may pipeline; the
+It answers strictly in order, one request at a time (the pulling peer may pipeline; the
 driver collects its requests one by one). Ids are announced from the mempool's start in
 mempool order, each once; expired messages are never announced and are silently left out
 of body replies. A blocking request waits for the mempool: in V2 for at most
-``blocking_timeout`` seconds (17 in the reference, under the inbound's 20 s limit), then
-``MsgReplyNoSigIds``; in V1 indefinitely, unless :meth:`OutboundPeer.stop` asks the peer
+``blocking_timeout`` seconds (17 in the reference, under the pulling peer's 20 s limit), then
+``MsgReplyNoSigIds``; in V1 indefinitely, unless :meth:`ServingPeer.stop` asks the peer
 to end, which V1 does with ``MsgDone`` in place of the reply, as the reference does on a
 ``Terminate`` control message.
 """
@@ -16,17 +16,19 @@ import trio
 
 from ouroboros_mux.channel import MessageChannel
 
-from ..framework import Driver, as_driver
-from ..framework.cbor_write import CheckedItems
-from .dialect import Dialect, Side
+from miniprotocols.framework import Driver, as_driver
+from miniprotocols.framework.cbor_write import CheckedItems
+from miniprotocols.sig_submission.dialect import Dialect, Side
 from .interfaces import SigSource
-from .outbound_window import OutboundWindow
-from .policy import BLOCKING_REPLY_TIMEOUT, MAX_UNACKNOWLEDGED_IDS
+from .serve_window import ServeWindow
+from miniprotocols.sig_submission.limits import MAX_UNACKNOWLEDGED_IDS
 
-__all__ = ["OutboundPeer"]
+from .policy import BLOCKING_REPLY_TIMEOUT
+
+__all__ = ["ServingPeer"]
 
 
-class OutboundPeer:
+class ServingPeer:
     """Serve ``source`` to one peer over ``driver_or_channel`` in ``dialect``'s wire format."""
 
     def __init__(self, dialect: Dialect, driver_or_channel: Driver | MessageChannel, source: SigSource, *,
@@ -36,14 +38,14 @@ class OutboundPeer:
         if dialect.reply_no_ids is None:
             blocking_timeout = None
         elif blocking_timeout is None or blocking_timeout <= 0:
-            raise ValueError(f"the V{dialect.version} outbound must answer a blocking request in time, "
+            raise ValueError(f"the V{dialect.version} serving peer must answer a blocking request in time, "
                              f"got timeout {blocking_timeout!r}")
-        self.driver = as_driver(driver_or_channel, dialect.spec, dialect.outbound_role)
+        self.driver = as_driver(driver_or_channel, dialect.spec, dialect.serving_role)
         self.dialect = dialect
         self.source = source
         self._checked_items = bool(getattr(source, "checked_items", False))
         self.blocking_timeout = blocking_timeout
-        self.window = OutboundWindow(dialect.version, window=window, position=start_position)
+        self.window = ServeWindow(dialect.version, window=window, position=start_position)
         self._stopping = False
         self._blocked: trio.CancelScope | None = None
 
@@ -53,14 +55,14 @@ class OutboundPeer:
         As with the reference's ``Terminate``, the stop wins over ids that are available:
         a blocking request after it gets ``MsgDone`` even if the mempool has grown.
         """
-        if self.dialect.done_by is not Side.OUTBOUND:
-            raise RuntimeError(f"in V{self.dialect.version} only the inbound side can end the protocol")
+        if self.dialect.done_by is not Side.SERVING:
+            raise RuntimeError(f"in V{self.dialect.version} only the pulling side can end the protocol")
         self._stopping = True
         if self._blocked is not None:
             self._blocked.cancel()
 
     async def run(self) -> None:
-        """Serve until the protocol ends (V2: the inbound's ``MsgDone``; V1: :meth:`stop`)."""
+        """Serve until the protocol ends (V2: the pulling peer's ``MsgDone``; V1: :meth:`stop`)."""
         dialect = self.dialect
         driver = self.driver
         if dialect.init is not None:

@@ -1,10 +1,10 @@
 """The pulling peer of sig submission, both versions: ask for ids and bodies, feed the node.
 
-The loop follows the reference's pipelined inbound: with nothing outstanding and nothing
+The loop follows the reference's pipelined pulling peer: with nothing outstanding and nothing
 to fetch it makes the one kind of request that may block (every announced id
 acknowledged); otherwise it pipelines a body request and, right behind it, a non-blocking
 request for more ids, so the next ids arrive while bodies are still on the way. It
-collects replies (oldest first, as the outbound answers in order) whenever it cannot
+collects replies (oldest first, as the serving peer answers in order) whenever it cannot
 usefully send. New ids are only asked for behind a body request, never on their own,
 which keeps an idle peer from polling.
 
@@ -12,7 +12,7 @@ What to fetch is the node's decision (:meth:`SigSink.wanted`), made per ids repl
 every claim the node registered is given back exactly once through
 :meth:`SigSink.release`, including when the protocol dies with an error or is cancelled.
 Received messages reach :meth:`SigSink.accept` in announcement order; a
-:class:`~miniprotocols.sig_submission.interfaces.DisconnectPeer` it raises ends the run.
+:class:`~dmq.diffusion.sig_submission.interfaces.DisconnectPeer` it raises ends the run.
 """
 
 from __future__ import annotations
@@ -21,22 +21,21 @@ from collections import deque
 
 from ouroboros_mux.channel import MessageChannel
 
-from ..framework import Driver, as_driver
-from .dialect import Dialect, Side
-from .inbound_window import BodyBatch, InboundWindow
+from miniprotocols.framework import Driver, as_driver
+from miniprotocols.sig_submission.dialect import Dialect, Side
+from .pull_window import BodyBatch, PullWindow
 from .interfaces import SigSink
-from .policy import (
+from miniprotocols.sig_submission.limits import (
     BYTES_IN_FLIGHT_PER_PEER,
-    MAX_BATCHES_IN_FLIGHT,
     MAX_IDS_PER_REQUEST,
     MAX_UNACKNOWLEDGED_IDS,
-    SIZE_TOLERANCE,
 )
+from .policy import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
 
-__all__ = ["InboundPeer"]
+__all__ = ["PullingPeer"]
 
 
-class InboundPeer:
+class PullingPeer:
     """Pull one peer's messages into ``sink`` over ``driver_or_channel`` in ``dialect``'s wire format."""
 
     def __init__(self, dialect: Dialect, driver_or_channel: Driver | MessageChannel, sink: SigSink, *,
@@ -46,11 +45,11 @@ class InboundPeer:
                  max_batches_in_flight: int = MAX_BATCHES_IN_FLIGHT,
                  size_tolerance: int = SIZE_TOLERANCE) -> None:
         self.dialect = dialect
-        self.driver = as_driver(driver_or_channel, dialect.spec, dialect.inbound_role)
+        self.driver = as_driver(driver_or_channel, dialect.spec, dialect.pulling_role)
         self.sink = sink
-        self.window = InboundWindow(dialect.version, max_ids_per_request=max_ids_per_request, window=window,
-                                    max_bytes_in_flight=max_bytes_in_flight,
-                                    max_batches_in_flight=max_batches_in_flight, size_tolerance=size_tolerance)
+        self.window = PullWindow(dialect.version, max_ids_per_request=max_ids_per_request, window=window,
+                                 max_bytes_in_flight=max_bytes_in_flight,
+                                 max_batches_in_flight=max_batches_in_flight, size_tolerance=size_tolerance)
         # What each outstanding pipelined request will be answered with, oldest first.
         self._expected: deque[tuple[str, int | BodyBatch]] = deque()
         self._stopping = False
@@ -63,13 +62,13 @@ class InboundPeer:
 
         V2 then sends ``MsgDone``. V1 has no message for this side to end with: the run
         returns with the protocol idle and the connection is closed by its owner. A
-        blocking request already sent is awaited first (in V2 the outbound answers it
+        blocking request already sent is awaited first (in V2 the serving peer answers it
         within its 17 s).
         """
         self._stopping = True
 
     async def run(self) -> None:
-        """Pull until stopped or until the V1 outbound ends the protocol."""
+        """Pull until stopped or until the V1 serving peer ends the protocol."""
         try:
             await self._run()
         finally:
@@ -85,7 +84,7 @@ class InboundPeer:
         while True:
             if not self._expected:
                 if self._stopping:
-                    if dialect.done_by is Side.INBOUND:
+                    if dialect.done_by is Side.PULLING:
                         await self.driver.send(dialect.done())
                     return
                 if window.can_request_bodies():
@@ -109,7 +108,7 @@ class InboundPeer:
             self._expected.append(("ids", req))
 
     async def _blocking_request(self) -> bool:
-        """Ask for ids and wait; False when the V1 outbound ended the protocol instead."""
+        """Ask for ids and wait; False when the V1 serving peer ended the protocol instead."""
         dialect = self.dialect
         ack, req = self.window.blocking_request()
         await self.driver.send(dialect.request_ids(True, ack, req))

@@ -1,10 +1,10 @@
 """The pulling side's bookkeeping of one peer's announcements, without I/O (both versions).
 
-The inbound keeps every id the peer announced, in announcement order, until it may
+The pulling peer keeps every id the peer announced, in announcement order, until it may
 acknowledge it: when its message has been handed to the node, when the peer omitted it,
 or at once when the node did not want it. Acknowledgements therefore go out strictly in
 announcement order, as the protocol requires, and bodies are requested in that order too,
-so the pipelined replies (which the outbound answers in order) complete the FIFO from its
+so the pipelined replies (which the serving peer answers in order) complete the FIFO from its
 head. The scheduling bounds are the reference policy's: at most 33 ids per request, the
 132-id window (counting ids asked for but not yet received), and at most four body
 batches or 92 400 announced bytes in flight. Each reply is checked with the reference's
@@ -18,17 +18,16 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-from .errors import BodyNotRequested, IdsNotRequested, SizeError
-from .policy import (
+from miniprotocols.sig_submission.errors import BodyNotRequested, IdsNotRequested, SizeError
+from miniprotocols.sig_submission.limits import (
     BYTES_IN_FLIGHT_PER_PEER,
-    MAX_BATCHES_IN_FLIGHT,
     MAX_IDS_PER_REQUEST,
     MAX_UNACKNOWLEDGED_IDS,
-    SIZE_TOLERANCE,
 )
-from .sig_message import checked_id
+from .policy import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
+from miniprotocols.sig_submission.sig_message import checked_id
 
-__all__ = ["InboundWindow", "BodyBatch", "BodiesOutcome"]
+__all__ = ["PullWindow", "BodyBatch", "BodiesOutcome"]
 
 
 class _Status(enum.Enum):
@@ -71,8 +70,8 @@ class BodiesOutcome:
     omitted: tuple[bytes, ...]
 
 
-class InboundWindow:
-    """One inbound peer's view of what the outbound announced, requested and delivered."""
+class PullWindow:
+    """One pulling peer's view of what the serving peer announced, requested and delivered."""
 
     def __init__(self, version: int, *,
                  max_ids_per_request: int = MAX_IDS_PER_REQUEST,
@@ -118,7 +117,7 @@ class InboundWindow:
     def non_blocking_request(self) -> tuple[int, int] | None:
         """``(ack, req)`` for a pipelined non-blocking request, or None if it would be pointless or invalid.
 
-        Invalid when no id is left unacknowledged (the outbound would answer with
+        Invalid when no id is left unacknowledged (the serving peer would answer with
         ``ProtocolErrorRequestNonBlocking``); pointless when the window has no room.
         """
         room = self.window - len(self._unacked) - self.ids_in_flight
@@ -151,7 +150,7 @@ class InboundWindow:
         self._advance()
 
     def on_no_ids(self, req: int) -> None:
-        """The outbound had nothing for a blocking request (V2 ``MsgReplyNoSigIds``)."""
+        """The serving peer had nothing for a blocking request (V2 ``MsgReplyNoSigIds``)."""
         self.ids_in_flight -= req
 
     # -- bodies --------------------------------------------------------------------

@@ -1,13 +1,13 @@
-"""Ids being fetched right now, across every inbound peer of the node.
+"""Ids being fetched right now, across every pulling peer of the node.
 
 Several peers usually announce the same message. Fetching it from each would multiply
 the traffic by the number of hot peers, so the node lets one peer at a time own an id:
-the first inbound peer whose announcement is seen claims it, the others acknowledge it
+the first pulling peer whose announcement is seen claims it, the others acknowledge it
 without asking for the body. The claim ends when the body has been handed to the node,
 when the owner omitted it from its reply, or when the owner's connection ends; a later
 announcement (from any peer) can then claim it again if the node still lacks it.
 
-Single-threaded by design: every inbound peer runs in the node's one trio thread and
+Single-threaded by design: every pulling peer runs in the node's one trio thread and
 claims and releases without awaiting, so no lock is needed.
 """
 
@@ -76,11 +76,11 @@ class InFlightRegistry:
 
 
 class ClaimingSink:
-    """A :class:`~miniprotocols.sig_submission.interfaces.SigSink` for one peer over a shared registry.
+    """A :class:`~dmq.diffusion.sig_submission.interfaces.SigSink` for one peer over a shared registry.
 
     ``holds(id)`` says whether the node already has a message (its mempool); ``accept``
     is the node's validation and storage of a batch (raising ``DisconnectPeer`` on a
-    disconnect error). The node builds one per inbound connection, all over one
+    disconnect error). The node builds one per pulling peer, all over one
     :class:`InFlightRegistry`.
     """
 

@@ -1,6 +1,6 @@
 """The serving side's view of the id window, without I/O (both versions).
 
-The outbound remembers, in announcement order, every id it announced and the peer has
+The serving peer remembers, in announcement order, every id it announced and the peer has
 not acknowledged yet, and the mempool position after the last one. Every request is
 checked against that FIFO exactly as the reference does (``DMQ/SigSubmissionV2/Outbound.hs``,
 ``TxSubmission/Outbound.hs``), in the same order, so a peer that breaks the rules gets the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 
-from .errors import (
+from miniprotocols.sig_submission.errors import (
     AckedTooManyIds,
     RequestBlocking,
     RequestedNothing,
@@ -20,12 +20,12 @@ from .errors import (
     RequestedUnavailable,
     RequestNonBlocking,
 )
-from .policy import MAX_UNACKNOWLEDGED_IDS
+from miniprotocols.sig_submission.limits import MAX_UNACKNOWLEDGED_IDS
 
-__all__ = ["OutboundWindow"]
+__all__ = ["ServeWindow"]
 
 
-class OutboundWindow:
+class ServeWindow:
     """Unacknowledged ids announced to one peer, and where the announcements stand.
 
     ``position`` is the mempool index of the last id announced (-1 before any): the next

@@ -1,7 +1,7 @@
 """How the node plugs into sig submission: a source to serve from, a sink to pull into.
 
 The protocol layer never sees the mempool or the validation pipeline (docs/architecture.md 1):
-the outbound peer reads the node's mempool through :class:`SigSource`, the inbound peer
+the serving peer reads the node's mempool through :class:`SigSource`, the pulling peer
 hands what it pulled to :class:`SigSink`. Messages cross this boundary as their exact
 received bytes, ids as 32-byte strings, sizes as ints.
 """
@@ -15,7 +15,7 @@ __all__ = ["SigSource", "SigSink", "DisconnectPeer"]
 
 
 class SigSource(Protocol):
-    """The node's mempool as an outbound peer serves it.
+    """The node's mempool as a serving peer serves it.
 
     Positions are mempool indices; -1 is "before the first message", so a new peer is
     offered everything the mempool holds (docs/protocol/node-to-node.md 9.3, 9.7).
@@ -37,13 +37,13 @@ class SigSource(Protocol):
 
 
 class SigSink(Protocol):
-    """The node's side of an inbound peer: what to fetch, and what to do with it.
+    """The node's side of a pulling peer: what to fetch, and what to do with it.
 
     ``wanted`` is asked once per ids reply: it returns the subset of the announced ids
     to fetch from this peer, leaving out those the node holds or is already fetching
     from another peer, and from then on the node counts the returned ids as in flight
-    from this peer (see :class:`~miniprotocols.sig_submission.inflight.InFlightRegistry`).
-    The inbound peer gives each of them back exactly once through ``release``: after
+    from this peer (see :class:`~dmq.diffusion.sig_submission.inflight.InFlightRegistry`).
+    The pulling peer gives each of them back exactly once through ``release``: after
     ``accept`` has seen its message, when the peer omitted it from a reply, or when the
     protocol ends for any reason.
     """

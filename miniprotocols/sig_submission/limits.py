@@ -15,11 +15,8 @@ __all__ = [
     "MAX_IDS_PER_REQUEST",
     "MAX_UNACKNOWLEDGED_IDS",
     "BYTES_IN_FLIGHT_PER_PEER",
-    "MAX_BATCHES_IN_FLIGHT",
-    "SIZE_TOLERANCE",
     "BODIES_BYTE_LIMIT",
     "INGRESS_LIMIT",
-    "BLOCKING_REPLY_TIMEOUT",
     "BLOCKING_STATE_TIME_LIMIT",
     "SHORT_WAIT",
     "MAX_WORD16",
@@ -33,21 +30,15 @@ PROTOCOL_NUM = 11
 MAX_SIG_SIZE = 2800
 #: ``maxSigIdsInflight``: most ids asked for in one request; the reference never asks for more.
 MAX_IDS_PER_REQUEST = 33
-#: ``maxUnacknowledgedTxIds``: the outbound window, ``unacked - ack + req <= 132``.
+#: ``maxUnacknowledgedTxIds``: the serving window, ``unacked - ack + req <= 132``.
 MAX_UNACKNOWLEDGED_IDS = 4 * MAX_IDS_PER_REQUEST
 #: ``txsSizeInflightPerPeer``: announced bytes of bodies requested and not yet received.
 BYTES_IN_FLIGHT_PER_PEER = MAX_SIG_SIZE * MAX_IDS_PER_REQUEST
-#: ``maxOutstandingTxBatchesPerPeer``: body requests pipelined at once.
-MAX_BATCHES_IN_FLIGHT = 4
-#: ``const_MAX_TX_SIZE_DISCREPANCY``: a received message may differ this much from its announced size.
-SIZE_TOLERANCE = 32
 #: Byte limit of the bodies reply state: ``maxSigSize * (maxSigIdsInflight + 2)``.
 BODIES_BYTE_LIMIT = MAX_SIG_SIZE * (MAX_IDS_PER_REQUEST + 2)
 #: Mux ingress limit of protocol 11: ``txsSizeInflightPerPeer`` plus 10 % (docs/protocol/mux.md 2.4).
 INGRESS_LIMIT = BYTES_IN_FLIGHT_PER_PEER + BYTES_IN_FLIGHT_PER_PEER // 10
-#: How long the V2 outbound waits for new ids before replying ``MsgReplyNoSigIds``.
-BLOCKING_REPLY_TIMEOUT = 17.0
-#: Time limit of the V2 blocking ids state; the outbound must answer before it.
+#: Time limit of the V2 blocking ids state; the serving peer must answer before it.
 BLOCKING_STATE_TIME_LIMIT = 20.0
 #: The reference's ``shortWait``: the limit of the non-blocking ids and bodies states.
 SHORT_WAIT = 10.0
