@@ -35,7 +35,7 @@ def signer_for(config: NodeConfig, clock: Any) -> NodeSigner | None:
         return None
     if kes is None or cert is None:
         raise TopicSignerError('"TopicKesKey" and "TopicOperationalCertificate" go together: set both or neither')
-    from integrations.mithril.kes_period import GenesisClockKesPeriod, KesPeriodUnavailable
+    from dmq.kes_period import GenesisClockKesPeriod, KesPeriodUnavailable
 
     try:
         genesis = load_shelley_genesis(config.shelley_genesis_file)

@@ -15,8 +15,8 @@ from topics.raw import is_raw_message
 from topics.service import TopicService
 from topics.signer import NodeSigner
 
-from integrations.mithril.kes_period import FixedKesPeriod
-from integrations.mithril.signer import SigningCredentials
+from dmq.kes_period import FixedKesPeriod
+from dmq.signer import SigningCredentials
 
 from .harness import CREDS, TOPIC_MAGIC, instance
 
