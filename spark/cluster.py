@@ -22,6 +22,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from dmq.ports import free_ports
+
 __all__ = ["ClusterError", "LocalCluster", "spark_home"]
 
 HOST = "127.0.0.1"
@@ -107,8 +109,6 @@ class LocalCluster:
 
     def start(self) -> str:
         """Start the master and the workers; returns the master's ``spark://`` URL once all are alive."""
-        from integrations.devnet.orchestrator import free_ports
-
         if not (spark_home() / "bin" / "spark-class").is_file():
             raise ClusterError(f"no bin/spark-class under {spark_home()}: cannot start a local cluster")
         self._dir = Path(tempfile.mkdtemp(prefix="dmq-spark-cluster-"))
