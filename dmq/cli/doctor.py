@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dmq.cli import report
-from dmq.cli.node import FLAG_KEYS, add_node_flags
+from dmq.cli.node_flags import FLAG_KEYS, add_node_flags
 from dmq.errors import OperatorError
 
 __all__ = ["add_parser", "run", "check", "diagnose", "DEFAULT_MIN_FREE_MB"]
