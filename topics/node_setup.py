@@ -1,7 +1,7 @@
 """Building a node's topic service from its configuration (docs/topics-design.md 2.1, 2.7).
 
-Called by :class:`dmq.node.Node` only when the configuration carries an adapter; a raw-only
-instance keeps the reference's behaviour and classifies nothing (docs/topics-design.md 2.1).
+Called by the composition root (:mod:`dmq.cli.wiring`) only when the configuration carries an
+adapter; a raw-only instance keeps the reference's behaviour and classifies nothing (docs/topics-design.md 2.1).
 Errors are one line naming the key (``OperatorError``).
 """
 

@@ -26,7 +26,7 @@ from dmq.topology import Topology, load_topology
 __all__ = ["PROGRAM", "RUNTIME_MISSING", "FLAG_KEYS", "add_node_flags", "build_parser", "run", "main"]
 
 PROGRAM = "dmq-node"
-#: Exit status when the package has no node runtime (``dmq.node``) to start.
+#: Exit status when the package has no node runtime (``dmq.cli.wiring``) to start.
 RUNTIME_MISSING = 2
 
 
@@ -43,9 +43,9 @@ def build_parser() -> OneLineArgumentParser:
 def _start(config: NodeConfig, topology: Topology) -> int:
     """Hand over to the node runtime, imported late so that a broken runtime cannot hide ``-v``."""
     try:
-        runtime = importlib.import_module("dmq.node")
+        runtime = importlib.import_module("dmq.cli.wiring")
     except ModuleNotFoundError as exc:
-        if exc.name != "dmq.node":
+        if exc.name != "dmq.cli.wiring":
             raise
         report(PROGRAM, "the node runtime is not installed")
         return RUNTIME_MISSING

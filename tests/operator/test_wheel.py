@@ -134,7 +134,7 @@ def test_the_wheel_holds_every_package_and_data_file(installed: Installed):
 
 _IMPORT_CHECK = """
 import importlib.resources, json, sys
-import dmq.cli.node, dmq.cli.tool, dmq.node
+import dmq.cli.node, dmq.cli.tool, dmq.cli.wiring
 dmq.cli.tool.build_parser()  # imports every sub-command module, as each dmq invocation does
 project = {name: getattr(module, "__file__", None) or "" for name, module in sys.modules.items()
            if name.split(".")[0] in %r}

@@ -38,6 +38,7 @@ from dmq.clock import ManualClock
 from dmq.config import read_config
 from dmq.diffusion import BackoffPolicy, DiffusionPolicy
 from dmq.kes import KesSigningKey
+from dmq.cli.wiring import assemble_node
 from dmq.node import Node
 from dmq.opcert import cold_verification_key, issue_opcert
 from dmq.ports import free_ports
@@ -201,7 +202,7 @@ async def record_network(directory: Path, spec: LoadSpec, *, report: Callable[[s
                 })
                 tracer = Tracer(clock.now)
                 tracer.add_sink(_counter(accepted, i))
-                node = Node(config, None, clock=clock, tracer=tracer, diffusion_policy=QUIET)
+                node = assemble_node(config, None, clock=clock, tracer=tracer, diffusion_policy=QUIET)
                 await nursery.start(node.run)
                 nodes.append(node)
             dials: dict[int, list[int]] = {}
