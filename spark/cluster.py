@@ -22,8 +22,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from dmq.ports import free_ports
-
 __all__ = ["ClusterError", "LocalCluster", "spark_home"]
 
 HOST = "127.0.0.1"
@@ -109,6 +107,9 @@ class LocalCluster:
 
     def start(self) -> str:
         """Start the master and the workers; returns the master's ``spark://`` URL once all are alive."""
+        # Imported here: importing ``spark`` pulls nothing of ``dmq`` but the recorder's schema.
+        from dmq.ports import free_ports
+
         if not (spark_home() / "bin" / "spark-class").is_file():
             raise ClusterError(f"no bin/spark-class under {spark_home()}: cannot start a local cluster")
         self._dir = Path(tempfile.mkdtemp(prefix="dmq-spark-cluster-"))
