@@ -41,8 +41,6 @@ from dmq.topology import Topology
 from dmq.trace import LogSink, MessageExpired, Tracer
 from dmq.validation import PoolState, ReactionPolicy, Validator
 from integrations.cardano_node import CardanoNodeLink
-from topics.node_setup import topic_service_for
-from topics.raw import is_raw_message
 
 __all__ = ["assemble_node", "run_node", "load_stake_view"]
 
@@ -119,6 +117,11 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
         reactions = ReactionPolicy(trace_timing_errors=config.trace_only_reactions)
         topics = None
         if config.has_topics:
+            # Imported only for a topic network: the signer's key files pull in pycardano, seconds
+            # of start-up a raw-only node (every Mithril network) does not need.
+            from topics.node_setup import topic_service_for
+            from topics.raw import is_raw_message
+
             # On a topic network the per-pool token bucket replaces the spacing rule (docs/topics-design.md 2.1.4).
             validator = Validator(stake_view, clock, min_sig_delay=0, state=state)
             topics = topic_service_for(config, mempool, validator, tracer, clock=clock, stake_view=stake_view,
