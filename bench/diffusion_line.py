@@ -75,7 +75,7 @@ CHECKED_ARRIVALS = 16
 #: and leaving the imports out of the figures.
 PROFILED_NODE = """
 import cProfile, sys, time
-import dmq.node
+import dmq.cli.wiring
 from dmq.cli.node import run
 out = sys.argv.pop(1)
 profiler = cProfile.Profile(time.process_time)

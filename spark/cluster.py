@@ -107,7 +107,8 @@ class LocalCluster:
 
     def start(self) -> str:
         """Start the master and the workers; returns the master's ``spark://`` URL once all are alive."""
-        from integrations.devnet.orchestrator import free_ports
+        # Imported here: importing ``spark`` pulls nothing of ``dmq`` but the recorder's schema.
+        from dmq.ports import free_ports
 
         if not (spark_home() / "bin" / "spark-class").is_file():
             raise ClusterError(f"no bin/spark-class under {spark_home()}: cannot start a local cluster")

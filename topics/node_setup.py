@@ -1,7 +1,7 @@
 """Building a node's topic service from its configuration (docs/topics-design.md 2.1, 2.7).
 
-Called by :class:`dmq.node.Node` only when the configuration carries an adapter; a raw-only
-instance keeps the reference's behaviour and classifies nothing (docs/topics-design.md 2.1).
+Called by the composition root (:mod:`dmq.cli.wiring`) only when the configuration carries an
+adapter; a raw-only instance keeps the reference's behaviour and classifies nothing (docs/topics-design.md 2.1).
 Errors are one line naming the key (``OperatorError``).
 """
 
@@ -35,7 +35,7 @@ def signer_for(config: NodeConfig, clock: Any) -> NodeSigner | None:
         return None
     if kes is None or cert is None:
         raise TopicSignerError('"TopicKesKey" and "TopicOperationalCertificate" go together: set both or neither')
-    from integrations.mithril.kes_period import GenesisClockKesPeriod, KesPeriodUnavailable
+    from dmq.kes_period import GenesisClockKesPeriod, KesPeriodUnavailable
 
     try:
         genesis = load_shelley_genesis(config.shelley_genesis_file)

@@ -2,7 +2,7 @@
 
 A local topic client cannot produce KES signatures, so a signing-capable node holds its
 pool's ``kes.skey`` and ``node.cert`` (the same files a Mithril signer reads) and signs on the
-client's behalf. Building and signing is the Mithril integration's :class:`MessageBuilder`;
+client's behalf. Building and signing is :class:`dmq.signer.MessageBuilder`, the one Mithril clients use;
 only ``expiresAt`` differs: the adapter's bound instead of Mithril's fixed 1800 s.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from dmq.clock import Clock
 from dmq.message import DmqMessage
-from integrations.mithril.kes_period import KesPeriodSource
-from integrations.mithril.signer import MessageBuilder, SigningCredentials, SigningError
+from dmq.kes_period import KesPeriodSource
+from dmq.signer import MessageBuilder, SigningCredentials, SigningError
 
 __all__ = ["NodeSigner", "SigningError"]
 

@@ -9,7 +9,7 @@ socket or that this user may not connect to, a full disk). Each problem is one l
 exit status is 0 only when there is none. Nothing is created, bound or written.
 
 The rules are the node's: the loaders and checks come from ``dmq.config``, ``dmq.topology``,
-``dmq.node``, ``dmq.local_service`` and ``dmq.mempool``; this module only collects their answers.
+``dmq.cli.wiring``, ``dmq.local_service`` and ``dmq.mempool``; this module only collects their answers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dmq.cli import report
-from dmq.cli.node import FLAG_KEYS, add_node_flags
+from dmq.cli.node_flags import FLAG_KEYS, add_node_flags
 from dmq.errors import OperatorError
 
 __all__ = ["add_parser", "run", "check", "diagnose", "DEFAULT_MIN_FREE_MB"]
@@ -86,7 +86,7 @@ def _cardano_node_socket(config) -> list[str]:
 
 def _stake_source(config) -> list[str]:
     from dmq.clock import SystemClock
-    from dmq.node import load_stake_view
+    from dmq.cli.wiring import load_stake_view
 
     load_stake_view(config, SystemClock())
     return []

@@ -12,86 +12,22 @@ then the node runtime.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import sys
-from dataclasses import dataclass
-from typing import Any, NoReturn, Sequence
+from typing import NoReturn, Sequence
 
 from dmq.cli import INTERRUPTED, OPERATOR_ERROR, OneLineArgumentParser, package_version, report
-from dmq.config import (
-    DEFAULT_CONFIG_FILE,
-    DEFAULT_TOPOLOGY_FILE,
-    NodeConfig,
-    check_cardano_node_socket,
-    load_config,
-)
+from dmq.cli.node_flags import FLAG_KEYS, add_node_flags
+from dmq.config import NodeConfig, check_cardano_node_socket, load_config
 from dmq.errors import OperatorError
 from dmq.topology import Topology, load_topology
 
 __all__ = ["PROGRAM", "RUNTIME_MISSING", "FLAG_KEYS", "add_node_flags", "build_parser", "run", "main"]
 
 PROGRAM = "dmq-node"
-#: Exit status when the package has no node runtime (``dmq.node``) to start.
+#: Exit status when the package has no node runtime (``dmq.cli.wiring``) to start.
 RUNTIME_MISSING = 2
-
-_DEFAULTS = NodeConfig()
-
-
-@dataclass(frozen=True, slots=True)
-class _Flag:
-    """One command-line flag overriding one configuration key (``None``: hidden from help)."""
-
-    names: tuple[str, ...]
-    key: str
-    metavar: str
-    help: str | None
-    default: Any = None
-
-
-_FLAGS: tuple[_Flag, ...] = (
-    _Flag(("--host-addr",), "IPv4", "IPv4", "IPv4 that the node will bind to"),
-    _Flag(("--host-ipv6-addr",), "IPv6", "IPv6", "IPv6 that the node will bind to"),
-    _Flag(("-p", "--port"), "PortNumber", "PORT_NUMBER", "Port number that the node will bind to",
-          _DEFAULTS.port_number),
-    _Flag(("--local-socket",), "LocalAddress", "FILENAME", "Unix socket for node-to-client communication",
-          str(_DEFAULTS.local_address)),
-    _Flag(("-c", "--configuration-file"), "ConfigFile", "FILENAME", "Configuration file for DMQ Node",
-          DEFAULT_CONFIG_FILE),
-    _Flag(("-t", "--topology-file"), "TopologyFile", "FILENAME", "Topology file for DMQ Node",
-          DEFAULT_TOPOLOGY_FILE),
-    _Flag(("--cardano-node-socket",), "CardanoNodeSocket", "FILENAME",
-          "Used for local connections to Cardano node", str(_DEFAULTS.cardano_node_socket)),
-    _Flag(("--cardano-network-magic",), "CardanoNetworkMagic", "CARDANO_NETWORK_MAGIC",
-          "The network magic of cardano-node client for local connections", _DEFAULTS.cardano_network_magic),
-    _Flag(("--dmq-network-magic",), "NetworkMagic", "DMQ_NETWORK_MAGIC", "The network magic of the dmq network",
-          _DEFAULTS.network_magic),
-    _Flag(("--min-sig-delay",), "MinSigDelay", "SECONDS", None),
-    _Flag(("--stake-source",), "StakeSource", "SOURCE",
-          '"cardano-node", "genesis" (pools of the Shelley genesis file) or a JSON stake file',
-          str(_DEFAULTS.stake_source)),
-    _Flag(("--database-path",), "DatabasePath", "DIR", "Directory of the message store",
-          str(_DEFAULTS.database_path)),
-    _Flag(("--record-traffic",), "RecordTraffic", "DIR", "Record traffic into DIR for the capacity report"),
-    _Flag(("--prometheus-port",), "PrometheusPort", "PORT", "Serve Prometheus metrics on 127.0.0.1:PORT"),
-)
-
-
-#: The configuration keys the flags are stored under (what ``load_config`` takes).
-FLAG_KEYS = frozenset(flag.key for flag in _FLAGS)
-
-
-def add_node_flags(parser: argparse.ArgumentParser) -> None:
-    """The node's configuration flags, each stored under its configuration key (``dmq doctor`` too)."""
-    for flag in _FLAGS:
-        if flag.help is None:
-            text = argparse.SUPPRESS
-        elif flag.default is None:
-            text = flag.help
-        else:
-            text = f"{flag.help} (default: {flag.default})"
-        parser.add_argument(*flag.names, dest=flag.key, metavar=flag.metavar, help=text)
 
 
 def build_parser() -> OneLineArgumentParser:
@@ -107,9 +43,9 @@ def build_parser() -> OneLineArgumentParser:
 def _start(config: NodeConfig, topology: Topology) -> int:
     """Hand over to the node runtime, imported late so that a broken runtime cannot hide ``-v``."""
     try:
-        runtime = importlib.import_module("dmq.node")
+        runtime = importlib.import_module("dmq.cli.wiring")
     except ModuleNotFoundError as exc:
-        if exc.name != "dmq.node":
+        if exc.name != "dmq.cli.wiring":
             raise
         report(PROGRAM, "the node runtime is not installed")
         return RUNTIME_MISSING

@@ -12,13 +12,14 @@ refuses to start without one). The configuration decides:
 
 Everything connections share lives here once: the in-flight registry (one fetch per id
 across all peers), the mempool source, the peer table behind the per-peer metrics.
+It takes the parts it uses (ingress stage, mempool, tracer, metrics, recorder), never the
+whole node, so the node may build on it without the two importing each other.
 """
 
 from __future__ import annotations
 
 import random
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import trio
 
@@ -26,9 +27,12 @@ from handshake.links import VersionTable, dmq_node_to_node_versions
 
 from dmq.config import DiffusionMode, NodeConfig
 from dmq.errors import OperatorError
-from dmq.recorder.recorder import TrafficRecorder
+from dmq.ingress import Ingress
+from dmq.mempool import DurableMempool
+from dmq.metrics import NodeMetrics
+from dmq.recorder.recorder import NO_RECORDER, NullRecorder, TrafficRecorder
 from dmq.topology import Topology
-from dmq.trace import NodeListening
+from dmq.trace import NodeListening, Tracer
 
 from .governor import Address, Governor
 from .inbound import InboundServer
@@ -40,9 +44,6 @@ from .policy import DiffusionPolicy
 from .prometheus import PeerCollector
 from .sig_submission import InFlightRegistry
 
-if TYPE_CHECKING:
-    from dmq.node import Node
-
 __all__ = ["Diffusion", "ListenError"]
 
 
@@ -51,18 +52,23 @@ class ListenError(OperatorError):
 
 
 class Diffusion:
-    """The node's node-to-node side. ``await nursery.start(Diffusion(node).run)`` returns it, bound."""
+    """The node's node-to-node side. ``await nursery.start(Diffusion(...).run)`` returns it, bound."""
 
-    def __init__(self, node: Node, policy: DiffusionPolicy | None = None) -> None:
-        if node.ingress is None or node.mempool is None:
-            raise RuntimeError("diffusion starts after the node has built its mempool and ingress")
-        self.node = node
-        self.config: NodeConfig = node.config
+    def __init__(self, config: NodeConfig, topology: Topology | None, *, ingress: Ingress, mempool: DurableMempool,
+                 tracer: Tracer, metrics: NodeMetrics, recorder: TrafficRecorder | NullRecorder = NO_RECORDER,
+                 policy: DiffusionPolicy | None = None) -> None:
+        self.config = config
+        #: The topology the governor follows (replaced by :meth:`update_topology`).
+        self.topology = topology
+        self.ingress = ingress
+        self.mempool = mempool
+        self.tracer = tracer
+        self.metrics = metrics
+        self.recorder = recorder
         self.policy = policy or DiffusionPolicy()
-        self.tracer = node.tracer
         self.peers = PeerTable()
         self.registry = InFlightRegistry()
-        self.source = MempoolSigSource(node.mempool)
+        self.source = MempoolSigSource(mempool)
         self.responder = self.config.diffusion_mode is DiffusionMode.INITIATOR_AND_RESPONDER
         #: Where the node listens, once bound (empty for InitiatorOnly).
         self.addresses: list[Address] = []
@@ -88,7 +94,7 @@ class Diffusion:
         """Adopt a new topology (as on a reload): new roots are dialled, removed ones wind down."""
         if self.governor is None or self.outbound is None:
             raise RuntimeError("diffusion is not running")
-        self.node.topology = topology
+        self.topology = topology
         self.governor.set_topology(topology)
         self.outbound.poke()
 
@@ -122,7 +128,7 @@ class Diffusion:
         config = self.config
         listeners = await self._bind() if self.responder else []
         self.governor = Governor(
-            self.node.topology,
+            self.topology,
             target_active=config.target_number_of_active_peers,
             target_known=config.target_number_of_known_peers,
             backoff=self.policy.backoff,
@@ -131,8 +137,8 @@ class Diffusion:
         )
         self.outbound = OutboundGovernor(self.governor, self.peers, self.tracer, self.policy, self.versions)
         ctx = N2NContext(
-            ingress=self.node.ingress,
-            mempool=self.node.mempool,
+            ingress=self.ingress,
+            mempool=self.mempool,
             registry=self.registry,
             source=self.source,
             peers_for=self.governor.shareable,
@@ -144,16 +150,15 @@ class Diffusion:
             peer_share_interval=self.policy.peer_share_interval,
             protocol_idle_timeout=config.protocol_idle_timeout,
         )
-        recorder = getattr(self.node, "recorder", None)
-        if recorder is not None and hasattr(recorder, "watching"):
-            ctx.watch = recorder.watching
+        recorder = self.recorder
+        ctx.watch = recorder.watching
         if isinstance(recorder, TrafficRecorder):
             ctx.record, ctx.now = recorder, self.tracer.now
         self.outbound.ctx = ctx
         self.inbound = InboundServer(ctx, self.peers, self.tracer, self.versions(),
                                      config.accepted_connections_limit)
-        collector = PeerCollector(self.peers, self.node.metrics.names)
-        registry = self.node.metrics.registry
+        collector = PeerCollector(self.peers, self.metrics.names)
+        registry = self.metrics.registry
         registry.register(collector)
         try:
             async with trio.open_nursery() as nursery:

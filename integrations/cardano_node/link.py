@@ -24,11 +24,13 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import trio
+from prometheus_client import CollectorRegistry
 
 from dmq.clock import Clock, SystemClock
+from dmq.config import NodeConfig
 from dmq.connection import ProtocolTask, run_connection
 from dmq.stake import PoolStake, StakeView
 from dmq.trace import ConnectionClosed, ConnectionOpened, StakeViewUpdated, Tracer
@@ -57,9 +59,6 @@ from .errors import CardanoLinkError, CardanoNodeUnreachable
 from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning
 from .stake_round import RoundResult, query_stake_round
 from .status import StakeLinkStatus, register_gauges
-
-if TYPE_CHECKING:
-    from dmq.node import Node
 
 __all__ = ["CardanoNodeLink", "DEFAULT_REFRESH_INTERVAL", "EPOCH_WAIT_MIN", "EPOCH_WAIT_MAX", "STAKE_SOURCE"]
 
@@ -118,12 +117,15 @@ class CardanoNodeLink:
         self.status = StakeLinkStatus(source=STAKE_SOURCE, socket=str(self.socket_path), view=stake_view)
 
     @classmethod
-    def for_node(cls, node: Node, **options) -> CardanoNodeLink:
-        """The link a node with ``StakeSource: cardano-node`` runs, its gauges on the node's metrics."""
-        config = node.config
-        link = cls(config.cardano_node_socket, config.cardano_network_magic, node.stake_view,
-                   tracer=node.tracer, clock=node.clock, **options)
-        register_gauges(link.status, node.metrics.registry, config.trace_option_metrics_prefix)
+    def from_config(cls, config: NodeConfig, stake_view: StakeView, *, tracer: Tracer, clock: Clock,
+                    registry: CollectorRegistry, **options) -> CardanoNodeLink:
+        """The link a node with ``StakeSource: cardano-node`` runs, its gauges in the node's ``registry``.
+
+        It is given the stake view it feeds, not the node: the node runs it as one of its tasks.
+        """
+        link = cls(config.cardano_node_socket, config.cardano_network_magic, stake_view,
+                   tracer=tracer, clock=clock, **options)
+        register_gauges(link.status, registry, config.trace_option_metrics_prefix)
         return link
 
     def refresh_now(self) -> None:

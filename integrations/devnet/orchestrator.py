@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -36,6 +35,7 @@ from dmq.clock import Clock, SystemClock
 from dmq.config import DEFAULT_MIN_SIG_DELAY, MAX_UNIX_SOCKET_PATH_BYTES
 from dmq.errors import OperatorError
 from dmq.networks import DEVNET
+from dmq.ports import free_ports
 from dmq.stake import load_shelley_genesis
 from integrations.mithril import GenesisClockKesPeriod
 
@@ -200,20 +200,6 @@ def prepare_directory(layout: DevnetLayout) -> None:
     layout.marker.write_text("a dmq devnet: the next devnet run in this directory replaces everything here\n")
 
 
-def free_ports(count: int, host: str = HOST) -> list[int]:
-    """``count`` distinct TCP ports free right now (all held open together while chosen)."""
-    held = []
-    try:
-        for _ in range(count):
-            probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            held.append(probe)
-            probe.bind((host, 0))
-        return [probe.getsockname()[1] for probe in held]
-    finally:
-        for probe in held:
-            probe.close()
-
-
 def node_files(options: DevnetOptions, layout: DevnetLayout, ports: list[int],
                metrics_ports: list[int]) -> list[NodeFiles]:
     """Each node's configuration and topology (paths relative to the node's directory)."""
@@ -296,7 +282,7 @@ class Devnet:
 
     def _plan_nodes(self, pools: list[DevnetPool]) -> list[PoolPublisher]:
         options = self.options
-        ports = free_ports(2 * options.nodes)
+        ports = free_ports(2 * options.nodes, HOST)
         node_ports, metrics_ports = ports[:options.nodes], ports[options.nodes:]
         files = node_files(options, self.layout, node_ports, metrics_ports)
         links = links_of(options.topology, options.nodes, seed=options.seed)

@@ -7,7 +7,8 @@ Haskell reference node alike.
 
 * :class:`Publisher` (trio): one connection per message, returns the node's verdict;
   :class:`MessageBuilder` signs bodies with a pool's ``kes.skey`` and ``node.cert`` at a KES
-  period from an explicit :mod:`~integrations.mithril.kes_period` source.
+  period from an explicit :mod:`~dmq.kes_period` source. Both are defined in ``dmq``
+  (:mod:`dmq.signer`), since the node's own topic signer builds on them, and offered here.
 * :class:`Consumer` (trio): one cached connection, blocking requests, reconnect after a delay,
   de-duplication by Blake2b-512 of the body, ``party_id`` = bech32 pool id.
 * :class:`RegisterSignatureMessageDmq`: the body Mithril signers publish.
@@ -19,7 +20,7 @@ from .connection import LocalConnection, open_local_connection
 from .consumer import DEFAULT_RECONNECT_DELAY, Consumer, ReceivedMessage
 from .deduplicator import DEFAULT_DEDUP_TTL, Deduplicator
 from .errors import ConnectionLost, DmqClientError, HandshakeFailed, NodeUnreachable, UnreadableMessage
-from .kes_period import (
+from dmq.kes_period import (
     FixedKesPeriod,
     GenesisClockKesPeriod,
     KesPeriodSource,
@@ -40,7 +41,7 @@ from .signed_entity import (
     SignedEntityType,
     SignedEntityTypeError,
 )
-from .signer import DEFAULT_TTL, MessageBuilder, SigningCredentials, SigningError
+from dmq.signer import DEFAULT_TTL, MessageBuilder, SigningCredentials, SigningError
 
 __all__ = [
     "BodyDecodeError",

@@ -25,7 +25,7 @@ from miniprotocols.local_msg_submission import (
 from dmq.message import DmqMessage
 
 from .connection import EXCHANGE_ERRORS, open_local_connection
-from .signer import MessageBuilder
+from dmq.signer import MessageBuilder
 
 __all__ = ["Publisher", "describe_result", "is_accepted"]
 

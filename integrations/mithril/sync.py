@@ -19,10 +19,10 @@ from dmq.clock import Clock, SystemClock
 
 from .consumer import DEFAULT_RECONNECT_DELAY, Consumer, ReceivedMessage
 from .deduplicator import DEFAULT_DEDUP_TTL
-from .kes_period import KesPeriodSource
+from dmq.kes_period import KesPeriodSource
 from .network import resolve_dmq_magic
 from .publisher import Publisher
-from .signer import DEFAULT_TTL, MessageBuilder, SigningCredentials
+from dmq.signer import DEFAULT_TTL, MessageBuilder, SigningCredentials
 
 __all__ = ["publish", "submit", "consume"]
 

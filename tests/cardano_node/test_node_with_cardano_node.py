@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import trio
 
+from dmq.cli.wiring import assemble_node
 from dmq.clock import ManualClock
 from dmq.codec import build_message
 from dmq.config import StakeSourceKind, read_config
 from dmq.keyfiles import read_bulk_credentials
 from dmq.message import pool_id_of
-from dmq.node import Node
 from handshake.driver import run_client
 from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
 from integrations.cardano_node import Backoff, CardanoNodeLink
@@ -65,24 +65,26 @@ def _message(cred, body_byte: int):
 
 
 def test_only_a_cardano_node_stake_source_starts_the_link(tmp_path):
-    node = Node(_config(tmp_path), None, clock=ManualClock(now=NOW))
+    node = assemble_node(_config(tmp_path), None, clock=ManualClock(now=NOW))
+    node.mempool.close()  # built, never run
     assert node.config.stake_source.kind is StakeSourceKind.CARDANO_NODE
-    assert isinstance(node.stake_link, CardanoNodeLink) and len(node.services) == 1
+    assert isinstance(node.stake_link, CardanoNodeLink) and node.services == [node.stake_link.run]
     assert node.stake_link_status is node.stake_link.status
     assert node.stake_link.socket_path == tmp_path / "node.socket" and node.stake_link.network_magic == 42
     # The genesis gave the KES limits, not the stake: NotInitialized until cardano-node answers.
     assert not node.stake_view.ready and node.stake_view.max_kes_evolutions == 60
 
     genesis = read_config({"ConfigFile": str(tmp_path / "absent.json"), "StakeSource": "genesis",
-                           "ShelleyGenesisFile": str(DEVNET_GENESIS)})
-    plain = Node(genesis, None, clock=ManualClock(now=NOW))
+                           "ShelleyGenesisFile": str(DEVNET_GENESIS), "DatabasePath": str(tmp_path / "plain-db")})
+    plain = assemble_node(genesis, None, clock=ManualClock(now=NOW))
+    plain.mempool.close()
     assert plain.stake_link is None and plain.stake_link_status is None and plain.services == []
 
 
 async def test_stake_from_cardano_node_gates_validation(tmp_path, creds):
     chain = FakeChain.devnet(epoch=30)
     fake = FakeCardanoNode(tmp_path / "node.socket", chain)
-    node = Node(_config(tmp_path), None, clock=ManualClock(now=NOW))
+    node = assemble_node(_config(tmp_path), None, clock=ManualClock(now=NOW))
     node.stake_link.backoff = Backoff(initial=0.02, maximum=0.1, jitter=0)
     node.stake_link.refresh_interval = 3600
     status = node.stake_link_status

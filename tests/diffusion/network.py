@@ -25,6 +25,7 @@ from dmq.config import read_config
 from dmq.diffusion import BackoffPolicy, DiffusionPolicy
 from dmq.kes import KesSigningKey
 from dmq.message import DmqMessage, pool_id_of
+from dmq.cli.wiring import assemble_node
 from dmq.node import Node
 from dmq.opcert import OperationalCertificate, cold_verification_key, issue_opcert
 from dmq.topology import AccessPoint, LocalRootGroup, PublicRootGroup, Topology
@@ -177,7 +178,7 @@ class Network:
         if config_overrides:
             config = replace(config, **config_overrides)
         tracer = Tracer(self.clock.now)
-        node = Node(config, topology, clock=self.clock, tracer=tracer, diffusion_policy=policy or self.policy)
+        node = assemble_node(config, topology, clock=self.clock, tracer=tracer, diffusion_policy=policy or self.policy)
         test_node = RunningNode(name, self.root / name, node)
         tracer.add_sink(test_node.events.append)
 

@@ -16,7 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from integrations.devnet.orchestrator import free_ports
+from dmq.ports import free_ports
 from tests.e2e.messages import DMQ_DEVNET_MAGIC as MAGIC
 from tests.e2e.raw_n2c import ACCEPT, publish_like_mithril_signer
 

@@ -16,7 +16,7 @@ from dmq.clock import ManualClock
 from dmq.codec import build_message
 from dmq.config import read_config
 from dmq.keyfiles import read_bulk_credentials
-from dmq.node import Node
+from dmq.cli.wiring import assemble_node
 from handshake.driver import run_client
 from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
 from miniprotocols.local_msg_notification import LocalMsgNotificationClient
@@ -88,7 +88,7 @@ class _Client:
 
 
 async def _start(tmp_path, clock, nursery):
-    return await nursery.start(Node(_config(tmp_path), None, clock=clock).run)
+    return await nursery.start(assemble_node(_config(tmp_path), None, clock=clock).run)
 
 
 @pytest.fixture

@@ -134,7 +134,7 @@ def test_the_wheel_holds_every_package_and_data_file(installed: Installed):
 
 _IMPORT_CHECK = """
 import importlib.resources, json, sys
-import dmq.cli.node, dmq.cli.tool, dmq.node
+import dmq.cli.node, dmq.cli.tool, dmq.cli.wiring, dmq.node
 # The node program loads nothing of the capacity pipeline, not even its option definitions.
 node_spark = sorted(n for n in sys.modules if n.split(".")[0] == "spark")
 dmq.cli.tool.build_parser()  # imports every sub-command module, as each dmq invocation does

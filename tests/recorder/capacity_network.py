@@ -26,7 +26,6 @@ import contextlib
 import math
 import os
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,8 +38,10 @@ from dmq.clock import ManualClock
 from dmq.config import read_config
 from dmq.diffusion import BackoffPolicy, DiffusionPolicy
 from dmq.kes import KesSigningKey
+from dmq.cli.wiring import assemble_node
 from dmq.node import Node
 from dmq.opcert import cold_verification_key, issue_opcert
+from dmq.ports import free_ports
 from dmq.trace import MessageAccepted, MessageRejected, Tracer
 from miniprotocols.local_msg_submission import ACCEPTED
 from tests.diffusion.network import HOST, MAGIC, NOW, LocalClient, Pool, local_roots, wait_until, write_stake_file
@@ -131,21 +132,6 @@ def make_pools(count: int, *, first: int = 0) -> list[Pool]:
     return pools
 
 
-def _free_ports(count: int) -> list[int]:
-    """Distinct ports, so that every node has its own name in the recording (host:port)."""
-    sockets, ports = [], []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind((HOST, 0))
-            sockets.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in sockets:
-            s.close()
-    return ports
-
-
 def _schedule(spec: LoadSpec, pools: list[Pool]) -> list[list[tuple[int, bytes]]]:
     """Per clock step, the (home node, raw message) pairs submitted at that step."""
     steps: list[list[tuple[int, bytes]]] = []
@@ -205,7 +191,8 @@ async def record_network(directory: Path, spec: LoadSpec, *, report: Callable[[s
     nodes: list[Node] = []
     try:
         async with trio.open_nursery() as nursery:
-            for i, port in enumerate(_free_ports(spec.nodes)):
+            # Distinct ports, so that every node has its own name (host:port) in the recording.
+            for i, port in enumerate(free_ports(spec.nodes, HOST)):
                 home = root / f"n{i}"
                 home.mkdir()
                 config = read_config({
@@ -215,7 +202,7 @@ async def record_network(directory: Path, spec: LoadSpec, *, report: Callable[[s
                 })
                 tracer = Tracer(clock.now)
                 tracer.add_sink(_counter(accepted, i))
-                node = Node(config, None, clock=clock, tracer=tracer, diffusion_policy=QUIET)
+                node = assemble_node(config, None, clock=clock, tracer=tracer, diffusion_policy=QUIET)
                 await nursery.start(node.run)
                 nodes.append(node)
             dials: dict[int, list[int]] = {}

@@ -18,6 +18,7 @@ from dmq.clock import ManualClock
 from dmq.codec import build_message
 from dmq.config import read_config
 from dmq.keyfiles import read_bulk_credentials
+from dmq.cli.wiring import assemble_node
 from dmq.node import Node
 from handshake.driver import run_client
 from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
@@ -122,7 +123,7 @@ async def record_devnet_run(directory: Path, rounds: int = 6) -> DevnetRun:
     creds = credentials()
     clock = ManualClock(now=NOW)
     run = DevnetRun(directory / "recording")
-    node = Node(devnet_config(directory, run.recording), None, clock=clock)
+    node = assemble_node(devnet_config(directory, run.recording), None, clock=clock)
     socket_path = directory / "dmq.socket"
 
     def account(client: LocalClient) -> None:

@@ -7,7 +7,8 @@ import json
 import pytest
 import trio
 
-from dmq.node import Node, NodeStartError
+from dmq.cli.wiring import assemble_node
+from dmq.node import NodeStartError
 from dmq.recorder import NO_RECORDER
 from dmq.recorder.schema import decode_manifest
 from tests.recorder.devnet import devnet_config, record_devnet_run
@@ -46,7 +47,7 @@ async def test_the_recording_agrees_with_the_node_and_its_clients(tmp_path):
 
 
 async def test_no_recording_unless_asked(tmp_path):
-    node = Node(devnet_config(tmp_path, None), None)
+    node = assemble_node(devnet_config(tmp_path, None), None)
     async with trio.open_nursery() as nursery:
         await nursery.start(node.run)
         assert node.recorder is NO_RECORDER
@@ -57,6 +58,5 @@ async def test_no_recording_unless_asked(tmp_path):
 async def test_an_unwritable_recording_directory_stops_the_start(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    node = Node(devnet_config(tmp_path, blocker / "rec"), None)
     with pytest.raises(NodeStartError, match=f"cannot record traffic into {blocker / 'rec'}: Not a directory"):
-        await node.run()  # fails before serving anyone
+        assemble_node(devnet_config(tmp_path, blocker / "rec"), None)  # fails before serving anyone

@@ -27,7 +27,7 @@ from tests.e2e.messages import devnet_signers
 from tests.e2e.node_process import NodeExited
 from tests.e2e.raw_n2c import ACCEPT, ConnectionLost, publish_like_mithril_signer
 from dmq.keyfiles import read_bulk_credentials
-from dmq.node import Node
+from dmq.cli.wiring import assemble_node
 from integrations.cardano_node import Backoff
 from tests.conftest import CONFORMANCE
 
@@ -152,7 +152,7 @@ async def test_cardano_node_vanishing_keeps_the_last_stake_map(tmp_path):
     chain = FakeChain.devnet(epoch=30)
     fake = FakeCardanoNode(tmp_path / "node.socket", chain)
     clock = ManualClock(now=CARDANO_NOW)
-    node = Node(_config(tmp_path), None, clock=clock)
+    node = assemble_node(_config(tmp_path), None, clock=clock)
     node.stake_link.backoff = Backoff(initial=0.02, maximum=0.1, jitter=0)
     status = node.stake_link_status
     local = tmp_path / "dmq.socket"

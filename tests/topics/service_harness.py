@@ -15,8 +15,8 @@ from topics.raw import is_raw_message
 from topics.service import TopicService
 from topics.signer import NodeSigner
 
-from integrations.mithril.kes_period import FixedKesPeriod
-from integrations.mithril.signer import SigningCredentials
+from dmq.kes_period import FixedKesPeriod
+from dmq.signer import SigningCredentials
 
 from .harness import CREDS, TOPIC_MAGIC, instance
 
@@ -35,7 +35,7 @@ async def served(tmp_path: Path, *, topics: bool = True, signer: bool = True, **
             service = TopicService(inst.ingress, publisher, TOPIC_MAGIC)
             ingress = inst.ingress
         else:
-            # A raw-only node, as dmq.node builds it: the core ingress, nothing classified.
+            # A raw-only node, as dmq.cli.wiring builds it: the core ingress, nothing classified.
             ingress = Ingress(inst.mempool, inst.validator, inst.tracer)
         local = LocalService(ingress, inst.mempool, inst.tracer, TOPIC_MAGIC, topics=service,
                              notify_filter=is_raw_message if topics else None)

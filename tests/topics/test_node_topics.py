@@ -9,7 +9,7 @@ import trio
 from dmq.cli import tool
 from dmq.clock import ManualClock
 from dmq.config import ConfigError, load_config, read_config
-from dmq.node import Node
+from dmq.cli.wiring import assemble_node
 from tests.e2e.raw_n2c import RawN2CClient
 
 from .harness import DEVNET, NOW, TOPIC_MAGIC, sign
@@ -49,7 +49,7 @@ async def _mithril_bytes(tmp_path, carried: str, db: str) -> list[bytes]:
     clock = ManualClock(now=NOW)
     raw = sign(b"\x00\x70" + b"m" * 112, int(NOW) + 1700)
     async with trio.open_nursery() as nursery:
-        node = await nursery.start(Node(_config(tmp_path, TOPIC_MAGIC, carried, db), None, clock=clock).run)
+        node = await nursery.start(assemble_node(_config(tmp_path, TOPIC_MAGIC, carried, db), None, clock=clock).run)
         async with await RawN2CClient.connect(tmp_path / f"{db}.socket") as client:
             seen = [await client.handshake(TOPIC_MAGIC), await client.submit(raw.raw),
                     await client.submit(raw.raw), await client.request(False)]
@@ -72,7 +72,7 @@ async def test_topic_commands_against_a_node(genesis_config, capsys):
     socket = str(genesis_config / "db.socket")
     connection = ["--socket", socket, "--magic", str(TOPIC_MAGIC)]
     async with trio.open_nursery() as nursery:
-        node = await nursery.start(Node(config, None, clock=clock).run)
+        node = await nursery.start(assemble_node(config, None, clock=clock).run)
         message = sign(b"\x00\x70" + b"c" * 112, int(NOW) + 1700)
         assert await node.ingress.submit_local(message.raw) is None
         status = await trio.to_thread.run_sync(

@@ -61,6 +61,7 @@ from .codec import AD, EPOCH, KIND_BLOCK, KIND_CARRY, KIND_NEED, KIND_PROOF_NOTI
     ProofNotice, decode_body
 from .creator import build_own_block
 from .lace import Lace, StakeOf
+from .metrics import BlocklaceMetrics
 from .node import PENDING_PER_CREATOR
 from .proofs import carried_block
 from .reasons import EPOCH_CLOSED, EQUIVOCATOR_EXCLUDED, STALE_STAKE_SNAPSHOT, BlocklaceReject
@@ -272,8 +273,6 @@ class BlocklaceAdapter(TopicAdapter):
 
     def bind_metrics(self, registry: Any, prefix: str) -> Any:
         """The adapter's Prometheus series in the node's registry (:mod:`.metrics`)."""
-        from .metrics import BlocklaceMetrics
-
         return BlocklaceMetrics(self, registry, prefix)
 
     def expires_at(self, inner: BlocklaceInner, now: float) -> int:

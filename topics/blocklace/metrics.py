@@ -8,20 +8,28 @@ what ``dmq topic equivocations`` reports and need no trace event to stay in step
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from prometheus_client import CollectorRegistry, Gauge
 
-from .adapter import BlocklaceAdapter
+from .lace import Lace
 
-__all__ = ["PROOF_KINDS", "BlocklaceMetrics"]
+__all__ = ["PROOF_KINDS", "HoldsLace", "BlocklaceMetrics"]
 
 #: Proof kinds by number (docs/topics-design.md 5.2 ``proofKind``).
 PROOF_KINDS = {0: "same_seq", 1: "double_vote", 2: "owner_equivocation", 3: "epoch_conflict"}
 
 
+class HoldsLace(Protocol):
+    """What the gauges read: the adapter's lace (a Protocol, so the adapter may import this module)."""
+
+    lace: Lace
+
+
 class BlocklaceMetrics:
     """Gauges bound to one adapter, registered in the node's registry."""
 
-    def __init__(self, adapter: BlocklaceAdapter, registry: CollectorRegistry, prefix: str = "dmq_node_") -> None:
+    def __init__(self, adapter: HoldsLace, registry: CollectorRegistry, prefix: str = "dmq_node_") -> None:
         self.adapter = adapter
         self.proofs = Gauge(f"{prefix}blocklace_equivocation_proofs", "Equivocation proofs held, by kind",
                             ["kind"], registry=registry)

@@ -15,6 +15,7 @@ import trio
 from dmq.clock import Clock, SystemClock
 from dmq.config import read_config
 from dmq.keyfiles import BulkCredential, read_bulk_credentials, write_kes_signing_key, write_operational_certificate
+from dmq.cli.wiring import assemble_node
 from dmq.node import Node
 from tests.conftest import CONFORMANCE
 
@@ -55,7 +56,7 @@ async def running_node(directory: Path, clock: Clock | None = None) -> AsyncIter
         "DatabasePath": str(directory / "db"),
     })
     async with trio.open_nursery() as nursery:
-        node = await nursery.start(Node(config, None, clock=clock or SystemClock()).run)
+        node = await nursery.start(assemble_node(config, None, clock=clock or SystemClock()).run)
         yield node
         nursery.cancel_scope.cancel()
 

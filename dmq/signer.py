@@ -9,6 +9,9 @@ so a message built at the maximum passes only while the node's clock is not behi
 signer's by more than the fraction of the second (docs/protocol/validation.md 6.11); on the same host it always
 passes.
 
+Defined here rather than in ``integrations.mithril`` (which offers it) because the node's
+topic signer (``topics.signer``) signs the same way, and ``topics`` may not import ``integrations``.
+
 The credentials are loaded once and the period-0 key is never evolved: each message is signed
 by regenerating the subtree its evolution needs, as Mithril does by re-reading the key file.
 """
@@ -31,7 +34,7 @@ from dmq.keyfiles import (
 from dmq.message import MAX_BODY_SIZE, MIN_BODY_SIZE, DmqMessage, OperationalCertificate, pool_id_of
 from dmq.opcert import pool_id_bech32, verify_opcert
 
-from .kes_period import KesPeriodSource, KesPeriodUnavailable
+from dmq.kes_period import KesPeriodSource, KesPeriodUnavailable
 
 __all__ = [
     "DEFAULT_TTL",

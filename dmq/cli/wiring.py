@@ -1,0 +1,188 @@
+"""Building a running node from its configuration: the composition root (docs/architecture.md).
+
+Here, and only here, the configuration chooses the parts a node is made of: the stake source
+(genesis, a stake file, or cardano-node through ``integrations.cardano_node``), the message
+store, the recorder, the ingress stage (raw only, or the topic service of ``topics`` with its
+raw classification), the local service and the extra tasks. :class:`dmq.node.Node` receives
+them built and runs them; it imports none of the packages above ``dmq``.
+
+Everything that can fail on an operator's input (genesis, stake file, database directory,
+recording directory, topic signer files) is read here, before the node serves anyone, so a
+mistake is one line and an exit, never a half-started node.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+from functools import partial
+from pathlib import Path
+
+import lmdb
+import trio
+
+from dmq.clock import Clock, SystemClock
+from dmq.codec import decode_message
+from dmq.config import NodeConfig, StakeSourceKind
+from dmq.diffusion import DiffusionPolicy
+from dmq.errors import OperatorError
+from dmq.gc_tuning import tune_for_serving
+from dmq.ingress import Ingress
+from dmq.local_service import LocalService
+from dmq.mempool import DurableMempool
+from dmq.mempool.integrity import DamagedDatabase, check_readable
+from dmq.metrics import NodeMetrics
+from dmq.node import Node, NodeStartError
+from dmq.recorder import node_label
+from dmq.recorder.recorder import NO_RECORDER, NullRecorder, RecorderError, TrafficRecorder
+from dmq.stake import StakeView
+from dmq.topology import Topology
+from dmq.trace import LogSink, MessageExpired, Tracer
+from dmq.validation import PoolState, ReactionPolicy, Validator
+from integrations.cardano_node import CardanoNodeLink
+
+__all__ = ["assemble_node", "run_node", "load_stake_view"]
+
+
+def load_stake_view(config: NodeConfig, clock: Clock) -> StakeView:
+    """The stake view named by ``StakeSource``, with the KES limits of the Shelley genesis."""
+    source = config.stake_source
+    expected = config.shelley_genesis_hash.hex() if config.shelley_genesis_hash else None
+    if source.kind is StakeSourceKind.GENESIS:
+        return StakeView.from_shelley_genesis(config.shelley_genesis_file, clock, expected_hash=expected)
+    if source.kind is StakeSourceKind.FILE:
+        return StakeView.from_json(source.path, clock)
+    # cardano-node: the genesis gives maxKESEvolutions; the stake map comes from the link.
+    return StakeView.from_shelley_genesis(config.shelley_genesis_file, clock, expected_hash=expected,
+                                          with_genesis_stake=False)
+
+
+def _open_mempool(config: NodeConfig, clock: Clock) -> DurableMempool:
+    path = Path(config.database_path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        check_readable(path)
+        # Stored messages are read back with the decoder that accepted them: with
+        # LegacyMessageFormat on, acknowledged legacy messages survive a restart too.
+        decode = partial(decode_message, allow_legacy=config.legacy_message_format)
+        return DurableMempool(path, clock, decode=decode)
+    except OSError as exc:
+        raise NodeStartError(f"database {path}: {exc.strerror or exc}") from None
+    except (DamagedDatabase, lmdb.Error) as exc:
+        raise NodeStartError(f"database {path} is damaged, {exc}; move the directory aside and start again "
+                             "(peers resend every unexpired message)") from None
+
+
+def _open_recorder(config: NodeConfig, tracer: Tracer, mempool: DurableMempool) -> TrafficRecorder | NullRecorder:
+    if config.record_traffic is None:
+        return NO_RECORDER
+    try:
+        recorder = TrafficRecorder(config.record_traffic, node_label(socket.gethostname(), config.port_number),
+                                   now=tracer.now)
+    except RecorderError as exc:
+        raise NodeStartError(str(exc)) from None
+    recorder.bind_holdings(lambda: len(mempool), lambda: mempool.bytes_held)
+    tracer.add_sink(recorder)
+    return recorder
+
+
+def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock: Clock | None = None,
+                  tracer: Tracer | None = None, diffusion_policy: DiffusionPolicy | None = None) -> Node:
+    """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
+
+    Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
+    mistake; the message store is closed again then.
+    """
+    clock = clock if clock is not None else SystemClock()
+    tracer = tracer if tracer is not None else Tracer()
+    stake_view = load_stake_view(config, clock)
+    endpoint = config.prometheus_endpoint
+    metrics = NodeMetrics(config.trace_option_metrics_prefix, endpoint is not None and endpoint.no_suffix)
+    tracer.add_sink(metrics)
+    services = []
+    stake_link = None
+    if config.stake_source.kind is StakeSourceKind.CARDANO_NODE:
+        stake_link = CardanoNodeLink.from_config(config, stake_view, tracer=tracer, clock=clock,
+                                                 registry=metrics.registry)
+        services.append(stake_link.run)
+    mempool = _open_mempool(config, clock)
+    recorder: TrafficRecorder | NullRecorder = NO_RECORDER
+    try:
+        recorder = _open_recorder(config, tracer, mempool)
+        try:
+            state = PoolState.restore(mempool.load_pool_state(), clock)
+        except ValueError as exc:
+            raise NodeStartError(f"database {config.database_path}: {exc}") from None
+        reactions = ReactionPolicy(trace_timing_errors=config.trace_only_reactions)
+        topics = None
+        if config.has_topics:
+            # Imported only for a topic network: the signer's key files pull in pycardano, seconds
+            # of start-up a raw-only node (every Mithril network) does not need.
+            from topics.node_setup import topic_service_for
+            from topics.raw import is_raw_message
+
+            # On a topic network the per-pool token bucket replaces the spacing rule (docs/topics-design.md 2.1.4).
+            validator = Validator(stake_view, clock, min_sig_delay=0, state=state)
+            topics = topic_service_for(config, mempool, validator, tracer, clock=clock, stake_view=stake_view,
+                                       allow_legacy=config.legacy_message_format, reactions=reactions)
+            ingress = topics.ingress
+            topics.bind_metrics(metrics.registry, config.trace_option_metrics_prefix)
+            services.append(topics.run)
+            local_service = LocalService(ingress, mempool, tracer, config.network_magic, recorder=recorder,
+                                         topics=topics, notify_filter=is_raw_message,
+                                         legacy_reject_text=config.legacy_reject_text)
+        else:
+            # Raw only (every Mithril network): nothing is classified, every message the
+            # reference accepts is accepted, stored, relayed and notified (docs/topics-design.md 2.1).
+            validator = Validator(stake_view, clock, min_sig_delay=config.min_sig_delay, state=state)
+            ingress = Ingress(mempool, validator, tracer, allow_legacy=config.legacy_message_format,
+                              reactions=reactions)
+            local_service = LocalService(ingress, mempool, tracer, config.network_magic, recorder=recorder,
+                                         legacy_reject_text=config.legacy_reject_text)
+    except BaseException:
+        recorder.close()
+        mempool.close()
+        raise
+    metrics.bind_mempool(lambda: len(mempool), lambda: mempool.bytes_held)
+    metrics.bind_database(Path(config.database_path))
+    signer = topics.publisher.signer if topics is not None else None
+    if signer is not None:
+        metrics.bind_kes(signer.kes_periods.current_kes_period, signer.credentials.opcert.start_kes_period,
+                         stake_view.max_kes_evolutions)
+    now = tracer.now
+    mempool.expiry_observers.append(
+        lambda removed: [tracer.emit(MessageExpired(now(), e.message_id, e.size)) for e in removed])
+    return Node(config=config, topology=topology, clock=clock, tracer=tracer, stake_view=stake_view, metrics=metrics,
+                mempool=mempool, ingress=ingress, local_service=local_service, recorder=recorder, services=services,
+                diffusion_policy=diffusion_policy if diffusion_policy is not None else DiffusionPolicy(),
+                stake_link=stake_link, topics=topics)
+
+
+async def run_node(config: NodeConfig, topology: Topology | None) -> int:
+    """The ``dmq-node`` entry point: run until interrupted or told to stop.
+
+    SIGTERM (``systemctl stop``, ``docker stop``) stops the node the way the end of
+    ``Node.run`` does: the mempool writer finishes the group it holds, the recorder flushes,
+    a ``NodeStopped`` event is written, and the exit status is 0.
+    """
+    tune_for_serving()
+    tracer = Tracer()
+    tracer.add_sink(LogSink(sys.stdout, severities=config.trace_severities, backend=config.trace_stdout_backend))
+    node = assemble_node(config, topology, tracer=tracer)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_stop_on_sigterm, nursery.cancel_scope)
+            await node.run()
+            nursery.cancel_scope.cancel()
+    except* OperatorError as group:
+        # Out of the nursery's group, so the CLI prints it as one line (a damaged database, a busy socket).
+        raise group.exceptions[0] from None
+    return 0
+
+
+async def _stop_on_sigterm(scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return

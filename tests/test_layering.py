@@ -1,0 +1,173 @@
+"""The packages depend on each other in one direction only, and no modules import each other in a circle.
+
+docs/architecture.md orders the packages: ``ouroboros_mux`` -> ``handshake`` -> ``miniprotocols`` ->
+``dmq`` (the node as a library) -> ``topics`` -> ``integrations`` and ``spark``. Each may import only
+those before it; ``integrations`` and ``spark`` do not import each other. The composition root
+(``dmq.cli``: the command line and the wiring of a running node) may import everything, and nothing
+imports it. Every import counts: module-level, inside functions, and under ``TYPE_CHECKING``, since each
+of them is a dependency a reader has to follow and a cycle waiting to happen.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Package -> its place in the order; a package may import those of a lower rank.
+RANK = {"ouroboros_mux": 0, "handshake": 1, "miniprotocols": 2, "dmq": 3, "topics": 4,
+        "integrations": 5, "spark": 5}
+COMPOSITION_ROOT = "dmq.cli"
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str      # the importing module
+    path: Path
+    line: int
+    target: str      # the imported module (the longest prefix that is a module of the project)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for package in RANK for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> list[str]:
+    """The project modules one import statement names (``from a import b`` names ``a.b`` if it is a module)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            package = module.split(".")
+            keep = len(package) - node.level + (1 if path.name == "__init__.py" else 0)
+            prefix = ".".join(package[:keep] + ([node.module] if node.module else []))
+        else:
+            prefix = node.module or ""
+        names = [prefix] + [f"{prefix}.{alias.name}" for alias in node.names
+                            if f"{prefix}.{alias.name}" in modules]
+    out = []
+    for name in names:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            out.append(name)
+    return out
+
+
+def _imports() -> list[Import]:
+    modules = _modules()
+    found = []
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.extend(Import(module, path, node.lineno, target)
+                             for target in _targets(module, path, node, modules))
+    return found
+
+
+def _in_root(module: str) -> bool:
+    return module == COMPOSITION_ROOT or module.startswith(COMPOSITION_ROOT + ".")
+
+
+def _where(imp: Import) -> str:
+    return f"{imp.path.relative_to(ROOT)}:{imp.line}: {imp.module} imports {imp.target}"
+
+
+def upward_imports(imports: list[Import]) -> list[str]:
+    wrong = []
+    for imp in imports:
+        if _in_root(imp.module):
+            continue
+        if _in_root(imp.target):
+            wrong.append(_where(imp) + " (the composition root, which nothing imports)")
+            continue
+        source, target = imp.module.split(".")[0], imp.target.split(".")[0]
+        if source != target and RANK[target] >= RANK[source]:
+            wrong.append(_where(imp) + f" ({source} may not depend on {target})")
+    return wrong
+
+
+def cycles(imports: list[Import]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        graph.setdefault(imp.module, set()).add(imp.target)
+        graph.setdefault(imp.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_package_imports_a_later_one():
+    wrong = upward_imports(_imports())
+    assert not wrong, f"{len(wrong)} upward import(s):\n" + "\n".join(wrong)
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    imports = _imports()
+    found = cycles(imports)
+    detail = []
+    for component in found:
+        members = set(component)
+        detail.append(" <-> ".join(component))
+        detail.extend("    " + _where(imp) for imp in imports if imp.module in members and imp.target in members)
+    assert not found, f"{len(found)} import cycle(s):\n" + "\n".join(detail)
+
+
+def test_the_checks_see_what_they_should(tmp_path):
+    """The walk finds function-level and TYPE_CHECKING imports, and the checks name them."""
+    made = [Import("dmq.x", ROOT / "dmq" / "x.py", 3, "topics.y"),
+            Import("topics.y", ROOT / "topics" / "y.py", 9, "dmq.x"),
+            Import("spark.z", ROOT / "spark" / "z.py", 1, "integrations.q"),
+            Import("dmq.cli.node", ROOT / "dmq" / "cli" / "node.py", 1, "integrations.q")]
+    assert [line.split(":")[1] for line in upward_imports(made)] == ["3", "1"]
+    assert cycles(made) == [["dmq.x", "topics.y"]]
+    imports = _imports()
+    nested = [imp for imp in imports if imp.module == "dmq.cli.tool"]
+    assert nested, "the composition root's imports (mostly inside functions) were not found"
