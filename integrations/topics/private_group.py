@@ -65,7 +65,7 @@ def routed_of_item(item: Item) -> RoutedMessage | None:
     envelope = decode_envelope(decode_message(bytes(item.payload)).body)
     content = envelope.content
     if envelope.kind == KIND_REISSUE:
-        return decode_routed(content.message) if isinstance(content.message, bytes) else content.message
+        return content.message
     return content if isinstance(content, RoutedMessage) else None
 
 
