@@ -46,13 +46,17 @@ from .group_keys import (
     seal_membership,
 )
 
-__all__ = ["GroupOwner", "GroupMember", "routed_of_item", "MAX_DEPS"]
+__all__ = ["GroupOwner", "GroupMember", "NotAMember", "routed_of_item", "MAX_DEPS"]
 
 #: Dependencies named per message; more heads than this are left to the next message.
 MAX_DEPS = 16
 #: Multicast ``ttl`` and inner lifetime of the group's messages (seconds).
 TTL = 3600
 LIFETIME = 7 * 86400
+
+
+class NotAMember(Exception):
+    """This member holds no key for the group's current epoch: it may not publish."""
 
 
 def routed_of_item(item: Item) -> RoutedMessage | None:
@@ -150,7 +154,7 @@ class GroupMember:
         """Encrypt ``payload`` under the current epoch, following what this member has delivered.
         Returns the routed message to publish and its own delivery here."""
         if self.grp_seed is None or self.epoch not in self.keys:
-            raise NotReadable(f"no key for the current epoch {self.epoch}: not a member")
+            raise NotAMember(f"no key for the current epoch {self.epoch}")
         deps = self.buffer.heads()[:MAX_DEPS]
         body = encrypt_body(self.epoch, self.keys[self.epoch], cbor.encode([deps, payload]))
         routed = _multicast(self.grp_seed, body, self.clock())

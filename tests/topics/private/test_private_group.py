@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from nacl.public import PrivateKey
 from nacl.signing import SigningKey
@@ -9,7 +11,7 @@ from nacl.signing import SigningKey
 from integrations.topics.causal import CausalBuffer
 from integrations.topics.group_keys import NotReadable, body_kind, decrypt_body
 from integrations.topics.orset import AddWinsSet, add_op, remove_op
-from integrations.topics.private_group import GroupMember, GroupOwner
+from integrations.topics.private_group import GroupMember, GroupOwner, NotAMember
 from topics.upsycle.identity import verify, signed_part
 from topics.upsycle.wire import decode_routed
 
@@ -53,7 +55,7 @@ def test_revocation_starts_an_epoch_the_revoked_member_cannot_read():
     for old in b.keys.values():
         with pytest.raises(NotReadable):
             decrypt_body([1, 2, value[2]], {2: old})
-    with pytest.raises(NotReadable):
+    with pytest.raises(NotAMember):
         b.publish(b"still here?")
 
 
@@ -101,3 +103,10 @@ def test_add_wins_set_converges_in_any_order_and_concurrent_add_wins():
             replica.apply(tag, op)
         values.add(replica.value())
     assert values == {frozenset({"x"})}       # t2 was not observed by the remove of t1
+
+
+def test_the_example_in_the_user_guide_runs_as_written():
+    guide = (Path(__file__).parents[3] / "docs" / "topics.md").read_text()
+    section = guide[guide.index("## Private groups"):]
+    example = section[section.index("```python\n") + 10:section.index("```\n", section.index("```python"))]
+    exec(compile(example, "docs/topics.md", "exec"), {})
