@@ -74,7 +74,7 @@ def body_kind(body: bytes) -> tuple[int, Any]:
     """``(kind, decoded body)``; anything else is :class:`NotReadable`."""
     try:
         value = cbor.decode(body)
-    except Exception:
+    except ValueError:
         raise NotReadable("not CBOR") from None
     if not (isinstance(value, list) and len(value) == 3 and value[0] in (BODY_MEMBERSHIP, BODY_DATA)):
         raise NotReadable("not a private-group body")

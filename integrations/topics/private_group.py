@@ -14,13 +14,15 @@ nodes relay and queue the group's routed messages as they do any other, and neve
 The UPSYCLE group key (``grp``, which signs multicasts) travels inside the sealed secrets; it
 is the same in every epoch, so a revoked member can still publish ciphertext under an epoch it
 held, which others read as a message of that old epoch. It can read nothing of a later epoch.
+
+A member remembers the ids it has seen and delivered for as long as it lives (duplicates and
+dependencies are recognised by them); a long-lived member would prune them by epoch.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
 
 from nacl.public import PrivateKey
 from nacl.signing import SigningKey
@@ -192,6 +194,6 @@ class GroupMember:
         try:
             deps, payload = cbor.decode(plaintext)
             deps = tuple(bytes(d) for d in deps)
-        except Exception:
+        except (ValueError, TypeError):
             raise NotReadable("plaintext is not [deps, payload]") from None
         return self.buffer.offer(id, deps, bytes(payload), self.clock())
