@@ -167,6 +167,35 @@ class GroupMember:
         """Release messages whose dependencies have been waited for long enough (causal.py)."""
         return self.buffer.expire(self.clock())
 
+    def save(self) -> bytes:
+        """Everything but the X25519 key, as CBOR: what a member that runs now and then keeps."""
+        buffer = self.buffer
+        membership = None if self.membership is None else [self.membership.epoch, sorted(self.membership.members)]
+        return cbor.encode({0: self.owner, 1: self.grp, 2: self.keys, 3: self.grp_seed, 4: membership,
+                            5: sorted(self.seen), 6: [[i, v] for i, v in self.waiting.items()], 7: self.unreadable,
+                            8: sorted(buffer.delivered), 9: sorted(buffer.followed),
+                            10: [[i, list(h.deps), h.value, h.since] for i, h in buffer.held.items()]})
+
+    @classmethod
+    def load(cls, key: PrivateKey, raw: bytes, clock: Callable[[], float]) -> GroupMember:
+        """The member :meth:`save` wrote, with its key."""
+        state = cbor.decode(raw)
+        member = cls(key, state[0], state[1], clock)
+        member.keys = {int(e): bytes(k) for e, k in state[2].items()}
+        member.grp_seed = state[3]
+        if state[4] is not None:
+            epoch, members = state[4]
+            key_of_epoch = member.keys.get(epoch)
+            secrets = None if key_of_epoch is None else EpochSecrets(key_of_epoch, member.grp_seed)
+            member.membership = Membership(member.grp, epoch, frozenset(members), secrets)
+        member.seen = set(state[5])
+        member.waiting = OrderedDict((bytes(i), v) for i, v in state[6])
+        member.unreadable = list(state[7])
+        member.buffer.delivered, member.buffer.followed = set(state[8]), set(state[9])
+        for id, deps, value, since in state[10]:
+            member.buffer.offer(bytes(id), tuple(deps), value, since)
+        return member
+
     def _membership(self, membership: Membership) -> list[Delivery]:
         if membership.secrets is not None:
             self.keys[membership.epoch] = membership.secrets.group_key

@@ -110,3 +110,17 @@ def test_the_example_in_the_user_guide_runs_as_written():
     section = guide[guide.index("## Private groups"):]
     example = section[section.index("```python\n") + 10:section.index("```\n", section.index("```python"))]
     exec(compile(example, "docs/topics.md", "exec"), {})
+
+
+def test_a_saved_member_goes_on_where_it_stopped():
+    owner, (a, b) = group(2)
+    everyone([a, b], owner.set_members([a.public, b.public]))
+    first, _ = a.publish(b"first")
+    second, _ = a.publish(b"second")
+    assert b.receive(decode_routed(second.raw)) == []          # waits for first
+    again = GroupMember.load(b.key, b.save(), clock)
+    assert (again.epoch, again.keys, again.grp_seed) == (1, b.keys, b.grp_seed)
+    assert again.receive(decode_routed(second.raw)) == []      # seen already
+    assert [d.value for d in again.receive(decode_routed(first.raw))] == [b"first", b"second"]
+    reply, _ = again.publish(b"reply")
+    assert [d.deps for d in a.receive(decode_routed(reply.raw))] == [(second.id,)]
