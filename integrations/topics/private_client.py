@@ -20,9 +20,16 @@ from .causal import Delivery
 from .client import decode_item, make_auth, open_topic_connection
 from .private_group import GroupMember, routed_of_item
 
-__all__ = ["PrivateGroupClient", "UPSYCLE_FILTER"]
+__all__ = ["PrivateGroupClient", "UPSYCLE_FILTER", "publish_routed"]
 
 UPSYCLE_FILTER = [{0: 1}]
+
+
+async def publish_routed(socket_path: str | os.PathLike[str], network_magic: int, routed: RoutedMessage) -> bytes | None:
+    """Publish a routed message at the node; the DMQ id that wraps it (``None`` for a node-local group)."""
+    async with open_topic_connection(socket_path, network_magic) as conn:
+        published = await conn.ask(conn.topics.publish(encode_envelope(KIND_ROUTED, routed.raw)))
+    return published.dmq_id
 
 
 class PrivateGroupClient:
@@ -71,6 +78,4 @@ class PrivateGroupClient:
 
     async def publish(self, routed: RoutedMessage) -> bytes | None:
         """Publish a routed message of the group at this node; the DMQ id that wraps it."""
-        async with open_topic_connection(self.socket_path, self.magic) as conn:
-            published = await conn.ask(conn.topics.publish(encode_envelope(KIND_ROUTED, routed.raw)))
-        return published.dmq_id
+        return await publish_routed(self.socket_path, self.magic, routed)

@@ -93,9 +93,10 @@ class GroupOwner:
     def owner_public(self) -> bytes:
         return bytes(self.owner.verify_key)
 
-    def set_members(self, members: list[bytes]) -> RoutedMessage:
-        """Start the next epoch with ``members`` (X25519 public keys) and a fresh group key."""
-        self.epoch += 1
+    def set_members(self, members: list[bytes], epoch: int | None = None) -> RoutedMessage:
+        """Start the next epoch (or ``epoch``, for an owner that keeps no state) with ``members``
+        (X25519 public keys) and a fresh group key."""
+        self.epoch = self.epoch + 1 if epoch is None else epoch
         self.members = sorted(set(bytes(m) for m in members))
         body = seal_membership(self.owner, self.grp, self.epoch, self.members, EpochSecrets.fresh(self.grp_seed))
         return _multicast(self.grp_seed, body, self.clock())
