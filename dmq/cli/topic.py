@@ -91,8 +91,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     pull.add_argument("--id", action="append", required=True, metavar="HEX", help="message id (repeat, up to 16)")
 
     from dmq.cli.topic_blocklace import register
+    from dmq.cli.topic_private import register as register_private
 
     register(commands)
+    register_private(commands)
 
 
 def describe_item(item: Any) -> str:
