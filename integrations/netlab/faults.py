@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import trio
 
 from integrations.devnet.aggregator import Aggregator
-from integrations.devnet.node_process import NodeProcess
+from integrations.devnet.node_process import NodeProcess, NodeStartError
+from integrations.devnet.orchestrator import DevnetError
 from integrations.devnet.publisher import PublishingTally
 
 from .namespaces import Lab
@@ -50,7 +51,7 @@ def choose_victims(nodes: int, kill_fraction: float, partition_fraction: float, 
     return tuple(sorted(kill)), tuple(sorted(rest[:isolated]))
 
 
-async def await_recovery(record: FaultRecord, started: float, tally: PublishingTally,
+async def await_recovery(record: FaultRecord, tally: PublishingTally,
                          aggregators: list[Aggregator]) -> None:
     """Set ``record.recovery_seconds`` once every aggregator holds what was accepted by the fault's end."""
     ended = trio.current_time()
@@ -71,10 +72,13 @@ async def kill_and_restart(nodes: list[NodeProcess], victims: tuple[int, ...], a
             await process.wait()
     record.began_at = round(trio.current_time() - started, 3)
     await trio.sleep(down)
-    for index in victims:
-        await nodes[index].start()
-    for index in victims:
-        await nodes[index].wait_listening(60.0)
+    try:
+        for index in victims:
+            await nodes[index].start()
+        for index in victims:
+            await nodes[index].wait_listening(60.0)
+    except NodeStartError as exc:
+        raise DevnetError(f"a killed node did not come back: {exc}") from None
     record.ended_at = round(trio.current_time() - started, 3)
     on_restart(record)
 

@@ -18,6 +18,7 @@ also when anything raises.
 from __future__ import annotations
 
 import signal
+from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -117,7 +118,6 @@ class Netlab:
         options, layout = self.options, self.layout
         prepare_directory(layout)
         pools = generate_pools(layout.pools, options.pools, seed=options.seed)
-        from datetime import datetime, timezone
         system_start = datetime.fromtimestamp(int(self.clock.now()), timezone.utc)
         write_shelley_genesis(layout.genesis, pools, system_start, seed=options.seed)
         write_stake_file(layout.stake_file, pools, seed=options.seed)
@@ -151,7 +151,7 @@ class Netlab:
 
     def _recovery(self, nursery: trio.Nursery):
         def begin(record: FaultRecord) -> None:
-            nursery.start_soon(await_recovery, record, self._started, self.tally, self.aggregators)
+            nursery.start_soon(await_recovery, record, self.tally, self.aggregators)
         return begin
 
     async def _traffic(self, publishers: list[PoolPublisher]) -> None:

@@ -16,7 +16,7 @@ import trio
 from integrations.devnet.topology import is_connected
 from integrations.netlab import NamespacesUnavailable, NetlabOptions, run_netlab
 from integrations.netlab.addresses import NETWORK, node_address
-from integrations.netlab.namespaces import PREFIX, check_available, existing_namespaces, remove_leftovers
+from integrations.netlab.namespaces import PREFIX, Lab, check_available, existing_namespaces, remove_leftovers
 from integrations.netlab.plan import public_roots
 from integrations.netlab.report import REPORT_FILE
 from tests.conftest import ROOT
@@ -52,6 +52,39 @@ def test_without_ip_the_command_says_so_in_one_line_and_offers_the_devnet(tmp_pa
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "network namespaces are unavailable" in lines[0] and "dmq devnet" in lines[0]
     assert not (tmp_path / "lab").exists()
+
+
+def _in(namespace: str, *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", "netns", "exec", namespace, *command], capture_output=True, text=True)
+
+
+def _connect(namespace: str, address: str) -> str:
+    """What a TCP connect to port 9 (nothing listens) says: refused means the address answered."""
+    probe = ("import socket\ntry:\n    socket.create_connection((%r, 9), timeout=1.5)\n"
+             "except OSError as exc:\n    print(type(exc).__name__)" % address)
+    return _in(namespace, sys.executable, "-c", probe).stdout.strip()
+
+
+def test_lab_joins_nodes_on_one_bridge_with_no_way_out():
+    _require_namespaces()
+    lab = Lab(3)
+    try:
+        lab.build()
+        first = lab.namespace(0)
+        assert _connect(first, node_address(2)) == "ConnectionRefusedError"
+        assert _in(first, "ip", "route", "show", "default").stdout.strip() == ""
+        assert _connect(first, "192.0.2.1") == "OSError"  # no route: unreachable at once
+        assert subprocess.run(["ip", "-n", lab.bridge_namespace, "-4", "addr", "show"], capture_output=True,
+                              text=True).stdout.count("inet ") == 0
+        lab.set_connected(2, False)
+        assert _connect(first, node_address(2)) == "TimeoutError"
+        lab.set_connected(2, True)
+        assert _connect(first, node_address(2)) == "ConnectionRefusedError"
+        lab.limit_rate(1, 10)
+        assert "tbf" in _in(lab.namespace(1), "tc", "qdisc", "show", "dev", "eth0").stdout
+    finally:
+        assert lab.teardown() == []
+    assert not [name for name in existing_namespaces() if name.startswith(lab.run_id)]
 
 
 def test_leftovers_of_a_dead_run_are_removed_and_a_live_runs_kept():
