@@ -3,7 +3,7 @@
 Runs ``dmq netlab`` (:mod:`integrations.netlab`): N nodes, each in its own namespace with an
 address from 198.18.0.0/15 on one isolated bridge, peers from public roots and peer sharing,
 pools publishing to their home nodes, SIGKILL and restart of some nodes, a partition that
-heals; writes the report (JSON) and prints it. Needs root.
+heals; writes the report (JSON) and prints it. Needs root; without it, says so and exits 0.
 
     .venv/bin/python bench/network_namespaces.py [--nodes 50] [--duration 60] [--output FILE]
 """
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import trio  # noqa: E402
 
 from dmq.errors import OperatorError  # noqa: E402
-from integrations.netlab import NetlabOptions, run_netlab  # noqa: E402
+from integrations.netlab import NamespacesUnavailable, NetlabOptions, run_netlab  # noqa: E402
 
 
 def main() -> int:
@@ -38,6 +38,10 @@ def main() -> int:
         report = trio.run(run_netlab, NetlabOptions(nodes=args.nodes, pools=args.pools, period=args.period,
                                                     duration=args.duration, directory=workdir / "run",
                                                     rate_mbit=args.rate_mbit))
+    except NamespacesUnavailable as exc:
+        # Not a failure of the code measured: `make bench` goes on to the next script.
+        print(f"network_namespaces: skipped: {exc}", file=sys.stderr)
+        return 0
     except OperatorError as exc:
         print(f"network_namespaces: {exc}", file=sys.stderr)
         return 2
