@@ -56,6 +56,8 @@ class NetlabReport:
     failed: dict[str, int] = field(default_factory=dict)
     nodes: list[NodeDelivery] = field(default_factory=list)
     latency: dict[str, float | None] = field(default_factory=dict)
+    #: The same over messages published outside every fault's span (start to recovery).
+    steady_latency: dict[str, float | None] = field(default_factory=dict)
     faults: list[FaultRecord] = field(default_factory=list)
     publishing_seconds: float = 0.0
     interrupted: str | None = None
@@ -92,11 +94,12 @@ class NetlabReport:
             say(f"  {node.node:>9} {node.address:<15} delivered {node.delivered:>6}  missing {node.missing:>4}  "
                 f"duplicates {node.duplicates}  replays {node.replays}  connections {node.connections}")
         p50, p99 = self.latency.get("p50_ms"), self.latency.get("p99_ms")
-        say(f"latency publish->aggregator: p50 {p50} ms, p99 {p99} ms")
+        say(f"latency publish->aggregator: p50 {p50} ms, p99 {p99} ms; outside the faults: p50 "
+            f"{self.steady_latency.get('p50_ms')} ms, p99 {self.steady_latency.get('p99_ms')} ms")
         for fault in self.faults:
             recovery = "not recovered" if fault.recovery_seconds is None else f"recovered in {fault.recovery_seconds:.2f} s"
-            say(f"  {fault.kind} of {', '.join(fault.nodes)} at {fault.began_at:.1f} s, ended at "
-                f"{fault.ended_at if fault.ended_at is None else round(fault.ended_at, 1)} s: {recovery}")
+            ended = "did not end" if fault.ended_at is None else f"ended at {fault.ended_at:.1f} s"
+            say(f"  {fault.kind} of {', '.join(fault.nodes)} at {fault.began_at:.1f} s, {ended}: {recovery}")
         verdict = "COMPLETE" if self.complete else "INCOMPLETE"
         say(f"{verdict}: {self.missing} deliveries missing, {self.duplicates} duplicated"
             + (f"; interrupted by {self.interrupted}" if self.interrupted else "")

@@ -47,6 +47,8 @@ from .report import REPORT_FILE, FaultRecord, NetlabReport, NodeDelivery, load_a
 
 __all__ = ["NetlabOptions", "Netlab", "run_netlab"]
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
 
 @dataclass(frozen=True)
 class NetlabOptions:
@@ -109,6 +111,8 @@ class Netlab:
         self.faults: list[FaultRecord] = []
         self.interrupted: str | None = None
         self._started: float | None = None
+        #: The wall-clock time publishing started (publications carry wall-clock send times).
+        self._started_wall = 0.0
         self._ended: float | None = None
 
     def _say(self, text: str) -> None:
@@ -160,6 +164,7 @@ class Netlab:
             for aggregator in self.aggregators:
                 await clients.start(aggregator.run)
             start = self._started = trio.current_time()
+            self._started_wall = self.clock.now()
             end = start + options.duration
             async with trio.open_nursery() as recoveries:
                 async with trio.open_nursery() as work:
@@ -207,7 +212,7 @@ class Netlab:
         leftovers: list[str] = []
         failure: BaseException | None = None
         try:
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
                 async with trio.open_nursery() as watcher:
                     work = trio.CancelScope()
                     watcher.start_soon(self._watch_signals, signals, work)
@@ -228,7 +233,12 @@ class Netlab:
                         await self._stop_nodes()
                         watcher.cancel_scope.cancel()
         finally:
-            leftovers = self.lab.teardown()
+            # A signal now would stop the teardown half-way: it waits until the namespaces are gone.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+            try:
+                leftovers = self.lab.teardown()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         if failure is not None:
             raise _single(failure)
         report = self.report()
@@ -236,15 +246,29 @@ class Netlab:
         report.write(self.layout.root / REPORT_FILE)
         return report
 
+    def _fault_windows(self) -> list[tuple[float, float]]:
+        """Wall-clock spans from each fault's start to its recovery (open-ended if it never recovered)."""
+        windows = []
+        for fault in self.faults:
+            end = float("inf")
+            if fault.ended_at is not None and fault.recovery_seconds is not None:
+                end = self._started_wall + fault.ended_at + fault.recovery_seconds
+            windows.append((self._started_wall + fault.began_at, end))
+        return windows
+
     def report(self) -> NetlabReport:
         expected = self.tally.accepted
-        everything = LatencyRecorder()
+        everything, steady = LatencyRecorder(), LatencyRecorder()
+        disturbed = self._fault_windows()
         deliveries = []
         for index, (process, aggregator) in enumerate(zip(self.processes, self.aggregators)):
             for message_id, arrived in aggregator.arrivals.items():
                 publication = expected.get(message_id)
                 if publication is not None:
-                    everything.add(max(0.0, arrived - publication.sent_at))
+                    latency = max(0.0, arrived - publication.sent_at)
+                    everything.add(latency)
+                    if not any(begin <= publication.sent_at <= end for begin, end in disturbed):
+                        steady.add(latency)
             deliveries.append(NodeDelivery(
                 node=process.name, address=node_address(index),
                 delivered=sum(1 for message_id in aggregator.arrivals if message_id in expected),
@@ -254,7 +278,7 @@ class Netlab:
         return NetlabReport(
             settings=self.options.settings(), run_id=self.lab.run_id, load_average=load_average(),
             attempted=self.tally.attempted, accepted=len(expected), rejected=dict(self.tally.rejected),
-            failed=dict(self.tally.failed), nodes=deliveries, latency=everything.summary(), faults=self.faults,
+            failed=dict(self.tally.failed), nodes=deliveries, latency=everything.summary(), steady_latency=steady.summary(), faults=self.faults,
             publishing_seconds=round(publishing, 3), interrupted=self.interrupted)
 
 

@@ -116,6 +116,8 @@ def test_namespaced_nodes_deliver_everything_through_a_kill_and_a_partition(tmp_
     kinds = {fault.kind: fault for fault in report.faults}
     assert set(kinds) == {"kill -9 and restart", "partition and heal"}
     assert all(fault.recovery_seconds is not None for fault in report.faults)
+    assert report.steady_latency["p50_ms"] is not None
+    assert report.steady_latency["p99_ms"] <= report.latency["max_ms"]
     killed = kinds["kill -9 and restart"].nodes
     # The restarted node's aggregator reconnected to it: the node really went away.
     assert all(node.connections >= 2 for node in report.nodes if node.node in killed)
