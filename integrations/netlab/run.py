@@ -17,6 +17,7 @@ also when anything raises.
 
 from __future__ import annotations
 
+import os
 import signal
 from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field
@@ -26,7 +27,7 @@ import trio
 from rich.console import Console
 
 from dmq.clock import SystemClock
-from dmq.config import DEFAULT_MIN_SIG_DELAY
+from dmq.config import DEFAULT_MIN_SIG_DELAY, MAX_UNIX_SOCKET_PATH_BYTES
 from dmq.networks import DEVNET
 from dmq.stake import load_shelley_genesis
 from integrations.devnet.aggregator import Aggregator
@@ -129,13 +130,20 @@ class Netlab:
                            min_sig_delay=options.min_sig_delay,
                            prefixes=[self.lab.exec_prefix(i) for i in range(options.nodes)],
                            record=layout.recording if options.record_traffic else None)
+        deepest = client_path(files[-1].socket_path)
+        if len(os.fsencode(deepest)) > MAX_UNIX_SOCKET_PATH_BYTES:
+            raise DevnetError(f"{layout.root} is too deep: node sockets such as {deepest} would exceed "
+                              f"{MAX_UNIX_SOCKET_PATH_BYTES} bytes; choose a shorter --dir")
         self.processes = [NodeProcess(node) for node in files]
         self.aggregators = [Aggregator(i, client_path(node.socket_path), DEVNET.dmq, self.clock)
                             for i, node in enumerate(files)]
         kes_periods = GenesisClockKesPeriod.from_genesis(load_shelley_genesis(layout.genesis), self.clock)
-        return [PoolPublisher(pool, pool.index % options.nodes, client_path(files[pool.index % options.nodes]
-                                                                           .socket_path),
-                              DEVNET.dmq, kes_periods, self.clock, body_size=DEFAULT_BODY_SIZE) for pool in pools]
+        publishers = []
+        for pool in pools:
+            home = pool.index % options.nodes
+            publishers.append(PoolPublisher(pool, home, client_path(files[home].socket_path), DEVNET.dmq,
+                                            kes_periods, self.clock, body_size=DEFAULT_BODY_SIZE))
+        return publishers
 
     async def _start_nodes(self) -> None:
         for process in self.processes:
