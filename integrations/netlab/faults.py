@@ -1,0 +1,97 @@
+"""Faults injected during a run: SIGKILL and restart of some nodes, a partition that heals.
+
+A killed node loses its process, not its directory: restarted, it reopens its database and must
+get what it missed from its peers. A partition takes the bridge ports of some nodes down, so
+they reach nobody while their own pools keep publishing to them; healed, both sides must
+exchange what they got meanwhile. Recovery time is measured from the end of the fault until
+every aggregator holds every message accepted by the end of the fault.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import trio
+
+from integrations.devnet.aggregator import Aggregator
+from integrations.devnet.node_process import NodeProcess, NodeStartError
+from integrations.devnet.orchestrator import DevnetError
+from integrations.devnet.publisher import PublishingTally
+
+from .namespaces import Lab
+from .report import FaultRecord
+
+__all__ = ["FaultPlan", "choose_victims", "kill_and_restart", "partition_and_heal", "await_recovery"]
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """When (seconds into publishing) each fault begins and how long it lasts; no victims: none."""
+
+    kill: tuple[int, ...]
+    kill_at: float
+    kill_seconds: float
+    partition: tuple[int, ...]
+    partition_at: float
+    partition_seconds: float
+
+
+def choose_victims(nodes: int, kill_fraction: float, partition_fraction: float, seed: int
+                   ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Nodes to kill and nodes to partition, disjoint where possible, from ``seed``."""
+    rng = random.Random(f"dmq-netlab-faults/{seed}")
+    order = list(range(nodes))
+    rng.shuffle(order)
+    killed = max(1, round(nodes * kill_fraction)) if kill_fraction > 0 else 0
+    isolated = max(1, round(nodes * partition_fraction)) if partition_fraction > 0 else 0
+    killed, isolated = min(killed, nodes - 1), min(isolated, nodes - 1)
+    kill = order[:killed]
+    rest = order[killed:] if len(order) - killed >= isolated else order
+    return tuple(sorted(kill)), tuple(sorted(rest[:isolated]))
+
+
+async def await_recovery(record: FaultRecord, tally: PublishingTally,
+                         aggregators: list[Aggregator]) -> None:
+    """Set ``record.recovery_seconds`` once every aggregator holds what was accepted by the fault's end."""
+    ended = trio.current_time()
+    wanted = set(tally.accepted)
+    while not all(message_id in aggregator.arrivals for aggregator in aggregators for message_id in wanted):
+        await trio.sleep(0.1)
+    record.recovery_seconds = round(trio.current_time() - ended, 3)
+
+
+async def kill_and_restart(nodes: list[NodeProcess], victims: tuple[int, ...], at: float, down: float,
+                           started: float, record: FaultRecord, on_restart) -> None:
+    """At ``started + at``: SIGKILL the victims; ``down`` seconds later start them again."""
+    await trio.sleep_until(started + at)
+    for index in victims:
+        process = nodes[index].process
+        if process is not None and process.returncode is None:
+            process.kill()
+            await process.wait()
+    record.began_at = round(trio.current_time() - started, 3)
+    await trio.sleep(down)
+    try:
+        for index in victims:
+            await nodes[index].start()
+        for index in victims:
+            await nodes[index].wait_listening(60.0)
+    except NodeStartError as exc:
+        raise DevnetError(f"a killed node did not come back: {exc}") from None
+    record.ended_at = round(trio.current_time() - started, 3)
+    on_restart(record)
+
+
+async def partition_and_heal(lab: Lab, victims: tuple[int, ...], at: float, length: float, started: float,
+                             record: FaultRecord, on_heal) -> None:
+    """At ``started + at``: cut the victims' bridge ports; ``length`` seconds later reconnect them."""
+    await trio.sleep_until(started + at)
+    for index in victims:
+        lab.set_connected(index, False)
+    record.began_at = round(trio.current_time() - started, 3)
+    await trio.sleep(length)
+    for index in victims:
+        lab.set_connected(index, True)
+    record.ended_at = round(trio.current_time() - started, 3)
+    on_heal(record)

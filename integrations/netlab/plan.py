@@ -1,0 +1,87 @@
+"""Each namespaced node's files: configuration like a mainnet relay's, peers from public roots only.
+
+Every node listens on the same port at its own address (as relays on separate hosts do). Its
+topology file has no local roots: its peers are a few public roots (the next node, so that the
+roots alone connect the network, and some drawn from the seed), and with ``PeerSharing`` on the
+node learns the rest from them. The governor's targets are the reference relay defaults
+(docs/protocol/configuration.md), so a node keeps up to 20 active peers when the network has them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dmq.networks import DEVNET
+from integrations.devnet.node_process import SOCKET_FILE, NodeFiles
+
+from .addresses import node_address
+
+__all__ = ["NODE_PORT", "RELAY_TARGETS", "NamespacedNodeFiles", "public_roots", "node_files"]
+
+NODE_PORT = 3001
+#: The reference node's defaults, which mainnet relays run with.
+RELAY_TARGETS = {
+    "TargetNumberOfRootPeers": 60,
+    "TargetNumberOfKnownPeers": 150,
+    "TargetNumberOfEstablishedPeers": 30,
+    "TargetNumberOfActivePeers": 20,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NamespacedNodeFiles(NodeFiles):
+    """A node's files, its command run through ``prefix`` (``ip netns exec <namespace>``)."""
+
+    prefix: tuple[str, ...] = ()
+
+    def command(self) -> list[str]:
+        return [*self.prefix, *NodeFiles.command(self)]
+
+
+def public_roots(nodes: int, index: int, count: int, seed: int) -> list[int]:
+    """Node ``index``'s public roots: the next node (a ring: connected by itself) and
+    ``count - 1`` others drawn from ``seed``."""
+    if nodes < 2:
+        return []
+    roots = [(index + 1) % nodes]
+    others = [other for other in range(nodes) if other not in (index, roots[0])]
+    rng = random.Random(f"dmq-netlab-roots/{seed}/{index}")
+    roots += rng.sample(others, min(len(others), max(0, count - 1)))
+    return roots
+
+
+def node_files(nodes: int, directory: Path, genesis: Path, *, roots: int, seed: int, min_sig_delay: float,
+               prefixes: list[list[str]], record: Path | None = None) -> list[NamespacedNodeFiles]:
+    files = []
+    for index in range(nodes):
+        node_dir = directory / f"node-{index + 1}"
+        config: dict[str, Any] = {
+            "NetworkMagic": DEVNET.dmq,
+            "CardanoNetworkMagic": DEVNET.cardano,
+            "IPv4": node_address(index),
+            "PortNumber": NODE_PORT,
+            "LocalAddress": SOCKET_FILE,
+            "DatabasePath": "db",
+            "StakeSource": "genesis",
+            "ShelleyGenesisFile": os.path.relpath(genesis, node_dir),
+            "MinSigDelay": min_sig_delay,
+            "PeerSharing": True,
+            **RELAY_TARGETS,
+        }
+        if record is not None:
+            config["RecordTraffic"] = os.path.relpath(record, node_dir)
+        topology = {
+            "localRoots": [],
+            "publicRoots": [{
+                "accessPoints": [{"address": node_address(other), "port": NODE_PORT}
+                                 for other in public_roots(nodes, index, roots, seed)],
+                "advertise": True,
+            }],
+            "useLedgerAfterSlot": -1,
+        }
+        files.append(NamespacedNodeFiles(f"node-{index + 1}", node_dir, config, topology, tuple(prefixes[index])))
+    return files
