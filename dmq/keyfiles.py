@@ -34,7 +34,7 @@ from pathlib import Path
 from pycardano import StakePoolSigningKey, StakePoolVerificationKey
 from pycardano.exception import PyCardanoException
 
-from ouroboros_mux.cbor import CborError, Cursor
+from ouroboros_mux.cbor import MAJOR_BYTES, CborError, Cursor, write_head
 
 from .kes import SUM6_DEPTH, KesError, KesSigningKey, kes_signing_key_size
 from .message import COLD_VK_SIZE, KES_VK_SIZE, OperationalCertificate, pool_id_of
@@ -199,14 +199,7 @@ def _single_bstr(envelope: TextEnvelope, source: str, size: int) -> bytes:
 
 
 def _bstr_cbor(value: bytes) -> bytes:
-    size = len(value)
-    if size < 24:
-        head = bytes((0x40 | size,))
-    elif size < 0x100:
-        head = bytes((0x58, size))
-    else:
-        head = b"\x59" + size.to_bytes(2, "big")
-    return head + value
+    return write_head(MAJOR_BYTES, len(value)) + value
 
 
 # --------------------------------------------------------------------------------------
