@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dmq.errors import OperatorError
-from dmq.operator_json import OperatorJsonError, read_operator_json
+from dmq.operator_json import OperatorJsonError, json_shown, read_operator_json
 from dmq.networks import CARDANO_MAINNET_MAGIC, DMQ_MAINNET_MAGIC, MAX_NETWORK_MAGIC, NETWORK_MAGICS
 from dmq.trace import SEVERITIES, SILENCE, STDOUT_BACKENDS
 
@@ -722,12 +722,6 @@ def config_keys() -> dict[str, str]:
 # Loading
 
 
-def _shown(value: Any) -> str:
-    """A value as the operator wrote it, short enough for a one-line message."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _read_file(path: Path) -> tuple[dict[str, Any], bool]:
     """The configuration object, or ``({}, False)`` when the file does not exist (reference)."""
     try:
@@ -791,7 +785,7 @@ def _from_flag(f: Any, text: str) -> Any:
 
 def _explain(exc: _Invalid, form: _Form, value: Any) -> tuple[str, str]:
     expected = exc.expected or form.expected
-    return expected, _shown(value if exc.got is MISSING else exc.got)
+    return expected, json_shown(value if exc.got is MISSING else exc.got)
 
 
 def node_startup_problems(config: NodeConfig) -> list[ConfigError]:

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OperatorJsonError", "parse_operator_json", "read_operator_json", "json_kind"]
+__all__ = ["OperatorJsonError", "parse_operator_json", "read_operator_json", "json_kind", "json_shown"]
 
 
 class OperatorJsonError(ValueError):
@@ -63,6 +63,12 @@ def json_kind(value: Any) -> str:
     if value is None:
         return "null"
     return "a number"
+
+
+def json_shown(value: Any) -> str:
+    """A value as the operator wrote it, short enough for a one-line message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def parse_operator_json(data: bytes | str, source: str | Path, what: str, *, expect_object: bool = True) -> Any:

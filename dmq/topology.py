@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from dmq.config import DiffusionMode
 from dmq.errors import OperatorError
-from dmq.operator_json import OperatorJsonError, read_operator_json
+from dmq.operator_json import OperatorJsonError, json_shown, read_operator_json
 
 __all__ = [
     "TopologyError",
@@ -125,8 +125,7 @@ class _Bad(ValueError):
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, _Absent) else "nothing"
-    return text if len(text) <= 60 else text[:57] + "..."
+    return "nothing" if isinstance(value, _Absent) else json_shown(value)
 
 
 class _Absent:
