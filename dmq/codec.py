@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import struct
 
+from ouroboros_mux.cbor import MAJOR_BYTES, CborError, CborIncomplete, read_head, write_head
+
 from .kes import KesPeriodError, KesSigningKey, kes_sign_at
 from .message import (
     COLD_SIGNATURE_SIZE,
@@ -77,9 +79,7 @@ class LegacyMessageFormat(MessageDecodeError):
 
 _MAJOR_NAMES = ("unsigned integer", "negative integer", "byte string", "text string",
                 "array", "map", "tag", "simple value or float")
-_unpack_u16 = struct.Struct(">H").unpack_from
 _unpack_u32 = struct.Struct(">I").unpack_from
-_unpack_u64 = struct.Struct(">Q").unpack_from
 _UNBOUNDED = 1 << 64
 
 
@@ -88,37 +88,28 @@ def _truncated(what: str, pos: int) -> MessageDecodeError:
 
 
 def _head(buf, pos: int, end: int, what: str) -> tuple[int, int, int]:
-    """One CBOR head: ``(major type, argument, next offset)``; refuses indefinite lengths."""
-    if pos >= end:
-        raise _truncated(what, pos)
-    ib = buf[pos]
-    info = ib & 0x1F
-    if info < 24:
-        return ib >> 5, info, pos + 1
-    if info == 24:
-        if pos + 2 > end:
-            raise _truncated(what, pos)
-        return ib >> 5, buf[pos + 1], pos + 2
-    if info == 25:
-        if pos + 3 > end:
-            raise _truncated(what, pos)
-        return ib >> 5, _unpack_u16(buf, pos + 1)[0], pos + 3
-    if info == 26:
-        if pos + 5 > end:
-            raise _truncated(what, pos)
-        return ib >> 5, _unpack_u32(buf, pos + 1)[0], pos + 5
-    if info == 27:
-        if pos + 9 > end:
-            raise _truncated(what, pos)
-        return ib >> 5, _unpack_u64(buf, pos + 1)[0], pos + 9
-    if info == 31 and ib >> 5 in (2, 3, 4, 5):
-        raise MessageDecodeError(
-            f"{what}: indefinite-length {_MAJOR_NAMES[ib >> 5]} at byte {pos} is not accepted"
-        )
-    raise MessageDecodeError(f"{what}: malformed CBOR head 0x{ib:02x} at byte {pos}")
+    """One CBOR head: ``(major type, argument, next offset)``; refuses indefinite lengths.
+
+    The project's one head reader, with its errors turned into ones naming the field.
+    """
+    try:
+        major, _, argument, after = read_head(buf, pos, end)
+    except CborIncomplete:
+        raise _truncated(what, pos) from None
+    except CborError:
+        raise MessageDecodeError(f"{what}: malformed CBOR head 0x{buf[pos]:02x} at byte {pos}") from None
+    if argument is None:
+        if 2 <= major <= 5:
+            raise MessageDecodeError(
+                f"{what}: indefinite-length {_MAJOR_NAMES[major]} at byte {pos} is not accepted"
+            )
+        raise MessageDecodeError(f"{what}: malformed CBOR head 0x{buf[pos]:02x} at byte {pos}")
+    return major, argument, after
 
 
 def _array(buf, pos: int, end: int, what: str, length: int) -> int:
+    if pos < end and buf[pos] == 0x80 | length:  # the one-byte head every encoder writes
+        return pos + 1
     major, n, after = _head(buf, pos, end, what)
     if major != 4:
         raise MessageDecodeError(f"{what}: expected an array, got a {_MAJOR_NAMES[major]} at byte {pos}")
@@ -254,25 +245,6 @@ def _read(buf, pos: int, end: int, allow_legacy: bool, sizes: _Sizes) -> tuple[D
     return message, pos
 
 
-class _Uncommon(Exception):
-    """Internal: the bytes leave the common layout; the general reader takes over."""
-
-
-def _any_uint(buf, pos: int) -> tuple[int, int]:
-    ib = buf[pos]
-    if ib < 24:
-        return ib, pos + 1
-    if ib == 0x18:
-        return buf[pos + 1], pos + 2
-    if ib == 0x19:
-        return _unpack_u16(buf, pos + 1)[0], pos + 3
-    if ib == 0x1A:
-        return _unpack_u32(buf, pos + 1)[0], pos + 5
-    if ib == 0x1B:
-        return _unpack_u64(buf, pos + 1)[0], pos + 9
-    raise _Uncommon
-
-
 def _read_common(buf, pos: int) -> tuple[DmqMessage, int] | None:
     """The hot path: a new-format message in ``bytes`` with the heads every encoder writes.
 
@@ -282,6 +254,7 @@ def _read_common(buf, pos: int) -> tuple[DmqMessage, int] | None:
     """
     if type(buf) is not bytes:
         return None
+    end = len(buf)
     try:
         if buf[pos] != 0x85 or buf[pos + 1] != 0x58 or buf[pos + 2] != 0x20 or buf[pos + 35] != 0x83:
             return None
@@ -302,10 +275,16 @@ def _read_common(buf, pos: int) -> tuple[DmqMessage, int] | None:
         if kes_period < 24:
             p += 1
         else:
-            kes_period, p = _any_uint(buf, p)
-        expires_at, sig_head = _any_uint(buf, p)
-        if expires_at > UINT32_MAX:
-            return None
+            major, _, kes_period, p = read_head(buf, p, end)
+            if major:
+                return None
+        if buf[p] == 0x1A:  # a current POSIX time: the four-byte head every encoder writes
+            expires_at = _unpack_u32(buf, p + 1)[0]
+            sig_head = p + 5
+        else:
+            major, _, expires_at, sig_head = read_head(buf, p, end)
+            if major or expires_at > UINT32_MAX:
+                return None
         if buf[sig_head] != 0x59 or buf[sig_head + 1] != 0x01 or buf[sig_head + 2] != 0xC0:
             return None
         sig_start = sig_head + 3
@@ -318,12 +297,16 @@ def _read_common(buf, pos: int) -> tuple[DmqMessage, int] | None:
         if issue_number < 24:
             p += 1
         else:
-            issue_number, p = _any_uint(buf, p)
+            major, _, issue_number, p = read_head(buf, p, end)
+            if major:
+                return None
         start_kes_period = buf[p]
         if start_kes_period < 24:
             p += 1
         else:
-            start_kes_period, p = _any_uint(buf, p)
+            major, _, start_kes_period, p = read_head(buf, p, end)
+            if major:
+                return None
         if buf[p] != 0x58 or buf[p + 1] != 0x40:
             return None
         cold_sig_start = p + 2
@@ -331,9 +314,9 @@ def _read_common(buf, pos: int) -> tuple[DmqMessage, int] | None:
         if buf[p] != 0x58 or buf[p + 1] != 0x20:
             return None
         stop = p + 2 + COLD_VK_SIZE
-        if stop > len(buf):
+        if stop > end:
             return None
-    except (IndexError, struct.error, _Uncommon):
+    except (IndexError, struct.error, CborError):
         return None
     message = DmqMessage(
         buf if pos == 0 and stop == len(buf) else buf[pos:stop],
@@ -410,13 +393,7 @@ def decode_message_structure(raw: bytes) -> DmqMessage:
 # Writing (messages the project creates: definite lengths, shortest forms, docs/protocol/message.md 5.6)
 
 def _bstr_header(length: int) -> bytes:
-    if length < 24:
-        return bytes((0x40 | length,))
-    if length < 0x100:
-        return bytes((0x58, length))
-    if length < 0x10000:
-        return b"\x59" + length.to_bytes(2, "big")
-    return b"\x5a" + length.to_bytes(4, "big")
+    return write_head(MAJOR_BYTES, length)
 
 
 def _check_ranges(kes_period: int, expires_at: int) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dmq.errors import OperatorError
+from dmq.operator_json import OperatorJsonError, json_shown, read_operator_json
 from dmq.networks import CARDANO_MAINNET_MAGIC, DMQ_MAINNET_MAGIC, MAX_NETWORK_MAGIC, NETWORK_MAGICS
 from dmq.trace import SEVERITIES, SILENCE, STDOUT_BACKENDS
 
@@ -721,51 +722,15 @@ def config_keys() -> dict[str, str]:
 # Loading
 
 
-def _shown(value: Any) -> str:
-    """A value as the operator wrote it, short enough for a one-line message."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _read_file(path: Path) -> tuple[dict[str, Any], bool]:
     """The configuration object, or ``({}, False)`` when the file does not exist (reference)."""
     try:
-        data = path.read_bytes()
+        _, document = read_operator_json(path, "configuration")
     except FileNotFoundError:
         return {}, False
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the configuration file: {exc.strerror or exc}") from None
-    try:
-        document = json.loads(data, parse_constant=_reject_constant)
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: the configuration file is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
-    except ValueError as exc:
-        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise ConfigError(
-            f"{path}: the configuration must be a JSON object {{\"Key\": value, ...}}, got {_kind_of(document)}"
-        )
+    except OperatorJsonError as exc:
+        raise ConfigError(str(exc)) from None
     return document, True
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _kind_of(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"
 
 
 def read_config(cli_args: Mapping[str, str | None] | None = None) -> NodeConfig:
@@ -820,7 +785,7 @@ def _from_flag(f: Any, text: str) -> Any:
 
 def _explain(exc: _Invalid, form: _Form, value: Any) -> tuple[str, str]:
     expected = exc.expected or form.expected
-    return expected, _shown(value if exc.got is MISSING else exc.got)
+    return expected, json_shown(value if exc.got is MISSING else exc.got)
 
 
 def node_startup_problems(config: NodeConfig) -> list[ConfigError]:

@@ -34,11 +34,12 @@ from pathlib import Path
 from pycardano import StakePoolSigningKey, StakePoolVerificationKey
 from pycardano.exception import PyCardanoException
 
-from ouroboros_mux.cbor import CborError, Cursor
+from ouroboros_mux.cbor import MAJOR_BYTES, CborError, Cursor, write_head
 
 from .kes import SUM6_DEPTH, KesError, KesSigningKey, kes_signing_key_size
 from .message import COLD_VK_SIZE, KES_VK_SIZE, OperationalCertificate, pool_id_of
 from .opcert import encode_opcert, encode_uint, read_opcert
+from .operator_json import OperatorJsonError, parse_operator_json
 
 __all__ = [
     "KeyFileError",
@@ -130,9 +131,9 @@ class TextEnvelope:
 
 def _parse_json(text: str, source: str):
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise KeyFileError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        return parse_operator_json(text, source, "key", expect_object=False)
+    except OperatorJsonError as exc:
+        raise KeyFileError(str(exc)) from None
 
 
 def _read_text(path: str | os.PathLike) -> str:
@@ -199,14 +200,7 @@ def _single_bstr(envelope: TextEnvelope, source: str, size: int) -> bytes:
 
 
 def _bstr_cbor(value: bytes) -> bytes:
-    size = len(value)
-    if size < 24:
-        head = bytes((0x40 | size,))
-    elif size < 0x100:
-        head = bytes((0x58, size))
-    else:
-        head = b"\x59" + size.to_bytes(2, "big")
-    return head + value
+    return write_head(MAJOR_BYTES, len(value)) + value
 
 
 # --------------------------------------------------------------------------------------

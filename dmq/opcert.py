@@ -15,7 +15,7 @@ from __future__ import annotations
 from nacl.bindings import crypto_sign, crypto_sign_open, crypto_sign_seed_keypair
 from nacl.exceptions import CryptoError
 
-from ouroboros_mux.cbor import CborError, Cursor
+from ouroboros_mux.cbor import MAJOR_UINT, CborError, Cursor, write_head
 
 from .message import COLD_SIGNATURE_SIZE, COLD_VK_SIZE, KES_VK_SIZE, OperationalCertificate, pool_id_of
 
@@ -111,19 +111,7 @@ def pool_id_from_bech32(text: str) -> bytes:
 
 def encode_uint(value: int) -> bytes:
     """Shortest-form CBOR unsigned integer (major type 0), as cborg and Pallas write it."""
-    if value < 0:
-        raise ValueError(f"integer {value} is negative; only unsigned integers are encoded here")
-    if value < 24:
-        return bytes((value,))
-    if value < 0x100:
-        return bytes((0x18, value))
-    if value < 0x10000:
-        return b"\x19" + value.to_bytes(2, "big")
-    if value < 0x100000000:
-        return b"\x1a" + value.to_bytes(4, "big")
-    if value <= _UINT64_MAX:
-        return b"\x1b" + value.to_bytes(8, "big")
-    raise ValueError(f"integer {value} does not fit an unsigned 64-bit CBOR integer")
+    return write_head(MAJOR_UINT, value)
 
 
 def encode_opcert(opcert: OperationalCertificate) -> bytes:

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from dmq.clock import Clock, SystemClock
 from dmq.errors import OperatorError, one_line
+from dmq.operator_json import OperatorJsonError, read_operator_json
 from dmq.opcert import POOL_ID_SIZE, pool_id_from_bech32
 
 __all__ = [
@@ -314,15 +315,13 @@ def parse_pool_id(text: str) -> bytes:
 # -- Shelley genesis ---------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> tuple[bytes, Any]:
+def _read_json(path: Path, what: str) -> tuple[bytes, Any]:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
+        return read_operator_json(path, what)
+    except FileNotFoundError as exc:
         raise StakeFileError(path, f"cannot read the file ({exc.strerror or exc})") from None
-    try:
-        return data, json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StakeFileError(path, f"not valid JSON ({exc})") from None
+    except OperatorJsonError as exc:
+        raise StakeFileError(path, exc.problem) from None
 
 
 def _field(path: Path, obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
@@ -410,7 +409,7 @@ def _genesis_pools(path: Path, genesis: Mapping[str, Any]) -> dict[bytes, PoolSt
 def load_shelley_genesis(path: str | Path, expected_hash: str | bytes | None = None) -> ShelleyGenesis:
     """Read a Shelley genesis file; with ``expected_hash`` its Blake2b-256 must match."""
     path = Path(path)
-    data, genesis = _read_json(path)
+    data, genesis = _read_json(path, "Shelley genesis")
     file_hash = hashlib.blake2b(data, digest_size=32).digest()
     if expected_hash is not None:
         expected = _expected_hash_bytes(path, expected_hash)
@@ -487,9 +486,7 @@ def load_stake_file(path: str | Path) -> StakeFile:
     not listed is unrecognized.
     """
     path = Path(path)
-    _data, doc = _read_json(path)
-    if not isinstance(doc, Mapping):
-        raise StakeFileError(path, "a stake file is a JSON object with 'epoch' and 'pools'")
+    _data, doc = _read_json(path, "stake")
     epoch = _non_negative_int(path, doc, "epoch")
     max_kes = MAINNET_MAX_KES_EVOLUTIONS
     if "maxKESEvolutions" in doc:

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from dmq.config import DiffusionMode
 from dmq.errors import OperatorError
+from dmq.operator_json import OperatorJsonError, json_shown, read_operator_json
 
 __all__ = [
     "TopologyError",
@@ -124,8 +125,7 @@ class _Bad(ValueError):
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, _Absent) else "nothing"
-    return text if len(text) <= 60 else text[:57] + "..."
+    return "nothing" if isinstance(value, _Absent) else json_shown(value)
 
 
 class _Absent:
@@ -259,27 +259,15 @@ def load_topology(path: str | Path) -> Topology:
     """Read and check a topology file; any problem is one :class:`TopologyError` line naming it."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        _, document = read_operator_json(path, "topology", expect_object=False)
     except FileNotFoundError:
         raise TopologyError(
             f"{path}: topology file not found; create it (cardano-node topology format) "
             f"or name it with -t/--topology-file"
         ) from None
-    except OSError as exc:
-        raise TopologyError(f"{path}: cannot read the topology file: {exc.strerror or exc}") from None
-    try:
-        document = json.loads(data, parse_constant=_reject_constant)
-    except UnicodeDecodeError:
-        raise TopologyError(f"{path}: the topology file is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise TopologyError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except ValueError as exc:
-        raise TopologyError(f"{path}: invalid JSON: {exc}") from None
+    except OperatorJsonError as exc:
+        raise TopologyError(str(exc)) from None
     try:
         return parse_topology(document)
     except _Bad as exc:
         raise TopologyError(f"{path}: {exc}") from None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")

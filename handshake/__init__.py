@@ -6,7 +6,7 @@ codec with the reference decoder's rules (:mod:`.codec`), the sans-IO client and
 """
 
 from .codec import decode_message, encode_message
-from .driver import HANDSHAKE_PROTOCOL_NUM, run_client, run_server
+from .driver import HANDSHAKE_PROTOCOL_NUM, connect_and_handshake, run_client, run_server
 from .errors import (
     HandshakeBearerError,
     HandshakeCodecError,
@@ -119,6 +119,7 @@ __all__ = [
     "dmq_node_to_node_versions",
     "encode_message",
     "network_magics",
+    "connect_and_handshake",
     "run_client",
     "run_server",
 ]

@@ -16,11 +16,12 @@ raised: the connection is of no further use, and the reference closes it too.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Container
 
 import trio
 
-from ouroboros_mux.bearer import HANDSHAKE_SDU_TIMEOUT, Bearer
+from ouroboros_mux.bearer import HANDSHAKE_SDU_TIMEOUT, Bearer, connect_unix
 from ouroboros_mux.channel import CborFramer, MalformedMessage, MessageTooLarge
 from ouroboros_mux.errors import MuxError
 from ouroboros_mux.sdu import SDU
@@ -131,6 +132,19 @@ async def run_client(bearer: Bearer, table: VersionTable, link: HandshakeLink) -
     except BaseException:
         await _close(bearer)
         raise
+
+
+async def connect_and_handshake(path: str | os.PathLike[str], table: VersionTable,
+                                link: HandshakeLink) -> tuple[Bearer, HandshakeResult]:
+    """Connect to the Unix socket at ``path`` and propose ``table``: every client's first step.
+
+    Returns the open bearer (ready for a mux) and the agreed version. Errors are left as they
+    are, for each client to word at its boundary:
+    :class:`~ouroboros_mux.errors.ConnectFailed` when nothing listens, and whatever
+    :func:`run_client` raises (it closes the bearer when it fails).
+    """
+    bearer = await connect_unix(path)
+    return bearer, await run_client(bearer, table, link)
 
 
 class ServerAnswers:

@@ -18,7 +18,7 @@ import struct
 from decimal import Decimal
 
 from ouroboros_mux.cbor import (BREAK, MAJOR_ARRAY, MAJOR_BYTES, MAJOR_MAP, MAJOR_NINT, MAJOR_TAG,
-                                MAJOR_TEXT, MAJOR_UINT, CborError, item_end)
+                                MAJOR_TEXT, MAJOR_UINT, CborError, item_end, read_head)
 
 __all__ = ["show_term", "haskell_string"]
 
@@ -88,16 +88,7 @@ class _Reader:
         self.pos = 0
 
     def head(self) -> tuple[int, int, int | None]:
-        ib = self.buf[self.pos]
-        self.pos += 1
-        major, info = ib >> 5, ib & 0x1F
-        if info < 24:
-            return major, info, info
-        if info == 31:
-            return major, info, None
-        size = 1 << (info - 24)
-        arg = int.from_bytes(self.buf[self.pos:self.pos + size], "big")
-        self.pos += size
+        major, info, arg, self.pos = read_head(self.buf, self.pos, len(self.buf))
         return major, info, arg
 
     def at_break(self) -> bool:
@@ -142,7 +133,7 @@ class _Reader:
                 pairs.append(f"({key},{self.term(0)})")
             return _ctor("TMap" if arg is not None else "TMapI", "[" + ",".join(pairs) + "]", prec)
         if major == MAJOR_TAG:
-            if arg in (2, 3) and self.buf[self.pos] >> 5 == MAJOR_BYTES:
+            if arg in (2, 3) and read_head(self.buf, self.pos, len(self.buf))[0] == MAJOR_BYTES:
                 _, _, size = self.head()
                 data, _ = self.chunks(MAJOR_BYTES, size)
                 magnitude = int.from_bytes(data, "big")

@@ -20,7 +20,7 @@ from typing import Union
 
 import cbor2
 
-from ouroboros_mux.cbor import MAJOR_ARRAY, MAJOR_NINT, MAJOR_UINT, CborError, Cursor
+from ouroboros_mux.cbor import MAJOR_ARRAY, MAJOR_NINT, MAJOR_UINT, CborError, Cursor, write_head
 
 from .magics import MAX_NETWORK_MAGIC
 from .term_text import show_term
@@ -51,20 +51,7 @@ _INT64_MAX = (1 << 63) - 1
 
 def encode_uint(value: int, major: int = MAJOR_UINT) -> bytes:
     """Shortest-form CBOR head (the reference's encoders always write the shortest form)."""
-    if value < 0:
-        raise ValueError(f"cannot encode {value} as an unsigned argument")
-    top = major << 5
-    if value < 24:
-        return bytes((top | value,))
-    if value <= 0xFF:
-        return bytes((top | 24, value))
-    if value <= 0xFFFF:
-        return bytes((top | 25,)) + value.to_bytes(2, "big")
-    if value <= 0xFFFF_FFFF:
-        return bytes((top | 26,)) + value.to_bytes(4, "big")
-    if value <= 0xFFFF_FFFF_FFFF_FFFF:
-        return bytes((top | 27,)) + value.to_bytes(8, "big")
-    raise ValueError(f"{value} does not fit in 64 bits")
+    return write_head(major, value)
 
 
 _FALSE, _TRUE = b"\xf4", b"\xf5"

@@ -17,6 +17,9 @@ import struct
 
 _unpack_uint32 = struct.Struct(">I").unpack_from
 _unpack_uint64 = struct.Struct(">Q").unpack_from
+_pack_head16 = struct.Struct(">BH").pack
+_pack_head32 = struct.Struct(">BI").pack
+_pack_head64 = struct.Struct(">BQ").pack
 
 __all__ = [
     "CborError",
@@ -30,6 +33,8 @@ __all__ = [
     "MAJOR_TAG",
     "MAJOR_SIMPLE",
     "BREAK",
+    "read_head",
+    "write_head",
     "item_end",
     "Cursor",
 ]
@@ -66,11 +71,15 @@ class CborIncomplete(CborError):
         self.needed = needed
 
 
-def _head(buf, pos: int, end: int) -> tuple[int, int, int | None, int]:
-    """Read one initial byte and its argument.
+def read_head(buf, pos: int, end: int) -> tuple[int, int, int | None, int]:
+    """Read one initial byte and its argument: the one CBOR head reader of the project.
 
     Returns ``(major, info, argument, next_pos)``; ``argument`` is None for the
-    indefinite marker (info 31).
+    indefinite marker (info 31, also the break byte 0xff). Raises :class:`CborIncomplete`
+    when ``buf[pos:end]`` ends inside the head and :class:`CborError` for a reserved
+    additional information or an indefinite integer or tag. Non-shortest heads are read
+    as they are; ``info`` lets a strict caller refuse them. Callers with their own error
+    types convert these at their boundary.
     """
     if pos >= end:
         raise CborIncomplete(needed=pos + 1)
@@ -91,16 +100,39 @@ def _head(buf, pos: int, end: int) -> tuple[int, int, int | None, int]:
     if info == 26:
         if pos + 4 > end:
             raise CborIncomplete(needed=pos + 4)
-        return major, info, struct.unpack_from(">I", buf, pos)[0], pos + 4
+        return major, info, _unpack_uint32(buf, pos)[0], pos + 4
     if info == 27:
         if pos + 8 > end:
             raise CborIncomplete(needed=pos + 8)
-        return major, info, struct.unpack_from(">Q", buf, pos)[0], pos + 8
+        return major, info, _unpack_uint64(buf, pos)[0], pos + 8
     if info == 31:
         if major in (MAJOR_UINT, MAJOR_NINT, MAJOR_TAG):
             raise CborError(f"indefinite length not allowed for major type {major}")
         return major, info, None, pos
     raise CborError(f"reserved additional information {info}")
+
+
+def write_head(major: int, argument: int) -> bytes:
+    """The shortest head for ``major`` with ``argument``: the one CBOR head writer.
+
+    The reference's encoders (cborg, Pallas' minicbor) always write the shortest form, and
+    deterministic CBOR requires it, so there is no other form to choose. ValueError for a
+    negative argument or one beyond 64 bits.
+    """
+    if argument < 0:
+        raise ValueError(f"CBOR argument must be non-negative, got {argument}")
+    top = major << 5
+    if argument < 24:
+        return bytes((top | argument,))
+    if argument <= 0xFF:
+        return bytes((top | 24, argument))
+    if argument <= 0xFFFF:
+        return _pack_head16(top | 25, argument)
+    if argument <= 0xFFFFFFFF:
+        return _pack_head32(top | 26, argument)
+    if argument <= 0xFFFFFFFFFFFFFFFF:
+        return _pack_head64(top | 27, argument)
+    raise ValueError(f"CBOR argument {argument} does not fit in 64 bits")
 
 
 def item_end(buf, pos: int = 0, end: int | None = None) -> int:
@@ -112,7 +144,7 @@ def item_end(buf, pos: int = 0, end: int | None = None) -> int:
 
     The mux frames every received message with it, and the codecs walk messages again, so
     it is written for speed: the head of each item is decoded inline (the same rules as
-    :func:`_head`, which the rare indefinite-length strings still use), about 1.8 times
+    :func:`read_head`, which the rare indefinite-length strings still use), about 1.8 times
     faster than a call per head.
     """
     if end is None:
@@ -168,7 +200,7 @@ def item_end(buf, pos: int = 0, end: int | None = None) -> int:
                         if buf[pos] == BREAK:
                             pos += 1
                             break
-                        cmajor, _, carg, pos = _head(buf, pos, end)
+                        cmajor, _, carg, pos = read_head(buf, pos, end)
                         if cmajor != major or carg is None:
                             raise CborError("invalid chunk in indefinite-length string")
                         pos += carg
@@ -244,7 +276,7 @@ class Cursor:
     # -- structure -----------------------------------------------------------------
     def array_header(self) -> int | None:
         """Read an array header; return its length, or None if indefinite."""
-        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        major, _, arg, pos = read_head(self.buf, self.pos, self.end)
         if major != MAJOR_ARRAY:
             raise CborError(f"expected array, got major type {major}")
         self.pos = pos
@@ -265,7 +297,7 @@ class Cursor:
             raise CborError("expected indefinite-length array")
 
     def map_header(self) -> int | None:
-        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        major, _, arg, pos = read_head(self.buf, self.pos, self.end)
         if major != MAJOR_MAP:
             raise CborError(f"expected map, got major type {major}")
         self.pos = pos
@@ -279,7 +311,7 @@ class Cursor:
         self.pos += 1
 
     def tag(self) -> int:
-        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        major, _, arg, pos = read_head(self.buf, self.pos, self.end)
         if major != MAJOR_TAG:
             raise CborError(f"expected tag, got major type {major}")
         self.pos = pos
@@ -287,7 +319,7 @@ class Cursor:
 
     # -- scalars -------------------------------------------------------------------
     def uint(self, maximum: int = 0xFFFFFFFFFFFFFFFF) -> int:
-        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        major, _, arg, pos = read_head(self.buf, self.pos, self.end)
         if major != MAJOR_UINT:
             raise CborError(f"expected unsigned integer, got major type {major}")
         if arg > maximum:
@@ -309,7 +341,7 @@ class Cursor:
 
     def bytes(self, size: int | None = None, min_size: int = 0, max_size: int | None = None) -> bytes:
         """Read a definite byte string (indefinite ones are refused, as the reference does)."""
-        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        major, _, arg, pos = read_head(self.buf, self.pos, self.end)
         if major != MAJOR_BYTES:
             raise CborError(f"expected byte string, got major type {major}")
         if arg is None:
@@ -325,7 +357,7 @@ class Cursor:
         return bytes(self.buf[pos:stop])
 
     def text(self) -> str:
-        major, _, arg, pos = _head(self.buf, self.pos, self.end)
+        major, _, arg, pos = read_head(self.buf, self.pos, self.end)
         if major != MAJOR_TEXT:
             raise CborError(f"expected text string, got major type {major}")
         if arg is None:

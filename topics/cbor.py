@@ -21,8 +21,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-# The shortest head for a major type and argument: the same writer the protocol codecs use.
-from miniprotocols.framework.cbor_write import head
+# The project's one head reader and writer (``head`` is re-exported for the adapters).
+from ouroboros_mux.cbor import CborError, read_head
+from ouroboros_mux.cbor import write_head as head
 
 __all__ = [
     "Tag",
@@ -143,24 +144,10 @@ def encode(value: Any) -> bytes:
 
 def _read_head(buf: bytes, pos: int, end: int) -> tuple[int, int, int | None, int]:
     """``(major, info, argument, next_pos)``; argument None means indefinite."""
-    if pos >= end:
-        raise CborMalformed("premature end of input")
-    ib = buf[pos]
-    major, info = ib >> 5, ib & 0x1F
-    pos += 1
-    if info < 24:
-        return major, info, info, pos
-    if info in (24, 25, 26, 27):
-        size = 1 << (info - 24)
-        if pos + size > end:
-            raise CborMalformed("premature end of input")
-        argument = int.from_bytes(buf[pos:pos + size], "big")
-        return major, info, argument, pos + size
-    if info == 31:
-        if major in (0, 1, 6):
-            raise CborMalformed(f"indefinite length is not allowed for major type {major}")
-        return major, info, None, pos
-    raise CborMalformed(f"reserved additional information {info}")
+    try:
+        return read_head(buf, pos, end)
+    except CborError as exc:  # truncation included: a body is complete or malformed
+        raise CborMalformed(str(exc)) from None
 
 
 def _check_shortest(major: int, info: int, argument: int) -> None:

@@ -12,6 +12,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ouroboros_mux.cbor import MAJOR_TAG, write_head
+
 __all__ = [
     "TAG_UPSYCLE",
     "TAG_BLOCKLACE",
@@ -42,7 +44,7 @@ def tag_head(tag: int) -> bytes:
     """The three head bytes of an adapter tag: ``d9`` and the number big-endian."""
     if tag not in TAG_RANGE:
         raise ValueError(f"{tag} is not an adapter tag")
-    return b"\xd9" + tag.to_bytes(2, "big")
+    return write_head(MAJOR_TAG, tag)
 
 
 def tag_of(body: bytes) -> int | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dmq.message import MAX_BODY_SIZE, MIN_BODY_SIZE
+from ouroboros_mux.cbor import MAJOR_ARRAY, read_head
 
 from . import cbor
 from .classify import TAG_RANGE, tag_head, tag_of
@@ -93,13 +94,11 @@ def decode_envelope(body: bytes) -> Envelope:
         cbor.decode(body)
         pos = 3
         end = len(body)
-        header = body[pos]
-        if header >> 5 != 4:
+        major, _, count, pos = read_head(body, pos, end)
+        if major != MAJOR_ARRAY:
             raise EnvelopeError(MALFORMED, "envelope is not an array")
-        count = header & 0x1F
         if count not in (3, 4):
             raise EnvelopeError(MALFORMED, f"envelope has {count} fields, expected 3 or 4")
-        pos += 1
         version, pos = cbor.decode_item(body, pos, end)
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise EnvelopeError(MALFORMED, "envelope version is not a uint")

@@ -10,6 +10,7 @@ with, so it never needs this module.
 from __future__ import annotations
 
 from dmq.message import DmqMessage
+from ouroboros_mux.cbor import Cursor
 
 from .adapter import ITEM_MESSAGE, Delivery
 from .classify import ADAPTER_NUMBERS, tag_of
@@ -46,42 +47,11 @@ def message_body_of(raw: bytes) -> bytes:
     ``[id, [body, kesPeriod, expiresAt], ...]``: walk the heads of the outer array, the id and
     the payload array; the body is the first item of the payload.
     """
-    pos = _body_offset(raw)
-    end = _item_end(raw, pos)
-    text = raw[pos:end]
-    # the body is a byte string: skip its head
-    return _bytes_content(text)
-
-
-def _head(raw: bytes, pos: int) -> tuple[int, int, int]:
-    ib = raw[pos]
-    major, info = ib >> 5, ib & 0x1F
-    if info < 24:
-        return major, info, pos + 1
-    size = 1 << (info - 24)
-    return major, int.from_bytes(raw[pos + 1:pos + 1 + size], "big"), pos + 1 + size
-
-
-def _body_offset(raw: bytes) -> int:
-    from ouroboros_mux.cbor import item_end
-
-    _, _, pos = _head(raw, 0)            # outer array
-    pos = item_end(raw, pos, len(raw))   # id
-    _, _, pos = _head(raw, pos)          # payload array
-    return pos
-
-
-def _item_end(raw: bytes, pos: int) -> int:
-    from ouroboros_mux.cbor import item_end
-
-    return item_end(raw, pos, len(raw))
-
-
-def _bytes_content(item: bytes) -> bytes:
-    major, length, pos = _head(item, 0)
-    if major != 2:
-        raise ValueError("the body is not a byte string")
-    return item[pos:pos + length]
+    cursor = Cursor(raw)
+    cursor.array_header()
+    cursor.skip()            # id
+    cursor.array_header()    # payload
+    return cursor.bytes()
 
 
 def is_raw_message(raw: bytes) -> bool:

@@ -173,20 +173,17 @@ async def _ask_socket(path: str, magic: int) -> dict[str, Any]:
     """The node-to-client versions the node offers on ``path`` (a handshake query)."""
     import trio
 
-    from handshake.driver import run_client
+    from handshake.driver import connect_and_handshake
     from handshake.errors import HandshakeError, HandshakeQueryResult
     from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
-    from ouroboros_mux.bearer import connect_unix
     from ouroboros_mux.errors import ConnectFailed, MuxError
 
     answer: dict[str, Any] = {"path": path, "reachable": False, "versions": None, "error": None}
     try:
         with trio.fail_after(3):
-            bearer = await connect_unix(path)
-            try:
-                await run_client(bearer, dmq_node_to_client_versions(magic, query=True), DMQ_NODE_TO_CLIENT)
-            finally:
-                await bearer.aclose()
+            bearer, _ = await connect_and_handshake(path, dmq_node_to_client_versions(magic, query=True),
+                                                    DMQ_NODE_TO_CLIENT)
+            await bearer.aclose()  # a node that accepts the query proposal (none should) is left at once
     except HandshakeQueryResult as result:
         answer.update(reachable=True, versions=sorted(result.versions))
     except (ConnectFailed, HandshakeError, MuxError, OSError, trio.TooSlowError) as exc:

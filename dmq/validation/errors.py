@@ -14,7 +14,8 @@ same rule with the same arguments.
 
 from __future__ import annotations
 
-from dmq.validation.haskell_show import show_diff_time, show_key_hash_arg, show_kes_period_arg, show_string
+from dmq.validation.haskell_show import show_diff_time, show_key_hash_arg, show_kes_period_arg
+from handshake.term_text import haskell_string
 
 __all__ = [
     "SigValidationError",
@@ -154,7 +155,7 @@ class InvalidSignatureOCERT(SigValidationError):
         self.reason = reason
 
     def show(self) -> str:
-        return f"InvalidSignatureOCERT {self.issue} {show_kes_period_arg(self.period)} {show_string(self.reason)}"
+        return f"InvalidSignatureOCERT {self.issue} {show_kes_period_arg(self.period)} {haskell_string(self.reason)}"
 
 
 class InvalidKESSignature(SigValidationError):
@@ -169,7 +170,7 @@ class InvalidKESSignature(SigValidationError):
     def show(self) -> str:
         return (
             f"InvalidKESSignature {show_kes_period_arg(self.start)} "
-            f"{show_kes_period_arg(self.period)} {show_string(self.reason)}"
+            f"{show_kes_period_arg(self.period)} {haskell_string(self.reason)}"
         )
 
 
@@ -185,7 +186,7 @@ class SigResultOther(SigValidationError):
         self.text = text
 
     def show(self) -> str:
-        return f"SigResultOther {show_string(self.text)}"
+        return f"SigResultOther {haskell_string(self.text)}"
 
 
 class TopicRejected(SigValidationError):

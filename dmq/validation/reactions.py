@@ -39,7 +39,7 @@ from dmq.validation.errors import (
     TopicRejected,
     UnrecognizedPool,
 )
-from dmq.validation.haskell_show import show_string
+from handshake.term_text import haskell_string
 
 __all__ = [
     "LocalRejectKind",
@@ -139,7 +139,7 @@ def local_reject_reason(error: SigValidationError) -> list[int | str]:
         return [int(kind), error.text]
     if kind is LocalRejectKind.OTHER:
         assert isinstance(error, SigResultOther)
-        return [int(kind), show_string(error.text)]
+        return [int(kind), haskell_string(error.text)]
     return [int(kind)]
 
 

@@ -40,7 +40,7 @@ from handshake import (
     HandshakeQueryResult,
     VersionTable,
     cardano_node_to_client_versions,
-    run_client,
+    connect_and_handshake,
 )
 from miniprotocols.local_state_query import (
     INGRESS_LIMIT,
@@ -50,7 +50,6 @@ from miniprotocols.local_state_query import (
     StakeSnapshots,
     era_name,
 )
-from ouroboros_mux.bearer import connect_unix
 from ouroboros_mux.errors import ConnectFailed
 from ouroboros_mux.mux import Mode, Mux, Role
 
@@ -151,11 +150,9 @@ class CardanoNodeLink:
     async def connect_once(self) -> BaseException:
         """One connection from connect to its end; returns the error that ended it."""
         try:
-            bearer = await connect_unix(self.socket_path)
+            bearer, agreed = await connect_and_handshake(self.socket_path, self.versions, CARDANO_NODE_TO_CLIENT)
         except ConnectFailed as exc:
             return CardanoNodeUnreachable(self.socket_path, exc.reason)
-        try:
-            agreed = await run_client(bearer, self.versions, CARDANO_NODE_TO_CLIENT)
         except (HandshakeError, HandshakeQueryResult) as exc:
             return exc
         status = self.status

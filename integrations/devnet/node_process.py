@@ -27,7 +27,8 @@ import trio
 
 import dmq
 
-__all__ = ["NodeFiles", "NodeProcess", "NodeStartError", "CONFIG_FILE", "TOPOLOGY_FILE", "SOCKET_FILE"]
+__all__ = ["NodeFiles", "NodeProcess", "NodeStartError", "NodeExited", "NodeStartTimeout", "CONFIG_FILE",
+           "TOPOLOGY_FILE", "SOCKET_FILE", "node_command", "accepts_connections", "output_tail"]
 
 CONFIG_FILE = "dmq.config.json"
 TOPOLOGY_FILE = "dmq.topology.json"
@@ -40,7 +41,49 @@ _PROJECT_ROOT = Path(dmq.__file__).resolve().parent.parent
 
 
 class NodeStartError(Exception):
-    """A node process ended, or did not listen, before the devnet could use it."""
+    """A node process ended, or did not listen, before it could be used."""
+
+
+class NodeExited(NodeStartError):
+    """The node process ended while it was expected to run."""
+
+
+class NodeStartTimeout(NodeStartError):
+    """The node did not accept connections on its socket in time."""
+
+
+def node_command(*flags: str) -> list[str]:
+    """The operator's command line (the ``dmq-node`` entry point), run in the node's directory."""
+    return [sys.executable, "-m", "dmq.cli.node", "--configuration-file", CONFIG_FILE,
+            "--topology-file", TOPOLOGY_FILE, *flags]
+
+
+def accepts_connections(path: Path) -> bool:
+    """Whether the Unix socket at ``path`` accepts a connection now.
+
+    The socket file existing is not enough: after a crash a stale file is left behind, and it
+    refuses connections until a new process has replaced it.
+    """
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        probe.connect(os.fspath(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def output_tail(paths, limit: int) -> str:
+    """The last ``limit`` characters of each non-empty file of ``paths``: why a node failed."""
+    parts = []
+    for path in paths:
+        if path.exists():
+            text = path.read_text(errors="replace").strip()
+            if text:
+                parts.append(f"{path}: {' '.join(text[-limit:].split())}")
+    return " | ".join(parts) or "no output"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +113,7 @@ class NodeFiles:
         (self.directory / TOPOLOGY_FILE).write_text(json.dumps(self.topology, indent=2) + "\n")
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "dmq.cli.node", "--configuration-file", CONFIG_FILE,
-                "--topology-file", TOPOLOGY_FILE]
+        return node_command()
 
 
 def _environment() -> dict[str, str]:
@@ -79,18 +121,6 @@ def _environment() -> dict[str, str]:
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(_PROJECT_ROOT) if not path else f"{_PROJECT_ROOT}{os.pathsep}{path}"
     return env
-
-
-def _accepts(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.setblocking(False)
-    try:
-        probe.connect(os.fspath(path))
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.close()
 
 
 @dataclass(eq=False)
@@ -124,24 +154,19 @@ class NodeProcess:
 
     def diagnostics(self) -> str:
         """The end of the node's standard error (or log): why it failed, for one line."""
-        for path in (self.files.stderr_path, self.files.log_path):
-            if path.exists():
-                text = path.read_text(errors="replace").strip()
-                if text:
-                    return f"{path}: {' '.join(text[-600:].split())}"
-        return "no output"
+        return output_tail((self.files.stderr_path, self.files.log_path), 600)
 
     async def wait_listening(self, timeout: float) -> None:
         """Until the node's socket accepts a connection (the node is serving)."""
         with trio.move_on_after(timeout):
             while True:
                 if not self.running:
-                    raise NodeStartError(f"{self.name} exited with status {self.returncode} while starting; "
+                    raise NodeExited(f"{self.name} exited with status {self.returncode} while starting; "
                                          f"{self.diagnostics()}")
-                if self.files.socket_path.exists() and _accepts(self.files.socket_path):
+                if accepts_connections(self.files.socket_path):
                     return
                 await trio.sleep(0.05)
-        raise NodeStartError(f"{self.name} did not listen on {self.files.socket_path} within {timeout:g} s; "
+        raise NodeStartTimeout(f"{self.name} did not listen on {self.files.socket_path} within {timeout:g} s; "
                              f"{self.diagnostics()}")
 
     async def stop(self, grace: float) -> None:

@@ -20,7 +20,7 @@ from typing import AsyncIterator
 
 import trio
 
-from handshake.driver import run_client
+from handshake.driver import connect_and_handshake
 from handshake.errors import HandshakeError
 from handshake.links import DMQ_NODE_TO_CLIENT, HandshakeLink, VersionTable, dmq_node_to_client_versions
 from handshake.protocol import HandshakeResult
@@ -29,7 +29,7 @@ from miniprotocols.local_msg_notification import LocalMsgNotificationClient
 from miniprotocols.local_msg_notification import PROTOCOL_NUM as NOTIFICATION_PROTOCOL
 from miniprotocols.local_msg_submission import PROTOCOL_NUM as SUBMISSION_PROTOCOL
 from miniprotocols.local_msg_submission import LocalMsgSubmissionClient
-from ouroboros_mux.bearer import Bearer, connect_unix
+from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import ChannelClosed
 from ouroboros_mux.errors import ConnectFailed, MuxError
 from ouroboros_mux.mux import Mode, Mux, Role
@@ -80,14 +80,11 @@ class LocalConnection:
                                  link: HandshakeLink) -> tuple[Bearer, HandshakeResult]:
         """Connect to ``path`` and run the client handshake with ``versions``; typed errors for both steps."""
         try:
-            bearer = await connect_unix(path)
+            return await connect_and_handshake(path, versions, link)
         except ConnectFailed as exc:
             raise NodeUnreachable(f"no DMQ node reachable: {exc}") from None
-        try:
-            result = await run_client(bearer, versions, link)
         except HandshakeError as exc:
             raise HandshakeFailed(f"DMQ node at {path}: {exc} (this client proposed magic {network_magic})") from None
-        return bearer, result
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Run the mux as a task of ``nursery`` until the connection is closed or aborted."""

@@ -8,9 +8,9 @@ the shortest form, as the reference's encoder (cborg) writes it.
 
 from __future__ import annotations
 
-import struct
-
+# ``head`` is the project's one head writer, re-exported so envelope code reads ``w.head``.
 from ouroboros_mux.cbor import MAJOR_ARRAY, MAJOR_TEXT, MAJOR_UINT, CborError, item_end
+from ouroboros_mux.cbor import write_head as head
 
 __all__ = [
     "head", "uint", "array_header", "text", "boolean", "INDEFINITE_ARRAY", "BREAK", "check_item",
@@ -21,24 +21,6 @@ INDEFINITE_ARRAY = b"\x9f"
 BREAK = b"\xff"
 _FALSE = b"\xf4"
 _TRUE = b"\xf5"
-
-
-def head(major: int, argument: int) -> bytes:
-    """The shortest initial byte(s) for ``major`` with ``argument``."""
-    if argument < 0:
-        raise ValueError(f"CBOR argument must be non-negative, got {argument}")
-    top = major << 5
-    if argument < 24:
-        return bytes((top | argument,))
-    if argument <= 0xFF:
-        return bytes((top | 24, argument))
-    if argument <= 0xFFFF:
-        return struct.pack(">BH", top | 25, argument)
-    if argument <= 0xFFFFFFFF:
-        return struct.pack(">BI", top | 26, argument)
-    if argument <= 0xFFFFFFFFFFFFFFFF:
-        return struct.pack(">BQ", top | 27, argument)
-    raise ValueError(f"CBOR argument {argument} does not fit in 64 bits")
 
 
 def uint(value: int) -> bytes:

@@ -2,7 +2,6 @@
 
 from .client import LocalMsgSubmissionClient
 from .codec import LocalSubmissionCodec, decode_reason, encode_reason
-from .haskell_show import show_text
 from .server import Submit, serve
 from .spec import LOCAL_MSG_SUBMISSION
 from .types import (
@@ -45,7 +44,6 @@ __all__ = [
     "LocalSubmissionCodec",
     "encode_reason",
     "decode_reason",
-    "show_text",
     "LocalMsgSubmissionClient",
     "Submit",
     "serve",

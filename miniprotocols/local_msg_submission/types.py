@@ -68,7 +68,7 @@ class RejectOther:
     """``[3, text]``: any other failure.
 
     The reference writes Haskell ``show`` of its Text here, quotes included (see
-    :func:`~miniprotocols.local_msg_submission.haskell_show.show_text`); this class
+    :func:`~handshake.term_text.haskell_string`); this class
     carries the text exactly as it is on the wire.
     """
 

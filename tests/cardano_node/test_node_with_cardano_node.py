@@ -13,11 +13,10 @@ from dmq.codec import build_message
 from dmq.config import StakeSourceKind, read_config
 from dmq.keyfiles import read_bulk_credentials
 from dmq.message import pool_id_of
-from handshake.driver import run_client
+from handshake.driver import connect_and_handshake
 from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
 from integrations.cardano_node import Backoff, CardanoNodeLink
 from miniprotocols.local_msg_submission import ACCEPTED, LocalMsgSubmissionClient, RejectInvalid
-from ouroboros_mux.bearer import connect_unix
 from ouroboros_mux.mux import Mode, Mux, Role
 from tests.conftest import CONFORMANCE
 
@@ -48,8 +47,7 @@ def _config(tmp_path):
 
 async def _submit(path, raw: bytes):
     """One Mithril-signer-style connection: handshake 4097, one submission."""
-    bearer = await connect_unix(path)
-    await run_client(bearer, dmq_node_to_client_versions(DMQ_DEVNET_MAGIC), DMQ_NODE_TO_CLIENT)
+    bearer, _ = await connect_and_handshake(path, dmq_node_to_client_versions(DMQ_DEVNET_MAGIC), DMQ_NODE_TO_CLIENT)
     mux = Mux(bearer, Role.INITIATOR)
     client = LocalMsgSubmissionClient(mux.register(14, Mode.INITIATOR, 0xFFFFFFFF))
     async with trio.open_nursery() as nursery:

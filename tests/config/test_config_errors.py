@@ -124,10 +124,8 @@ def test_a_flag_value_wins_even_over_a_bad_file_value(in_tmp: Path) -> None:
     ("content", "message"),
     [
         (b'{"PortNumber": 3001,}', f"{FILE}: invalid JSON at line 1 column 21: Expecting property name enclosed in double quotes"),
-        (b"[1, 2]", f'{FILE}: the configuration must be a JSON object {{"Key": value, ...}}, got an array'),
-        (b'"PortNumber"', f'{FILE}: the configuration must be a JSON object {{"Key": value, ...}}, got a string'),
-        (b'{"ChurnInterval": NaN}', f"{FILE}: invalid JSON: NaN is not a JSON number"),
-        (b'{"LocalAddress": "\xff"}', f"{FILE}: the configuration file is not UTF-8 text"),
+        (b"[1, 2]", f"{FILE}: the configuration file must hold a JSON object, got an array"),
+        (b'"PortNumber"', f"{FILE}: the configuration file must hold a JSON object, got a string"),
         (b"", f"{FILE}: invalid JSON at line 1 column 1: Expecting value"),
     ],
 )

@@ -176,7 +176,7 @@ def _one_line_about(error: KeyFileError, path) -> str:
     "content, expected",
     [
         (None, "no such file"),
-        ("{not json", "not valid JSON"),
+        ("{not json", "invalid JSON"),
         ("[1, 2]", "expected a text envelope"),
         ('{"type": "KesSigningKey_ed25519_kes_2^6", "description": ""}', "no \"cborHex\""),
         ('{"type": "KesSigningKey_ed25519_kes_2^6", "description": "", "cborHex": "zz"}', "not hexadecimal"),

@@ -11,31 +11,22 @@ standard error are kept in the working directory for the failure report.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dmq.trace import LogEvent, read_log
+from integrations.devnet.node_process import (CONFIG_FILE, TOPOLOGY_FILE, NodeExited, NodeStartTimeout,
+                                              accepts_connections, node_command, output_tail)
 
 __all__ = ["NodeProcess", "NodeStartTimeout", "NodeExited", "read_rss"]
 
 #: The flags a node needs beyond its configuration file. ``--host-addr`` is required by the
 #: reference CLI; port 0 lets the system pick a free one, so runs never collide.
 BASE_FLAGS = ("--host-addr", "127.0.0.1", "--port", "0")
-
-
-class NodeStartTimeout(Exception):
-    """The node did not accept connections on its socket in time."""
-
-
-class NodeExited(Exception):
-    """The node process ended while it was expected to run."""
 
 
 @dataclass
@@ -71,10 +62,7 @@ class NodeProcess:
         return self.workdir / f"node-{self.starts}.stderr"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "dmq.cli.node",
-                "--configuration-file", "dmq.config.json",
-                "--topology-file", "dmq.topology.json",
-                *BASE_FLAGS, *self.extra_flags]
+        return node_command(*BASE_FLAGS, *self.extra_flags)
 
     def start(self) -> NodeProcess:
         """Spawn the node and return once its socket accepts connections."""
@@ -84,8 +72,8 @@ class NodeProcess:
         # Every event is logged (Debug) unless the test sets its own ``TraceOptions``: tests read
         # events the reference logs at Debug, such as a clean close.
         config = {"TraceOptions": {"": {"severity": "Debug"}}, **self.config}
-        (self.workdir / "dmq.config.json").write_text(json.dumps(config, indent=2))
-        topology = self.workdir / "dmq.topology.json"
+        (self.workdir / CONFIG_FILE).write_text(json.dumps(config, indent=2))
+        topology = self.workdir / TOPOLOGY_FILE
         if not topology.exists():
             topology.write_text(json.dumps({"localRoots": [], "publicRoots": []}))
         self.starts += 1
@@ -101,24 +89,15 @@ class NodeProcess:
         return self
 
     def _wait_until_listening(self) -> None:
-        """Until the socket file exists AND accepts: after a crash a stale file is left behind,
-        and it refuses connections until the new process has replaced it."""
+        """Until the socket accepts a connection (a stale socket file of a crashed run does not)."""
         deadline = time.monotonic() + self.start_timeout
-        path = os.fspath(self.socket_path)
         while True:
             self.check_running()
-            if os.path.exists(path):
-                probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    probe.connect(path)
-                    return
-                except OSError:
-                    pass
-                finally:
-                    probe.close()
+            if accepts_connections(self.socket_path):
+                return
             if time.monotonic() > deadline:
-                raise NodeStartTimeout(
-                    f"dmq-node did not listen on {path} within {self.start_timeout} s; {self.diagnostics()}")
+                raise NodeStartTimeout(f"dmq-node did not listen on {self.socket_path} within "
+                                       f"{self.start_timeout} s; {self.diagnostics()}")
             time.sleep(0.02)
 
     @property
@@ -130,13 +109,7 @@ class NodeProcess:
             raise NodeExited(f"dmq-node exited with status {self.process.returncode}; {self.diagnostics()}")
 
     def diagnostics(self) -> str:
-        parts = []
-        for path in (self.stderr_path, self.log_path):
-            if path.exists():
-                text = path.read_text(errors="replace").strip()
-                if text:
-                    parts.append(f"{path.name}: {text[-2000:]}")
-        return " | ".join(parts) or "no output"
+        return output_tail((self.stderr_path, self.log_path), 2000)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` (SIGKILL by default: no clean-up at all) and reap the process."""

@@ -162,7 +162,29 @@ def test_terms_are_shown_as_haskell_shows_cborg_terms(hex_term, shown):
     assert show_term(bytes.fromhex(hex_term)) == shown
 
 
-def test_haskell_string_escapes():
-    assert haskell_string("\x0eH") == r'"\SO\&H"'
-    assert haskell_string("\x7f\\") == r'"\DEL\\"'
-    assert haskell_string("é9") == r'"\233\&9"'
+@pytest.mark.parametrize("text, shown", [
+    ("custom", '"custom"'),
+    ("", '""'),
+    ('say "hi"', r'"say \"hi\""'),
+    ("back\\slash", r'"back\\slash"'),
+    ("it's", '"it\'s"'),
+    ("tab\tnew\nline\r", r'"tab\tnew\nline\r"'),
+    ("\x07\x08\x0b\x0c", r'"\a\b\v\f"'),
+    ("\x00\x01\x1b\x1f\x7f", r'"\NUL\SOH\ESC\US\DEL"'),
+    ("\x0eH", r'"\SO\&H"'),
+    ("\x0eI", r'"\SOI"'),
+    ("\x0e", r'"\SO"'),
+    ("é", r'"\233"'),
+    ("é1", r'"\233\&1"'),
+    ("é9", r'"\233\&9"'),
+    ("éa", r'"\233a"'),
+    ("λx", r'"\955x"'),
+    ("€", r'"\8364"'),
+    ("😀", r'"\128512"'),
+    ("\u0080", r'"\128"'),
+    ("a\x7f1", r'"a\DEL1"'),
+    ("\x7f\\", r'"\DEL\\"'),
+])
+def test_haskell_string_matches_ghc_show(text, shown):
+    """The one ``show`` of a String/Text: handshake refusals, reject reasons and validation texts."""
+    assert haskell_string(text) == shown

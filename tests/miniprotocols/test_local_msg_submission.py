@@ -27,8 +27,8 @@ from miniprotocols.local_msg_submission import (
     RejectOther,
     RejectText,
     serve,
-    show_text,
 )
+from handshake.term_text import haskell_string
 from ouroboros_mux.channel import ChannelClosed, memory_channel_pair
 
 from .helpers import h, raw_messages
@@ -75,7 +75,7 @@ def test_wire_examples_of_the_spec():
     assert codec.encode(MsgRejectMessage(RejectAlreadyReceived())) == h("82028101")
     assert codec.encode(MsgRejectMessage(RejectExpired())) == h("82028102")
     # The node's SigResultOther "custom" goes out as Haskell show: with the quotes.
-    assert codec.encode(MsgRejectMessage(RejectOther(show_text("custom")))) == h("820282036822637573746f6d22")
+    assert codec.encode(MsgRejectMessage(RejectOther(haskell_string("custom")))) == h("820282036822637573746f6d22")
     assert codec.encode(MsgRejectMessage(RejectInvalid("InvalidSigId"))) == h("820282006c496e76616c69645369674964")
 
 
@@ -141,30 +141,6 @@ def test_malformed_envelopes_do_not_decode(wire):
 
 
 # -- Haskell show ---------------------------------------------------------------------------
-@pytest.mark.parametrize("text, shown", [
-    ("custom", '"custom"'),
-    ("", '""'),
-    ('say "hi"', r'"say \"hi\""'),
-    ("back\\slash", r'"back\\slash"'),
-    ("it's", '"it\'s"'),
-    ("tab\tnew\nline\r", r'"tab\tnew\nline\r"'),
-    ("\x07\x08\x0b\x0c", r'"\a\b\v\f"'),
-    ("\x00\x01\x1b\x1f\x7f", r'"\NUL\SOH\ESC\US\DEL"'),
-    ("\x0eH", r'"\SO\&H"'),
-    ("\x0eI", r'"\SOI"'),
-    ("\x0e", r'"\SO"'),
-    ("é", r'"\233"'),
-    ("é1", r'"\233\&1"'),
-    ("éa", r'"\233a"'),
-    ("λx", r'"\955x"'),
-    ("😀", r'"\128512"'),
-    ("\u0080", r'"\128"'),
-    ("a\x7f1", r'"a\DEL1"'),
-])
-def test_show_text_matches_haskell(text, shown):
-    assert show_text(text) == shown
-
-
 # -- the peers ---------------------------------------------------------------------------
 class RecordingNode:
     """The node side of ``submit``: records what it was handed, answers from a script."""
@@ -183,7 +159,7 @@ class RecordingNode:
 
 async def test_server_fed_pallas_bytes_replies_exact_bytes(pallas_message):
     client_end, server_end = memory_channel_pair(PROTOCOL_NUM)
-    node = RecordingNode(ACCEPTED, RejectAlreadyReceived(), RejectOther(show_text("custom")))
+    node = RecordingNode(ACCEPTED, RejectAlreadyReceived(), RejectOther(haskell_string("custom")))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(serve, server_end, node.submit)
         await client_end.send(h("8200") + pallas_message)

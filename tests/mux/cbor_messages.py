@@ -9,15 +9,7 @@ from __future__ import annotations
 import cbor2
 from hypothesis import strategies as st
 
-
-def _head(major: int, n: int) -> bytes:
-    if n < 24:
-        return bytes([major << 5 | n])
-    if n < 0x100:
-        return bytes([major << 5 | 24, n])
-    if n < 0x10000:
-        return bytes([major << 5 | 25]) + n.to_bytes(2, "big")
-    return bytes([major << 5 | 26]) + n.to_bytes(4, "big")
+from ouroboros_mux.cbor import write_head as _head
 
 
 def definite_array(items: list[bytes]) -> bytes:

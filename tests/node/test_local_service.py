@@ -17,7 +17,7 @@ from dmq.codec import build_message
 from dmq.config import read_config
 from dmq.keyfiles import read_bulk_credentials
 from dmq.cli.wiring import assemble_node
-from handshake.driver import run_client
+from handshake.driver import connect_and_handshake
 from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
 from miniprotocols.local_msg_notification import LocalMsgNotificationClient
 from miniprotocols.local_msg_submission import (
@@ -27,7 +27,6 @@ from miniprotocols.local_msg_submission import (
     RejectExpired,
     RejectInvalid,
 )
-from ouroboros_mux.bearer import connect_unix
 from ouroboros_mux.mux import Mode, Mux, Role
 from tests.conftest import CONFORMANCE
 
@@ -65,8 +64,7 @@ class _Client:
         self.path = path
 
     async def __aenter__(self):
-        self.bearer = await connect_unix(self.path)
-        await run_client(self.bearer, dmq_node_to_client_versions(MAGIC), DMQ_NODE_TO_CLIENT)
+        self.bearer, _ = await connect_and_handshake(self.path, dmq_node_to_client_versions(MAGIC), DMQ_NODE_TO_CLIENT)
         self.mux = Mux(self.bearer, Role.INITIATOR)
         self.submission = LocalMsgSubmissionClient(self.mux.register(14, Mode.INITIATOR, 0xFFFFFFFF))
         self.notification = LocalMsgNotificationClient(self.mux.register(15, Mode.INITIATOR, 0xFFFFFFFF))
@@ -146,8 +144,8 @@ async def test_undecodable_message_closes_only_that_connection(genesis_config, c
     async with trio.open_nursery() as nursery:
         await _start(tmp_path, clock, nursery)
         async with _Client(tmp_path / "dmq.socket") as good:
-            bad_bearer = await connect_unix(tmp_path / "dmq.socket")
-            await run_client(bad_bearer, dmq_node_to_client_versions(MAGIC), DMQ_NODE_TO_CLIENT)
+            bad_bearer, _ = await connect_and_handshake(tmp_path / "dmq.socket", dmq_node_to_client_versions(MAGIC),
+                                                        DMQ_NODE_TO_CLIENT)
             bad = Mux(bad_bearer, Role.INITIATOR)
             client = LocalMsgSubmissionClient(bad.register(14, Mode.INITIATOR, 0xFFFFFFFF))
             with pytest.raises(Exception):

@@ -20,11 +20,10 @@ from dmq.config import read_config
 from dmq.keyfiles import read_bulk_credentials
 from dmq.cli.wiring import assemble_node
 from dmq.node import Node
-from handshake.driver import run_client
+from handshake.driver import connect_and_handshake
 from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
 from miniprotocols.local_msg_notification import LocalMsgNotificationClient
 from miniprotocols.local_msg_submission import ACCEPTED, LocalMsgSubmissionClient
-from ouroboros_mux.bearer import connect_unix
 from ouroboros_mux.mux import Mode, Mux, Role
 from tests.conftest import CONFORMANCE
 
@@ -62,8 +61,7 @@ class LocalClient:
         self.counters = None
 
     async def __aenter__(self) -> "LocalClient":
-        self.bearer = await connect_unix(self.path)
-        await run_client(self.bearer, dmq_node_to_client_versions(MAGIC), DMQ_NODE_TO_CLIENT)
+        self.bearer, _ = await connect_and_handshake(self.path, dmq_node_to_client_versions(MAGIC), DMQ_NODE_TO_CLIENT)
         self.mux = Mux(self.bearer, Role.INITIATOR)
         self.submission = LocalMsgSubmissionClient(self.mux.register(14, Mode.INITIATOR, 0xFFFFFFFF))
         self.notification = LocalMsgNotificationClient(self.mux.register(15, Mode.INITIATOR, 0xFFFFFFFF))

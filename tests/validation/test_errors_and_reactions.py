@@ -32,7 +32,7 @@ from dmq.validation import (
     encode_local_reject_reason,
     local_reject_reason,
 )
-from dmq.validation.haskell_show import show_diff_time, show_string
+from dmq.validation.haskell_show import show_diff_time
 
 POOL = bytes.fromhex("d9899c574fd7a710732391706b59e878bfd416214c49d2b3841c5c8b")
 
@@ -127,27 +127,6 @@ def test_local_reject_reason_values():
     assert local_reject_reason(KESAfterEndOCERT(62, 70)) == [0, "KESAfterEndOCERT (KESPeriod 62) (KESPeriod 70)"]
     assert local_reject_reason(SigResultOther("custom")) == [3, '"custom"']
     assert local_reject_reason(SigDuplicate()) == [1]
-
-
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ("", '""'),
-        ("Reject", '"Reject"'),
-        ('a"b\\c', '"a\\"b\\\\c"'),
-        ("line\nnext\ttab", '"line\\nnext\\ttab"'),
-        ("\x00\x01\x1b\x7f", '"\\NUL\\SOH\\ESC\\DEL"'),
-        ("\x07\x08\x0b\x0c\x0d", '"\\a\\b\\v\\f\\r"'),
-        ("\x0eH", '"\\SO\\&H"'),
-        ("\x0eI", '"\\SOI"'),
-        ("é1", '"\\233\\&1"'),
-        ("éa", '"\\233a"'),
-        ("€", '"\\8364"'),
-        ("'", "\"'\""),
-    ],
-)
-def test_show_string_matches_ghc(text, shown):
-    assert show_string(text) == shown
 
 
 @pytest.mark.parametrize(

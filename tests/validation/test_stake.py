@@ -167,7 +167,7 @@ def test_missing_and_unparsable_files(tmp_path):
         load_shelley_genesis(tmp_path / "absent.json")
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    with pytest.raises(StakeFileError, match="not valid JSON"):
+    with pytest.raises(StakeFileError, match="invalid JSON"):
         StakeView.from_json(broken)
 
 
@@ -208,7 +208,7 @@ def test_stake_file_defaults_to_mainnet_kes_parameters(tmp_path):
         ({"epoch": 1, "pools": {A.hex(): {"set": 1}}}, ".mark must be a non-negative integer"),
         ({"epoch": 1, "pools": {A.hex(): {"mark": 1, "set": 1, "go": 1, "live": 1}}}, "unknown keys ['live']"),
         ({"epoch": 1, "pools": {A.hex(): 1, pool_id_bech32(A): 2}}, "is listed twice"),
-        ([1, 2], "a stake file is a JSON object"),
+        ([1, 2], "the stake file must hold a JSON object, got an array"),
     ],
 )
 def test_stake_file_errors_name_file_and_problem(tmp_path, doc, fragment):

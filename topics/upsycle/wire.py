@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ouroboros_mux.cbor import read_head
 from topics import envelope as common_envelope
 from topics.cbor import CborMalformed, CborNonCanonical, decode, decode_item, encode, head
 from topics.reasons import MALFORMED, NON_CANONICAL, TOO_LARGE, UNKNOWN_TOPIC
@@ -325,11 +326,8 @@ def advertisement_preimage(raw: bytes) -> bytes:
 
 
 def _map_head(raw: bytes) -> tuple[int, int]:
-    info = raw[0] & 0x1F
-    if info < 24:
-        return info, 1
-    size = 1 << (info - 24)
-    return int.from_bytes(raw[1:1 + size], "big"), 1 + size
+    _, _, count, pos = read_head(raw, 0, len(raw))
+    return count, pos
 
 
 def decode_advertisement(raw: bytes) -> PeerAdvertisement:
