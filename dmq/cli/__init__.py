@@ -12,9 +12,9 @@ import sys
 from importlib import metadata
 from typing import NoReturn, TextIO
 
-from dmq.errors import one_line
+from dmq.errors import OperatorError, one_line
 
-__all__ = ["OneLineArgumentParser", "USAGE_ERROR", "OPERATOR_ERROR", "INTERRUPTED", "report", "package_version"]
+__all__ = ["OneLineArgumentParser", "USAGE_ERROR", "OPERATOR_ERROR", "INTERRUPTED", "report", "package_version", "hex_bytes"]
 
 #: Exit statuses. A bad flag exits 1 like the reference (optparse-applicative), not argparse's 2.
 OPERATOR_ERROR = 1
@@ -45,3 +45,16 @@ def package_version() -> str:
         return metadata.version("dmq-node")
     except metadata.PackageNotFoundError:
         return "unknown (not installed)"
+
+
+def hex_bytes(text: str, what: str, size: int | None = None) -> bytes:
+    """Bytes an operator gave in hexadecimal (white space anywhere is ignored, so pasted dumps work),
+    or one line naming the argument and what was expected."""
+    try:
+        value = bytes.fromhex("".join(text.split()))
+    except ValueError:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise OperatorError(f"{what} is not hexadecimal: {shown!r}") from None
+    if size is not None and len(value) != size:
+        raise OperatorError(f"{what} {text!r}: expected {size} bytes, got {len(value)}")
+    return value

@@ -18,7 +18,8 @@ import argparse
 import math
 from datetime import datetime, timezone
 
-from dmq.cli.publish import bytes_from_hex, read_message_file
+from dmq.cli import hex_bytes
+from dmq.cli.publish import read_message_file
 from dmq.errors import OperatorError
 
 __all__ = ["add_parser", "run", "parse_time", "utc_text"]
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from dmq.codec import MessageDecodeError, decode_message
     from dmq.opcert import pool_id_bech32
 
-    raw = bytes_from_hex(args.hex, "--hex") if args.hex is not None else read_message_file(args.file)
+    raw = hex_bytes(args.hex, "--hex") if args.hex is not None else read_message_file(args.file)
     try:
         message = decode_message(raw)
     except MessageDecodeError as exc:

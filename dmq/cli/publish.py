@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from dmq.cli import hex_bytes
 from dmq.errors import OperatorError
 
 __all__ = [
@@ -24,7 +25,6 @@ __all__ = [
     "network_magic_of",
     "socket_path_of",
     "read_message_file",
-    "bytes_from_hex",
     "DEFAULT_SOCKET",
     "SOCKET_ENVIRONMENT_VARIABLE",
 ]
@@ -74,14 +74,6 @@ def _read_bytes(path: str, what: str) -> bytes:
         raise OperatorError(f"{path}: is a directory, not a {what} file") from None
     except OSError as exc:
         raise OperatorError(f"{path}: cannot read the {what} file ({exc.strerror})") from None
-
-
-def bytes_from_hex(text: str, what: str) -> bytes:
-    cleaned = "".join(text.split())
-    try:
-        return bytes.fromhex(cleaned)
-    except ValueError:
-        raise OperatorError(f"{what} is not hexadecimal") from None
 
 
 def read_message_file(path: str) -> bytes:
@@ -183,7 +175,7 @@ def _message_to_submit(args: argparse.Namespace) -> bytes:
         except MessageDecodeError as exc:
             raise OperatorError(f"{args.signed}: not a DMQ message a node would decode ({exc})") from None
         return raw
-    body = _read_bytes(args.body, "body") if args.body is not None else bytes_from_hex(args.body_hex, "--body-hex")
+    body = _read_bytes(args.body, "body") if args.body is not None else hex_bytes(args.body_hex, "--body-hex")
     kes_periods = _kes_periods(args)
     credentials = _credentials(args)
     try:

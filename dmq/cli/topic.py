@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dmq.cli import hex_bytes
 from dmq.cli.publish import add_connection_arguments, network_magic_of, socket_path_of
 from dmq.errors import OperatorError
 
@@ -22,16 +23,6 @@ __all__ = ["add_parser", "run", "describe_item"]
 
 _ADAPTERS = {"raw": 0, "upsycle": 1, "blocklace": 2, "dmsg": 3}
 _STARTS = {"now": 0, "retained": 1, "state": 2}
-
-
-def _hex(text: str, what: str, size: int | None = None) -> bytes:
-    try:
-        value = bytes.fromhex(text)
-    except ValueError:
-        raise OperatorError(f"{what} {text!r}: expected hexadecimal bytes") from None
-    if size is not None and len(value) != size:
-        raise OperatorError(f"{what} {text!r}: expected {size} bytes, got {len(value)}")
-    return value
 
 
 def _signing_key(path: str | None, what: str):
@@ -43,7 +34,7 @@ def _signing_key(path: str | None, what: str):
         text = Path(path).read_text().strip()
     except OSError as exc:
         raise OperatorError(f"--key {path}: {exc.strerror}") from None
-    return SigningKey(_hex(text, f"--key {path}", 32))
+    return SigningKey(hex_bytes(text, f"--key {path}", 32))
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -114,9 +105,9 @@ def describe_item(item: Any) -> str:
 def _selector(args: argparse.Namespace) -> dict[int, Any]:
     selector: dict[int, Any] = {0: _ADAPTERS[args.adapter]}
     if args.group:
-        selector[1] = [_hex(g, "--group", 32) for g in args.group]
+        selector[1] = [hex_bytes(g, "--group", 32) for g in args.group]
     if args.topic:
-        selector[3] = [_hex(t, "--topic", 32) for t in args.topic]
+        selector[3] = [hex_bytes(t, "--topic", 32) for t in args.topic]
     return selector
 
 
@@ -165,7 +156,7 @@ async def _run(args: argparse.Namespace, magic: int) -> None:
             print(f"published id={dmq_id}{inner}")
         elif action in ("join", "leave"):
             key = _signing_key(args.key, action)
-            group = _hex(args.group, "--group", 32)
+            group = hex_bytes(args.group, "--group", 32)
             auth = make_auth(key, action, group, magic)
             if action == "join":
                 ack = await conn.ask(conn.topics.join(bytes(key.verify_key), group, args.local, auth))
@@ -177,10 +168,10 @@ async def _run(args: argparse.Namespace, magic: int) -> None:
                 raise OperatorError(f"{action} refused by the node (detail {ack.detail})")
         elif action == "pull":
             key = _signing_key(args.key, "pull")
-            ids = [_hex(i, "--id", 32) for i in args.id]
+            ids = [hex_bytes(i, "--id", 32) for i in args.id]
             if len(ids) > 16:
                 raise OperatorError(f"--id given {len(ids)} times: a pull names at most 16 ids")
-            reply = await conn.ask(conn.topics.pull(bytes(key.verify_key), _hex(args.group, "--group", 32), ids))
+            reply = await conn.ask(conn.topics.pull(bytes(key.verify_key), hex_bytes(args.group, "--group", 32), ids))
             names = ["queued", "requested", "not_found", "expired", "not_member", "rate_limited"]
             for ident, status in reply.statuses:
                 print(f"id={ident.hex()} status={names[status]}")
@@ -192,20 +183,20 @@ def _publication_body(args: argparse.Namespace) -> bytes:
     if (args.blocklace_topic is not None or args.tag) and not blocklace:
         raise OperatorError("--blocklace-topic and --tag go with --event-hex or --ack")
     if not blocklace:
-        return _hex(args.body_hex, "--body-hex") if args.body_hex is not None else _read_body(args.body)
+        return hex_bytes(args.body_hex, "--body-hex") if args.body_hex is not None else _read_body(args.body)
     if args.blocklace_topic is None:
         raise OperatorError("--event-hex and --ack need --blocklace-topic HEX (the topic id, 32 bytes)")
     from integrations.topics import ack_draft, event_draft
     from topics.blocklace.reasons import BlocklaceReject
 
-    topic = _hex(args.blocklace_topic, "--blocklace-topic", 32)
-    tags = [_hex(t, "--tag") for t in args.tag]
+    topic = hex_bytes(args.blocklace_topic, "--blocklace-topic", 32)
+    tags = [hex_bytes(t, "--tag") for t in args.tag]
     if any(not 1 <= len(t) <= 32 for t in tags) or len(tags) > 8:
         raise OperatorError("--tag: up to 8 content tags of 1 to 32 bytes each")
     try:
         if args.ack:
             return ack_draft(topic, tags)
-        return event_draft(topic, _hex(args.event_hex, "--event-hex"), tags)
+        return event_draft(topic, hex_bytes(args.event_hex, "--event-hex"), tags)
     except BlocklaceReject as exc:
         raise OperatorError(f"--event-hex: {exc.detail}") from None
 

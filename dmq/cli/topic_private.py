@@ -23,6 +23,7 @@ import os
 import time
 from pathlib import Path
 
+from dmq.cli import hex_bytes
 from dmq.cli.publish import add_connection_arguments, network_magic_of, socket_path_of
 from dmq.errors import OperatorError
 
@@ -63,13 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _secret(path: str, what: str) -> bytes:
-    from dmq.cli.topic import _hex
-
     try:
         text = Path(path).read_text().strip()
     except OSError as exc:
         raise OperatorError(f"{what} {path}: {exc.strerror}") from None
-    return _hex(text, f"{what} {path}", 32)
+    return hex_bytes(text, f"{what} {path}", 32)
 
 
 def run_private(args: argparse.Namespace) -> int:
@@ -102,7 +101,6 @@ async def _connected(args: argparse.Namespace, magic: int) -> int:
     from nacl.public import PrivateKey
     from nacl.signing import SigningKey
 
-    from dmq.cli.topic import _hex
     from integrations.topics import GroupMember, GroupOwner, NotAMember, PrivateGroupClient
     from integrations.topics.private_client import publish_routed
 
@@ -110,7 +108,7 @@ async def _connected(args: argparse.Namespace, magic: int) -> int:
     if args.private_action == "members":
         owner = GroupOwner(SigningKey(_secret(args.owner_key, "--owner-key")), _secret(args.group_key, "--group-key"),
                            time.time)
-        record = owner.set_members([_hex(m, "--member", 32) for m in args.member], args.epoch)
+        record = owner.set_members([hex_bytes(m, "--member", 32) for m in args.member], args.epoch)
         dmq_id = await publish_routed(socket, magic, record)
         print(f"epoch={args.epoch} members={len(owner.members)} id={record.id.hex()} dmq={dmq_id.hex()}")
         return 0
@@ -118,7 +116,7 @@ async def _connected(args: argparse.Namespace, magic: int) -> int:
     key = PrivateKey(_secret(args.member_key, "--member-key"))
     state = Path(args.state)
     if args.private_action == "join":
-        member = GroupMember(key, _hex(args.owner, "--owner", 32), _hex(args.group, "--group", 32), time.time)
+        member = GroupMember(key, hex_bytes(args.owner, "--owner", 32), hex_bytes(args.group, "--group", 32), time.time)
     else:
         try:
             member = GroupMember.load(key, state.read_bytes(), time.time)
@@ -135,7 +133,7 @@ async def _connected(args: argparse.Namespace, magic: int) -> int:
         print(f"epoch={member.epoch} revoked={'yes' if member.revoked else 'no'} unreadable={len(member.unreadable)}")
     else:
         try:
-            routed, _ = member.publish(_hex(args.payload_hex, "--payload-hex"))
+            routed, _ = member.publish(hex_bytes(args.payload_hex, "--payload-hex"))
         except NotAMember as exc:
             raise OperatorError(f"cannot publish: {exc} (fetch the membership first)") from None
         await client.publish(routed)
