@@ -14,10 +14,21 @@ if [ -z "$cargo" ]; then
     echo "pallas interop harness: cargo not found (install a Rust toolchain)" >&2
     exit 1
 fi
+# The target directory is shared by every checkout on the machine, and cargo judges the harness
+# fresh by the files of whichever checkout built it last: a checkout whose sources differ would
+# get that other build. So the harness's own artifacts are dropped (dependencies are kept) when
+# the sources differ from the ones of the last build.
+sources="$(cd tests/interop/pallas && find Cargo.toml Cargo.lock src -type f | LC_ALL=C sort | xargs sha256sum | sha256sum)"
+stamp="$target/release/.dmq-pallas-interop-sources"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$sources" ]; then
+    CARGO_TARGET_DIR="$target" "$cargo" clean --release --quiet -p dmq-pallas-interop \
+        --manifest-path tests/interop/pallas/Cargo.toml 2>/dev/null || true
+fi
 if ! log="$(CARGO_TARGET_DIR="$target" "$cargo" build --locked --release --quiet \
         --manifest-path tests/interop/pallas/Cargo.toml 2>&1)"; then
     first_error="$(printf '%s\n' "$log" | grep -m1 '^error' || printf '%s\n' "$log" | tail -n 1)"
     echo "pallas interop harness: cargo build failed: $first_error" >&2
     exit 1
 fi
+printf '%s\n' "$sources" > "$stamp"
 echo "$target/release/dmq-pallas-interop"

@@ -9,7 +9,7 @@
 //! With pallas-network 1.x it also stands in for cardano-node (role `cardano-node`): the
 //! node's stake link queries it over local state query and reads pallas's encodings.
 //!
-//! Usage: `dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server> [--flag value]...`,
+//! Usage: `dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server|cardano-node> [--flag value]...`,
 //! `dmq-pallas-interop 1 cardano-node --socket PATH --magic N --chain FILE`.
 //! Everything it learns is printed on standard output as one JSON object per line.
 
@@ -57,7 +57,7 @@ fn main() -> ExitCode {
 
 fn usage(message: &str) -> ExitCode {
     eprintln!("dmq-pallas-interop: {message}");
-    eprintln!("usage: dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server> --socket PATH --magic N [...]");
+    eprintln!("usage: dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server|cardano-node> --socket PATH --magic N [...]");
     eprintln!("       dmq-pallas-interop 1 cardano-node --socket PATH --magic N --chain FILE");
     ExitCode::from(2)
 }
