@@ -1,7 +1,7 @@
 """The capacity report from a recorded devnet at mainnet signer count: the project's answer
 to CIP-0137's tables (``docs/capacity/``).
 
-Runs a network of in-process nodes (``tests/recorder/capacity_network.py``: full nodes with
+Runs a network of in-process nodes (``tests/dmq/recorder/capacity_network.py``: full nodes with
 diffusion on loopback, real KES signatures, every hop validated) on a scaled clock: 3,000
 pools of which 1,500 sign every minute, for 50 simulated minutes, so that the mempools
 reach their steady state one 30-minute TTL after the start and stay there for 20 minutes.
@@ -29,7 +29,7 @@ import trio  # noqa: E402
 
 from spark.pipeline import capacity_report  # noqa: E402
 from spark.progress import Progress  # noqa: E402
-from tests.recorder.capacity_network import LoadSpec, NetworkRun, record_network  # noqa: E402
+from tests.dmq.recorder.capacity_network import LoadSpec, NetworkRun, record_network  # noqa: E402
 
 
 def header(command: str, run: NetworkRun) -> list[str]:

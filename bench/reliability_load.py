@@ -35,8 +35,8 @@ import trio  # noqa: E402
 
 from miniprotocols.sig_submission import Side  # noqa: E402
 from dmq.diffusion.sig_submission import PullingPeer, ServingPeer  # noqa: E402
-from tests.sigsub.helpers import ListSigSource  # noqa: E402
-from tests.diffusion.rogue import Rogue, open_side  # noqa: E402
+from tests.miniprotocols.sig_submission.helpers import ListSigSource  # noqa: E402
+from tests.dmq.diffusion.rogue import Rogue, open_side  # noqa: E402
 from tests.e2e.messages import generated_signer  # noqa: E402
 from tests.e2e.raw_n2c import (  # noqa: E402
     ACCEPT, ConnectionLost, RawN2CClient, accept_version,

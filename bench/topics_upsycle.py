@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dmq.codec import build_message  # noqa: E402
-from tests.diffusion.network import pool as test_pool  # noqa: E402
+from tests.dmq.diffusion.network import pool as test_pool  # noqa: E402
 from tests.topics.upsycle.harness import MAGIC, NOW, Driver, key, multicast, routed_body  # noqa: E402
 from topics.adapter import Accepted, DmqFacts, Origin, Reject, ValidationContext  # noqa: E402
 from topics.upsycle.params import UpsycleParams  # noqa: E402

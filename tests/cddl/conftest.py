@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from dmq.codec import build_message
-from tests.codec.conftest import E2E_EXPIRES_AT, E2E_KES_PERIOD, e2e_message, kes_key_00, mithril_cold_vk, mithril_opcert
+from tests.dmq.codec.conftest import E2E_EXPIRES_AT, E2E_KES_PERIOD, e2e_message, kes_key_00, mithril_cold_vk, mithril_opcert
 
 __all__ = ["e2e_message", "kes_key_00", "mithril_cold_vk", "mithril_opcert", "samples"]
 

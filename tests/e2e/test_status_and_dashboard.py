@@ -23,7 +23,7 @@ from tests.e2e.raw_n2c import ACCEPT, publish_like_mithril_signer
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dmq-node.json"
 #: Series only a node holding a signing key (``TopicKesKey``) exports; their names are checked
-#: against ``NodeMetrics.bind_kes`` in tests/node/test_trace_sinks.py.
+#: against ``NodeMetrics.bind_kes`` in tests/dmq/node/test_trace_sinks.py.
 SIGNER_ONLY = {"dmq_node_remainingKESPeriods_int"}
 
 

@@ -23,9 +23,9 @@ from integrations.mithril import DmqClientError
 from integrations.topics import draft_block, open_topic_connection
 from miniprotocols.sig_submission import Side
 from dmq.diffusion.sig_submission import ServingPeer
-from tests.diffusion.rogue import Rogue, open_side
+from tests.dmq.diffusion.rogue import Rogue, open_side
 from tests.e2e.raw_n2c import ACCEPT, ConnectionLost, RawN2CClient
-from tests.sigsub.helpers import ListSigSource
+from tests.miniprotocols.sig_submission.helpers import ListSigSource
 from tests.topics.blocklace.world import ALL, TOPIC, ad_payload, advertisement, epoch_payload, event, pool
 from topics.blocklace.codec import ACK, Block, Carry, Payload, TopicParams, encode_block, encode_carry
 from topics.classify import TAG_RANGE, tag_head

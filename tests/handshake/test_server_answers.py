@@ -11,7 +11,7 @@ from handshake.driver import ServerAnswers
 from handshake.protocol import HandshakeServer
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.sdu import SDU
-from tests.mux.streams import raw_sdu, unix_stream_pair
+from tests.ouroboros_mux.streams import raw_sdu, unix_stream_pair
 
 N2C = dmq_node_to_client_versions(DMQ_MAINNET_MAGIC)
 N2C_PROPOSE = bytes.fromhex("8200a1191001821aad964a09f4")

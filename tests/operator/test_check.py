@@ -18,7 +18,7 @@ import pytest
 from dmq.cli.doctor import check
 from dmq.config import NO_ADDRESS_MESSAGE
 from dmq.mempool.store import FORMAT_KEY, META_DB
-from tests.cli.conftest import run_dmq
+from tests.dmq.cli.conftest import run_dmq
 
 from .conftest import NodeDirectory
 

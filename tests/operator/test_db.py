@@ -19,7 +19,7 @@ from dmq.mempool.record import CHECKSUM_SIZE
 from dmq.mempool.store import MESSAGES_DB, MempoolStore
 from integrations.mithril import Publisher, describe_result, is_accepted
 from dmq.cli.tool import run
-from tests.cli.conftest import run_dmq_async
+from tests.dmq.cli.conftest import run_dmq_async
 from tests.e2e.messages import DMQ_DEVNET_MAGIC
 
 #: Enough messages in the store before the commands run that a wrong count cannot pass by chance.

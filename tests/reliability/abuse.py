@@ -25,7 +25,7 @@ from miniprotocols.local_msg_submission import ACCEPTED
 from ouroboros_mux.bearer import HANDSHAKE_SDU_TIMEOUT, SDU_TIMEOUT
 from dmq.trace import ConnectionClosed
 
-from tests.diffusion.network import HOST, MAGIC, LocalClient, pool
+from tests.dmq.diffusion.network import HOST, MAGIC, LocalClient, pool
 from tests.e2e.raw_n2c import REQUEST_NON_BLOCKING, RawN2CClient, sdu
 
 from .world import World

@@ -178,7 +178,7 @@ def seed_corpus() -> tuple[bytes, ...]:
         "82018284440a000001190bb9", "820100",               # peer sharing
         "841aad964a09f401f4", "821aad964a09f4",             # version data n2n, n2c
     )]
-    from tests.diffusion.network import pool  # real keys: signed, valid messages
+    from tests.dmq.diffusion.network import pool  # real keys: signed, valid messages
     for tag, body_size in ((1, 120), (2, 2000)):
         seeds.append(pool(tag).sign(tag, 1_800_000_900, body_size=body_size).raw)
     # Whole SDUs (header and payload) for the SDU header decoder.

@@ -25,7 +25,7 @@ from dmq.codec import build_legacy_message, encode_message
 from dmq.message import OperationalCertificate
 from miniprotocols.local_msg_submission import RejectAlreadyReceived, RejectExpired, RejectInvalid
 
-from tests.diffusion.network import pool
+from tests.dmq.diffusion.network import pool
 
 from .world import UNKNOWN, UNSTAKED, World
 

@@ -7,9 +7,9 @@ the aggregator was notified of and B received exactly the honest messages, and a
 restart X's database holds nothing else either.
 
 The reactions per sig-submission version, with B's view, are in
-``tests/diffusion/test_reactions.py``; the reference reply bytes of a real ``dmq-node``
+``tests/dmq/diffusion/test_reactions.py``; the reference reply bytes of a real ``dmq-node``
 process in ``tests/e2e/test_local_service_process.py``; ``NotInitialized`` (a node still
-waiting for its first stake snapshot) in ``tests/validation/test_rules.py``.
+waiting for its first stake snapshot) in ``tests/dmq/validation/test_rules.py``.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import trio
 
 from miniprotocols.local_msg_submission import ACCEPTED
 
-from tests.diffusion.network import MAGIC, LocalClient, wait_until
-from tests.diffusion.rogue import Rogue
-from tests.diffusion.test_reactions import serve_to
+from tests.dmq.diffusion.network import MAGIC, LocalClient, wait_until
+from tests.dmq.diffusion.rogue import Rogue
+from tests.dmq.diffusion.test_reactions import serve_to
 from tests.e2e.raw_n2c import ConnectionLost, RawN2CClient
-from tests.sigsub.helpers import ListSigSource
+from tests.miniprotocols.sig_submission.helpers import ListSigSource
 
 from .invalid_messages import CLOSED, INVALID_CLASSES, prepare_world, reply_matches
 from .world import World, start_world

@@ -8,7 +8,7 @@ import socket
 
 import trio
 
-from tests.diffusion.network import MAGIC
+from tests.dmq.diffusion.network import MAGIC
 from tests.e2e.raw_n2c import ACCEPT, RawN2CClient, accept_version
 
 from .world import start_world

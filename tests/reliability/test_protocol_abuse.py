@@ -5,9 +5,9 @@ Each violation is sent in raw bytes on its own connection while a Mithril-style 
 publishes every 100 ms, an aggregator keeps a blocking request and peer B keeps its link
 (``abuse.py``). The per-message sig-submission violations of both versions (unrequested or
 excess ids, oversized replies, bodies never announced, ...) are in
-``tests/diffusion/test_sig_submission_at_the_node.py``; the mux's own reaction to each
-fatal error in ``tests/mux/test_mux_fatal.py`` and to random bytes in
-``tests/mux/test_mux_robustness.py``; handshake time limits on a virtual clock in
+``tests/dmq/diffusion/test_sig_submission_at_the_node.py``; the mux's own reaction to each
+fatal error in ``tests/ouroboros_mux/test_mux_fatal.py`` and to random bytes in
+``tests/ouroboros_mux/test_mux_robustness.py``; handshake time limits on a virtual clock in
 ``tests/handshake/test_driver.py``. Here they meet the whole node, in real time.
 """
 

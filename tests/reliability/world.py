@@ -5,7 +5,7 @@ B is a healthy peer that dialled X from its topology, so everything X relays rea
 aggregator keeps a blocking notification request open on X for the whole test. After an
 attack the three views must agree: X holds, B holds and the aggregator was notified of
 exactly the honest messages, each once. The nodes come from
-``tests.diffusion.network`` (real keys, stake file, shared manual clock).
+``tests.dmq.diffusion.network`` (real keys, stake file, shared manual clock).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import trio
 from dmq.diffusion import PeerState
 from dmq.message import DmqMessage
 from dmq.trace import ConnectionClosed, MessageRejected
-from tests.diffusion.network import LocalClient, Network, RunningNode, local_roots, pool, wait_until, write_stake_file
+from tests.dmq.diffusion.network import LocalClient, Network, RunningNode, local_roots, pool, wait_until, write_stake_file
 
 __all__ = ["STAKED", "UNSTAKED", "UNKNOWN", "World", "Aggregator", "start_world"]
 

@@ -13,7 +13,7 @@ from dmq.cli.tool import run as dmq
 from spark.extrapolate import measured_costs
 from spark.ingest import find_recording, ingest, read_table
 from spark.measure import measure
-from tests.recorder.devnet import record_devnet_run
+from tests.dmq.recorder.devnet import record_devnet_run
 
 
 @pytest.fixture(scope="module")

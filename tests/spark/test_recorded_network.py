@@ -13,7 +13,7 @@ import trio
 from spark.extrapolate import measured_costs
 from spark.ingest import find_recording, ingest
 from spark.measure import SIG_SUBMISSION, measure
-from tests.recorder.capacity_network import LoadSpec, record_network
+from tests.dmq.recorder.capacity_network import LoadSpec, record_network
 
 SPEC = LoadSpec(nodes=3, degree=2, pools=24, rounds=4, ttl_s=120, steps=2)
 

@@ -22,7 +22,7 @@ import trio
 import topics.service
 from dmq.config import TopicBucket
 from dmq.keyfiles import write_kes_signing_key, write_operational_certificate
-from tests.diffusion.network import NOW, Network, RunningNode, local_roots, wait_until
+from tests.dmq.diffusion.network import NOW, Network, RunningNode, local_roots, wait_until
 from tests.topics.blocklace.world import Pool, pool
 
 __all__ = ["TOPIC_MAGIC", "NOW", "TopicNetwork", "fast_housekeeping", "line", "running_line", "wait_until"]

@@ -18,7 +18,7 @@ import lmdb
 
 from dmq.clock import ManualClock
 from dmq.codec import build_message
-from tests.diffusion.network import pool as test_pool
+from tests.dmq.diffusion.network import pool as test_pool
 from topics.adapter import Accepted, Defer, DmqFacts, Origin, Reject, ValidationContext
 from topics.store import AdapterDatabases, LmdbTxn, LmdbView
 from topics.upsycle import UpsycleAdapter

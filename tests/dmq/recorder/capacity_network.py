@@ -44,7 +44,7 @@ from dmq.opcert import cold_verification_key, issue_opcert
 from dmq.ports import free_ports
 from dmq.trace import MessageAccepted, MessageRejected, Tracer
 from miniprotocols.local_msg_submission import ACCEPTED
-from tests.diffusion.network import HOST, MAGIC, NOW, LocalClient, Pool, local_roots, wait_until, write_stake_file
+from tests.dmq.diffusion.network import HOST, MAGIC, NOW, LocalClient, Pool, local_roots, wait_until, write_stake_file
 
 __all__ = ["LoadSpec", "NetworkRun", "NodeTotals", "make_pools", "record_network"]
 

@@ -9,7 +9,7 @@ from miniprotocols.framework import Driver, ExceededTimeLimit
 from dmq.diffusion.sig_submission import ClaimingSink, PullingPeer, InFlightRegistry, ServingPeer
 from ouroboros_mux.channel import memory_channel_pair
 
-from .helpers import ListSigSource, make_message, message_id, run_together
+from tests.miniprotocols.sig_submission.helpers import ListSigSource, make_message, message_id, run_together
 
 A, B, C = b"a" * 32, b"b" * 32, b"c" * 32
 

@@ -9,7 +9,7 @@ import trio
 from dmq.connection import ProtocolTask, run_connection
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.mux import Mode, Mux, Role
-from tests.mux.streams import raw_sdu, unix_stream_pair
+from tests.ouroboros_mux.streams import raw_sdu, unix_stream_pair
 
 ECHO, IDLE = 14, 15
 

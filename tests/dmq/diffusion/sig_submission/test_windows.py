@@ -24,7 +24,7 @@ from dmq.diffusion.sig_submission import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE, 
 from miniprotocols.sig_submission_v1 import SIG_SUBMISSION_V1, SigSubmissionV1State
 from miniprotocols.sig_submission_v2 import SIG_SUBMISSION_V2, SigSubmissionV2State
 
-from .helpers import make_message, message_id
+from tests.miniprotocols.sig_submission.helpers import make_message, message_id
 
 
 def test_policy_numbers_are_the_reference_ones():

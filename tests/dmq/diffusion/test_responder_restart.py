@@ -23,7 +23,7 @@ from ouroboros_mux.mux import Mode
 
 from dmq.diffusion import Direction
 
-from tests.sigsub.helpers import ListSigSource
+from tests.miniprotocols.sig_submission.helpers import ListSigSource
 
 from .network import NOW, Network, pool, submit, wait_until
 from .rogue import Rogue, open_side

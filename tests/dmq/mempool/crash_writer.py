@@ -1,6 +1,6 @@
 """Child process of the crash test: submit messages forever, print each acknowledgement.
 
-Usage: ``python -m tests.mempool.crash_writer <store-dir> <submitters>``. Prints ``ready``,
+Usage: ``python -m tests.dmq.mempool.crash_writer <store-dir> <submitters>``. Prints ``ready``,
 then one ``<index> <message-id-hex>`` line per message, only after ``submit`` returned (the
 message is acknowledged, so it must survive the SIGKILL the parent sends at a random time).
 """

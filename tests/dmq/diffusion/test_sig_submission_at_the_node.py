@@ -22,7 +22,7 @@ from ouroboros_mux.mux import Mode
 from dmq.diffusion import Direction
 from dmq.trace import ConnectionClosed
 
-from tests.sigsub.helpers import ListSigSource
+from tests.miniprotocols.sig_submission.helpers import ListSigSource
 
 from .network import NOW, pool, submit, wait_until
 from .rogue import Rogue, open_side

@@ -14,14 +14,14 @@ import pytest
 from dmq.clock import SystemClock
 from dmq.mempool import DurableMempool
 
-from ..conftest import ROOT
+from tests.conftest import ROOT
 from .messages import decode
 
 
 def run_and_kill(path, submitters: int, rng: random.Random) -> dict[bytes, int]:
     """Start the writer, kill it at a random moment, return the acknowledged ``id -> index``."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.mempool.crash_writer", str(path), str(submitters)],
+        [sys.executable, "-m", "tests.dmq.mempool.crash_writer", str(path), str(submitters)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -11,7 +11,7 @@ from dmq.cli.wiring import assemble_node
 from dmq.node import NodeStartError
 from dmq.recorder import NO_RECORDER
 from dmq.recorder.schema import decode_manifest
-from tests.recorder.devnet import devnet_config, record_devnet_run
+from tests.dmq.recorder.devnet import devnet_config, record_devnet_run
 
 
 def _rows(recording, name):

@@ -22,7 +22,7 @@ from dmq.trace import (
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.mux import Mode, Mux, Role
 from ouroboros_mux.sdu import SDU_HEADER_SIZE
-from tests.mux.streams import tcp_stream_pair
+from tests.ouroboros_mux.streams import tcp_stream_pair
 
 MID = bytes(range(32))
 POOL = bytes(range(28))

@@ -22,7 +22,7 @@ from ouroboros_mux.mux import Mode
 from dmq.message import OperationalCertificate
 from dmq.trace import ConnectionClosed, MessageRejected
 
-from tests.sigsub.helpers import ListSigSource
+from tests.miniprotocols.sig_submission.helpers import ListSigSource
 
 from .conftest import UNKNOWN, UNSTAKED
 from .network import NOW, Network, pool, submit, wait_until
