@@ -27,7 +27,7 @@ import trio
 
 import dmq
 
-__all__ = ["NodeFiles", "NodeProcess", "NodeStartError", "NodeExited", "NodeStartTimeout", "CONFIG_FILE",
+__all__ = ["NodeFiles", "NodeProcess", "NodeProcessFailed", "NodeExited", "NodeStartTimeout", "CONFIG_FILE",
            "TOPOLOGY_FILE", "SOCKET_FILE", "node_command", "accepts_connections", "output_tail"]
 
 CONFIG_FILE = "dmq.config.json"
@@ -40,15 +40,15 @@ STDERR_FILE = "node.stderr"
 _PROJECT_ROOT = Path(dmq.__file__).resolve().parent.parent
 
 
-class NodeStartError(Exception):
+class NodeProcessFailed(Exception):
     """A node process ended, or did not listen, before it could be used."""
 
 
-class NodeExited(NodeStartError):
+class NodeExited(NodeProcessFailed):
     """The node process ended while it was expected to run."""
 
 
-class NodeStartTimeout(NodeStartError):
+class NodeStartTimeout(NodeProcessFailed):
     """The node did not accept connections on its socket in time."""
 
 

@@ -41,7 +41,7 @@ from integrations.mithril import GenesisClockKesPeriod
 
 from .aggregator import Aggregator
 from .genesis import write_shelley_genesis, write_stake_file
-from .node_process import SOCKET_FILE, NodeFiles, NodeProcess, NodeStartError
+from .node_process import SOCKET_FILE, NodeFiles, NodeProcess, NodeProcessFailed
 from .pools import DevnetPool, generate_pools
 from .probe import DEFAULT_BODY_SIZE, body_size_range
 from .publisher import PoolPublisher, PublishingTally
@@ -312,7 +312,7 @@ class Devnet:
         try:
             for node in self.nodes:
                 await node.process.wait_listening(max(0.0, deadline - trio.current_time()))
-        except NodeStartError as exc:
+        except NodeProcessFailed as exc:
             raise DevnetError(str(exc)) from None
         ports = ", ".join(f"{n.process.name} :{n.port}" for n in self.nodes)
         self._say(f"{len(self.nodes)} dmq-node processes listening ({ports}); logs in {self.layout.nodes}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import trio
 
 from integrations.devnet.aggregator import Aggregator
-from integrations.devnet.node_process import NodeProcess, NodeStartError
+from integrations.devnet.node_process import NodeProcess, NodeProcessFailed
 from integrations.devnet.orchestrator import DevnetError
 from integrations.devnet.publisher import PublishingTally
 
@@ -77,7 +77,7 @@ async def kill_and_restart(nodes: list[NodeProcess], victims: tuple[int, ...], a
             await nodes[index].start()
         for index in victims:
             await nodes[index].wait_listening(60.0)
-    except NodeStartError as exc:
+    except NodeProcessFailed as exc:
         raise DevnetError(f"a killed node did not come back: {exc}") from None
     record.ended_at = round(trio.current_time() - started, 3)
     on_restart(record)

@@ -31,7 +31,7 @@ from dmq.config import DEFAULT_MIN_SIG_DELAY, MAX_UNIX_SOCKET_PATH_BYTES
 from dmq.networks import DEVNET
 from dmq.stake import load_shelley_genesis
 from integrations.devnet.aggregator import Aggregator
-from integrations.devnet.node_process import NodeProcess, NodeStartError
+from integrations.devnet.node_process import NodeProcess, NodeProcessFailed
 from integrations.devnet.orchestrator import DevnetError, DevnetLayout, client_path, prepare_directory
 from integrations.devnet.pools import generate_pools
 from integrations.devnet.genesis import write_shelley_genesis, write_stake_file
@@ -152,7 +152,7 @@ class Netlab:
         try:
             for process in self.processes:
                 await process.wait_listening(max(0.0, deadline - trio.current_time()))
-        except NodeStartError as exc:
+        except NodeProcessFailed as exc:
             raise DevnetError(str(exc)) from None
         with trio.move_on_after(self.options.connect_timeout):
             while not all(self.lab.established(i) > 0 for i in range(self.options.nodes)):
