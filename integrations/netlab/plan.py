@@ -20,9 +20,12 @@ from integrations.devnet.node_process import SOCKET_FILE, NodeFiles
 
 from .addresses import node_address
 
-__all__ = ["NODE_PORT", "RELAY_TARGETS", "NamespacedNodeFiles", "public_roots", "node_files"]
+__all__ = ["NODE_PORT", "METRICS_PORT", "RELAY_TARGETS", "NamespacedNodeFiles", "public_roots", "node_files"]
 
 NODE_PORT = 3001
+#: Each node serves its metrics on 127.0.0.1 of its own namespace (the reference's default
+#: port); the run reaches it from inside that namespace (``Lab.open_tcp_stream``).
+METRICS_PORT = 12798
 #: The reference node's defaults, which mainnet relays run with.
 RELAY_TARGETS = {
     "TargetNumberOfRootPeers": 60,
@@ -55,7 +58,9 @@ def public_roots(nodes: int, index: int, count: int, seed: int) -> list[int]:
 
 
 def node_files(nodes: int, directory: Path, genesis: Path, *, roots: int, seed: int, min_sig_delay: float,
-               prefixes: list[list[str]], record: Path | None = None) -> list[NamespacedNodeFiles]:
+               prefixes: list[list[str]], record: Path | None = None,
+               inbound_limit: dict[str, float] | None = None) -> list[NamespacedNodeFiles]:
+    """``inbound_limit``: an ``AcceptedConnectionsLimit`` object for every node (None: the default)."""
     files = []
     for index in range(nodes):
         node_dir = directory / f"node-{index + 1}"
@@ -70,8 +75,11 @@ def node_files(nodes: int, directory: Path, genesis: Path, *, roots: int, seed: 
             "ShelleyGenesisFile": os.path.relpath(genesis, node_dir),
             "MinSigDelay": min_sig_delay,
             "PeerSharing": True,
+            "PrometheusPort": METRICS_PORT,
             **RELAY_TARGETS,
         }
+        if inbound_limit is not None:
+            config["AcceptedConnectionsLimit"] = inbound_limit
         if record is not None:
             config["RecordTraffic"] = os.path.relpath(record, node_dir)
         topology = {
