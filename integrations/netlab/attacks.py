@@ -97,13 +97,20 @@ def connections_per_peer(hard_limit: int, peers: int) -> int:
 
 async def run_adversaries(processes, at: float, length: float, started: float, record, grace: float = 5.0) -> None:
     """At ``started + at`` start the attackers; ``length`` seconds later stop them (SIGINT: each
-    writes its final account)."""
+    writes its final account).
+
+    The attack begins, for the record, when every attacker has written its first account: on a
+    loaded machine a Python process can take many seconds to import before it dials anyone.
+    """
     await trio.sleep_until(started + at)
     for process in processes:
         await process.start()
-    record.began_at = round(trio.current_time() - started, 3)
     try:
-        await trio.sleep(length)
+        with trio.move_on_after(length):
+            while not all(process.files.result_path.exists() or not process.running for process in processes):
+                await trio.sleep(0.2)
+        record.began_at = round(trio.current_time() - started, 3)
+        await trio.sleep_until(started + at + length)
     finally:
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 from dmq.codec import encode_message, encode_payload
 from dmq.message import COLD_VK_SIZE, KES_SIGNATURE_SIZE, OperationalCertificate, message_id_of
+from dmq.validation.errors import (InvalidKESSignature, InvalidSignatureOCERT, SigExpired, SigValidationError,
+                                  UnrecognizedPool)
+from dmq.validation.reactions import REACTION_TABLE
 
 __all__ = ["FLOOD_CLASSES", "FloodClass", "FloodMessages", "FLOOD_MARK"]
 
@@ -38,16 +41,24 @@ _TTL = 600
 @dataclass(frozen=True)
 class FloodClass:
     name: str
-    #: The node's error for it (docs/protocol/validation.md 6.2) and its node-to-node reaction.
-    error: str
-    reaction: str
+    #: The node's error for it (docs/protocol/validation.md 6.2).
+    error_type: type[SigValidationError]
+
+    @property
+    def error(self) -> str:
+        return self.error_type.__name__
+
+    @property
+    def reaction(self) -> str:
+        """``disconnect`` or ``trace``: the node's own reaction table says which."""
+        return REACTION_TABLE[self.error_type].peer.value
 
 
 FLOOD_CLASSES = {c.name: c for c in (
-    FloodClass("bad-kes", "InvalidKESSignature", "disconnect"),
-    FloodClass("bad-opcert", "InvalidSignatureOCERT", "disconnect"),
-    FloodClass("unknown-pool", "UnrecognizedPool", "trace"),
-    FloodClass("expired", "SigExpired", "trace"),
+    FloodClass("bad-kes", InvalidKESSignature),
+    FloodClass("bad-opcert", InvalidSignatureOCERT),
+    FloodClass("unknown-pool", UnrecognizedPool),
+    FloodClass("expired", SigExpired),
 )}
 
 

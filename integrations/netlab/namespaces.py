@@ -159,7 +159,8 @@ class NeighbourTable:
     below what the run needs are raised; :meth:`restore` writes back exactly what was there.
     """
 
-    changed: dict[str, int] = field(default_factory=dict)
+    #: setting -> (the value found, the value written)
+    changed: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def ensure(self, entries: int) -> None:
         wanted = {"gc_thresh2": entries, "gc_thresh3": 2 * entries}
@@ -169,15 +170,18 @@ class NeighbourTable:
                 current = int(path.read_text())
                 if current < value:
                     path.write_text(f"{value}\n")
-                    self.changed.setdefault(name, current)
+                    self.changed[name] = (self.changed.get(name, (current, 0))[0], value)
             except (OSError, ValueError):
                 continue
 
     def restore(self) -> None:
-        for name, value in reversed(list(self.changed.items())):
+        """Put back each limit this run raised, unless something else (another run) changed it since."""
+        for name, (found, written) in reversed(list(self.changed.items())):
+            path = _NEIGHBOUR_SETTINGS / name
             try:
-                (_NEIGHBOUR_SETTINGS / name).write_text(f"{value}\n")
-            except OSError:
+                if int(path.read_text()) == written:
+                    path.write_text(f"{found}\n")
+            except (OSError, ValueError):
                 pass
         self.changed.clear()
 

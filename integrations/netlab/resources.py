@@ -93,13 +93,14 @@ class ResourceSampler:
     started: float | None = None
     ended: float | None = None
 
-    def sample(self) -> None:
+    def sample(self, processes: Iterable[tuple[str, int | None]] | None = None) -> None:
+        """One round over ``processes`` (default: ``processes()``)."""
         now = time.monotonic()
         if self.started is None:
             self.started = now
         self.ended = now
         resident = {}
-        for name, pid in self.processes():
+        for name, pid in self.processes() if processes is None else processes:
             if pid is None:
                 continue
             usage = self.usage.setdefault(name, ProcessUsage(name))
@@ -111,7 +112,9 @@ class ResourceSampler:
 
     async def run(self) -> None:
         while True:
-            await trio.to_thread.run_sync(self.sample)
+            # The list is made here, in trio: asking a trio process whether it still runs
+            # reaps it when it has ended, and that may only happen in trio's thread.
+            await trio.to_thread.run_sync(self.sample, list(self.processes()))
             await trio.sleep(self.interval)
 
     def summary(self, names: Iterable[str]) -> dict[str, object]:
