@@ -96,11 +96,13 @@ def connections_per_peer(hard_limit: int, peers: int) -> int:
 
 
 async def run_adversaries(processes, at: float, length: float, started: float, record, grace: float = 5.0) -> None:
-    """At ``started + at`` start the attackers; ``length`` seconds later stop them (SIGINT: each
-    writes its final account).
+    """At ``started + at`` start the attackers; ``length`` seconds after they are in place stop
+    them (SIGINT: each writes its final account).
 
-    The attack begins, for the record, when every attacker has written its first account: on a
-    loaded machine a Python process can take many seconds to import before it dials anyone.
+    An attacker is in place once it has written its first account: on a loaded machine a
+    Python process can take many seconds to import before it dials anyone, and an attack cut
+    short by that would measure nothing. An attacker that never gets there is stopped after
+    ``length`` seconds all the same.
     """
     await trio.sleep_until(started + at)
     for process in processes:
@@ -110,7 +112,7 @@ async def run_adversaries(processes, at: float, length: float, started: float, r
             while not all(process.files.result_path.exists() or not process.running for process in processes):
                 await trio.sleep(0.2)
         record.began_at = round(trio.current_time() - started, 3)
-        await trio.sleep_until(started + at + length)
+        await trio.sleep(length)
     finally:
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:
@@ -135,9 +137,10 @@ def read_offered_ids(path: Path) -> set[bytes]:
 
 
 def flood_verdict(links: list[dict], offered: set[bytes], arrivals: list[dict[bytes, float]],
-                  unexpected: int, rejected: dict[str, dict[str, int]], targets: list[str]) -> dict[str, object]:
+                  foreign: int, rejected: dict[str, dict[str, int]], targets: list[str]) -> dict[str, object]:
     """The flood's outcome (see the module docstring); ``held`` says whether every check passed.
 
+    ``foreign`` counts the deliveries to aggregators whose body is not a pool's probe,
     ``rejected`` is each node's rejections by reason (from its metrics at the end of the run),
     ``targets`` the names of the flooded nodes.
     """
@@ -161,7 +164,7 @@ def flood_verdict(links: list[dict], offered: set[bytes], arrivals: list[dict[by
     elsewhere = {name: counts for name, counts in elsewhere.items() if sum(counts.values())}
     relayed = sum(1 for arrived in arrivals for message_id in arrived if message_id in offered)
     held = (bool(classes) and all(c["as_documented"] for c in classes.values()) and relayed == 0
-            and unexpected == 0 and not elsewhere and len(rejected) > 0)
+            and foreign == 0 and not elsewhere and len(rejected) > 0)
     return {"classes": classes, "offered_ids": len(offered), "delivered_to_aggregators": relayed,
-            "unexpected_deliveries": unexpected, "rejected_at_targets": at_targets,
+            "foreign_deliveries": foreign, "rejected_at_targets": at_targets,
             "flood_rejections_elsewhere": elsewhere, "held": held, "mark": FLOOD_MARK.decode().strip()}

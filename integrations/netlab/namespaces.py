@@ -226,9 +226,18 @@ class Lab:
                 f"addr add {node_address(i)}/{PREFIX_LENGTH} dev {NODE_INTERFACE}\n"
                 f"link set {NODE_INTERFACE} up\n"))
 
-    def exec_prefix(self, index: int) -> list[str]:
-        """What runs a command in node ``index``'s namespace (``ip netns exec`` execs it: same pid)."""
-        return ["ip", "netns", "exec", self.namespace(index)]
+    def exec_prefix(self, index: int, hostname: str | None = None) -> list[str]:
+        """What runs a command in node ``index``'s namespace (``ip netns exec`` execs it: same pid).
+
+        With ``hostname``, the command also gets a UTS namespace of its own with that host name,
+        as a process on its own host would: a node names itself in its log and its traffic
+        recording by host name (and port, the same for every node here). ``unshare`` and the
+        shell exec too, so the pid is still the command's.
+        """
+        prefix = ["ip", "netns", "exec", self.namespace(index)]
+        if hostname is not None:
+            prefix += ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname]
+        return prefix
 
     def set_connected(self, index: int, connected: bool) -> None:
         """Take node ``index``'s bridge port down (cut off from every other node) or up again."""

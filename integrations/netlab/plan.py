@@ -17,6 +17,7 @@ from typing import Any
 
 from dmq.networks import DEVNET
 from integrations.devnet.node_process import SOCKET_FILE, NodeFiles
+from integrations.devnet.orchestrator import node_name
 
 from .addresses import node_address
 
@@ -63,7 +64,7 @@ def node_files(nodes: int, directory: Path, genesis: Path, *, roots: int, seed: 
     """``inbound_limit``: an ``AcceptedConnectionsLimit`` object for every node (None: the default)."""
     files = []
     for index in range(nodes):
-        node_dir = directory / f"node-{index + 1}"
+        node_dir = directory / node_name(index)
         config: dict[str, Any] = {
             "NetworkMagic": DEVNET.dmq,
             "CardanoNetworkMagic": DEVNET.cardano,
@@ -91,5 +92,5 @@ def node_files(nodes: int, directory: Path, genesis: Path, *, roots: int, seed: 
             }],
             "useLedgerAfterSlot": -1,
         }
-        files.append(NamespacedNodeFiles(f"node-{index + 1}", node_dir, config, topology, tuple(prefixes[index])))
+        files.append(NamespacedNodeFiles(node_name(index), node_dir, config, topology, tuple(prefixes[index])))
     return files

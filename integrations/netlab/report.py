@@ -62,8 +62,14 @@ class NodeDelivery:
     connections: int
     ending: str | None
     returncode: int | None
-    #: Messages its aggregator got that no pool's publisher had accepted (must be 0).
+    #: Messages its aggregator got that no pool's publisher saw accepted: none in a run that ends
+    #: normally; in an interrupted one, submissions the node accepted as the publisher was stopped.
     unexpected: int = 0
+    #: Messages its aggregator got whose body is not a pool's probe (must be 0: nothing but the
+    #: pools' messages exists in a netlab, so anything else was relayed from an attacker).
+    foreign: int = 0
+    #: The most inbound node-to-node connections its metrics showed (None: never read).
+    inbound_peak: int | None = None
 
 
 @dataclass
@@ -155,7 +161,7 @@ class NetlabReport:
                     f"connections {c['opened']}, closed by the node {c['closed_by_node']}"
                     + ("" if c["as_documented"] else "  NOT AS DOCUMENTED"))
             say(f"    flood messages delivered to aggregators {outcome.get('delivered_to_aggregators')}, "
-                f"unexpected deliveries {outcome.get('unexpected_deliveries')}, flood rejections at non-targets "
+                f"deliveries of anything but the pools' messages {outcome.get('foreign_deliveries')}, flood rejections at non-targets "
                 f"{outcome.get('flood_rejections_elsewhere') or 'none'}")
         else:
             say(f"    victim inbound connections peak {outcome.get('victim_peak_inbound')} of hard limit "

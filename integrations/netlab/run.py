@@ -37,7 +37,7 @@ from dmq.networks import DEVNET
 from dmq.stake import load_shelley_genesis
 from integrations.devnet.aggregator import Aggregator
 from integrations.devnet.node_process import NodeProcess, NodeStartError
-from integrations.devnet.orchestrator import DevnetError, DevnetLayout, client_path, prepare_directory
+from integrations.devnet.orchestrator import DevnetError, DevnetLayout, client_path, node_name, prepare_directory
 from integrations.devnet.pools import generate_pools
 from integrations.devnet.genesis import write_shelley_genesis, write_stake_file
 from integrations.devnet.probe import DEFAULT_BODY_SIZE
@@ -94,6 +94,11 @@ class NetlabOptions:
     metrics_interval: float = 5.0
     #: Nodes starting (importing, opening their database) at the same time.
     start_concurrency: int = 4
+    #: How much lower the nodes' and attackers' scheduling priority is than the run's own (``nice``):
+    #: the run is one process that signs for every pool, aggregates for every node and keeps the
+    #: faults' clock, and among a hundred busy nodes at the same priority it got a hundredth of
+    #: the CPU, so that its timers fired minutes late. A node's CPU use is measured all the same.
+    niceness: int = 5
     start_timeout: float = 120.0
     connect_timeout: float = 60.0
     drain_timeout: float = 30.0
@@ -200,7 +205,7 @@ class Netlab:
             limit = {"hardLimit": hard, "softLimit": soft, "delay": delay}
         files = node_files(options.nodes, layout.nodes, layout.genesis, roots=options.roots, seed=options.seed,
                            min_sig_delay=options.min_sig_delay,
-                           prefixes=[self.lab.exec_prefix(i) for i in range(options.nodes)],
+                           prefixes=[self._prefix(i, node_name(i)) for i in range(options.nodes)],
                            record=layout.recording if options.record_traffic else None, inbound_limit=limit)
         deepest = client_path(files[-1].socket_path)
         if len(os.fsencode(deepest)) > MAX_UNIX_SOCKET_PATH_BYTES:
@@ -219,11 +224,17 @@ class Netlab:
                                             kes_periods, self.clock, body_size=DEFAULT_BODY_SIZE))
         return publishers
 
+    def _prefix(self, index: int, name: str) -> list[str]:
+        """What runs process ``name`` in namespace ``index`` as host ``name``, at the lower
+        priority (``nice`` execs too: same pid)."""
+        niceness = ["nice", "-n", str(self.options.niceness)] if self.options.niceness else []
+        return [*self.lab.exec_prefix(index, name), *niceness]
+
     def _attacker(self, name: str, slot: int, arguments: list[str]) -> NodeProcess:
         index = self.options.nodes + slot
         directory = self.layout.root / "attackers" / name
         result = directory / RESULT_FILE
-        files = AdversaryFiles(name, directory, {}, {}, tuple(self.lab.exec_prefix(index)),
+        files = AdversaryFiles(name, directory, {}, {}, tuple(self._prefix(index, name)),
                                (*arguments, "--magic", str(DEVNET.dmq), "--result", str(result)))
         return NodeProcess(files)
 
@@ -430,7 +441,7 @@ class Netlab:
                     recorder.add(max(0.0, arrived - publication.sent_at))
         return recorder.summary()
 
-    def _attack_outcomes(self, unexpected: int) -> None:
+    def _attack_outcomes(self, foreign: int) -> None:
         everyone = range(self.options.nodes)
         index_of = {process.name: i for i, process in enumerate(self.processes)}
         for record in self.attacks:
@@ -440,7 +451,7 @@ class Netlab:
                 flooder = self.flooders[0].files
                 rejected = {self.processes[i].name: dict(sample.rejected) for i, sample in self.samples.items()}
                 record.outcome = flood_verdict(read_result(flooder.result_path), read_offered_ids(flooder.ids_path),
-                                               [a.arrivals for a in self.aggregators], unexpected, rejected,
+                                               [a.arrivals for a in self.aggregators], foreign, rejected,
                                                record.nodes)
             else:
                 victim, = mine
@@ -476,8 +487,9 @@ class Netlab:
                 delivered=sum(1 for message_id in aggregator.arrivals if message_id in expected),
                 missing=aggregator.missing(expected), duplicates=aggregator.duplicates, replays=aggregator.replays,
                 connections=aggregator.connections_opened, ending=process.ending, returncode=process.returncode,
-                unexpected=sum(1 for message_id in aggregator.arrivals if message_id not in expected)))
-        self._attack_outcomes(sum(node.unexpected for node in deliveries))
+                unexpected=sum(1 for message_id in aggregator.arrivals if message_id not in expected),
+                foreign=aggregator.foreign, inbound_peak=self.peak_inbound.get(index)))
+        self._attack_outcomes(sum(node.foreign for node in deliveries))
         publishing = 0.0 if self._started is None else (self._ended or trio.current_time()) - self._started
         return NetlabReport(
             settings=self.options.settings(), run_id=self.lab.run_id, load_average=load_average(),
