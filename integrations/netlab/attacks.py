@@ -95,9 +95,11 @@ def connections_per_peer(hard_limit: int, peers: int) -> int:
     return math.ceil(hard_limit / peers) + 1
 
 
-async def run_adversaries(processes, at: float, length: float, started: float, record, grace: float = 5.0) -> None:
-    """At ``started + at`` start the attackers; ``length`` seconds after they are in place stop
-    them (SIGINT: each writes its final account).
+async def run_adversaries(processes, at: float, length: float, started: float, until: float, record,
+                          grace: float = 5.0) -> None:
+    """At ``started + at`` start the attackers; ``length`` seconds after they are in place, or at
+    ``until`` (the end of publishing) if that comes first, stop them (SIGINT: each writes its
+    final account).
 
     An attacker is in place once it has written its first account: on a loaded machine a
     Python process can take many seconds to import before it dials anyone, and an attack cut
@@ -112,7 +114,7 @@ async def run_adversaries(processes, at: float, length: float, started: float, r
             while not all(process.files.result_path.exists() or not process.running for process in processes):
                 await trio.sleep(0.2)
         record.began_at = round(trio.current_time() - started, 3)
-        await trio.sleep(length)
+        await trio.sleep_until(min(trio.current_time() + length, until))
     finally:
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:

@@ -140,7 +140,7 @@ class NetlabOptions:
                                               STAKELESS in self.faults, self.seed,
                                               set(faults.kill) | set(faults.partition))
         # The cluster holds the victim from early on to near the end; the flood spans the middle.
-        return AttackPlan(targets, 0.3 * self.duration, max(3.0, 0.3 * self.duration),
+        return AttackPlan(targets, 0.25 * self.duration, max(3.0, 0.4 * self.duration),
                           victim, self.stakeless_peers, connections_per_peer(self.hard_limit, self.stakeless_peers),
                           0.1 * self.duration, 0.8 * self.duration)
 
@@ -306,20 +306,21 @@ class Netlab:
             nursery.start_soon(await_recovery, record, self.tally, self.aggregators)
         return begin
 
-    def _schedule_attacks(self, work: trio.Nursery, start: float) -> None:
+    def _schedule_attacks(self, work: trio.Nursery, start: float, end: float) -> None:
         plan = self.options.attack_plan()
         names = lambda victims: [self.processes[i].name for i in victims]  # noqa: E731
         if self.flooders:
             record = AttackRecord(FLOOD, names(plan.flood_targets), [p.name for p in self.flooders],
                                   [node_address(self.options.nodes)], plan.flood_at)
             self.attacks.append(record)
-            work.start_soon(run_adversaries, self.flooders, plan.flood_at, plan.flood_seconds, start, record)
+            work.start_soon(run_adversaries, self.flooders, plan.flood_at, plan.flood_seconds, start, end, record)
         if self.cluster:
             first = self.options.nodes + len(self.flooders)
             record = AttackRecord(STAKELESS, names([plan.stakeless_victim]), [p.name for p in self.cluster],
                                   [node_address(first + k) for k in range(len(self.cluster))], plan.stakeless_at)
             self.attacks.append(record)
-            work.start_soon(run_adversaries, self.cluster, plan.stakeless_at, plan.stakeless_seconds, start, record)
+            work.start_soon(run_adversaries, self.cluster, plan.stakeless_at, plan.stakeless_seconds, start, end,
+                            record)
 
     async def _traffic(self, publishers: list[PoolPublisher]) -> None:
         options, plan = self.options, self.options.fault_plan()
@@ -347,7 +348,7 @@ class Netlab:
                         self.faults.append(record)
                         work.start_soon(partition_and_heal, self.lab, plan.partition, plan.partition_at,
                                         plan.partition_seconds, start, record, self._recovery(recoveries))
-                    self._schedule_attacks(work, start)
+                    self._schedule_attacks(work, start, end)
                 self._ended = trio.current_time()
                 with trio.move_on_after(options.drain_timeout):
                     while not all(a.missing(self.tally.accepted) == 0 for a in self.aggregators):
