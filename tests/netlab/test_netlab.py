@@ -60,6 +60,15 @@ def test_without_ip_the_command_says_so_in_one_line_and_offers_the_devnet(tmp_pa
     assert not (tmp_path / "lab").exists()
 
 
+def test_an_unknown_fault_is_refused_in_one_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "dmq.cli.tool", "netlab", "--faults", "kill,meteor", "--dir",
+                             str(tmp_path / "lab")], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown fault meteor" in lines[0] and "stakeless" in lines[0], result.stderr
+    assert not (tmp_path / "lab").exists()
+
+
 def _in(namespace: str, *command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", "netns", "exec", namespace, *command], capture_output=True, text=True)
 
