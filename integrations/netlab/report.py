@@ -165,7 +165,8 @@ class NetlabReport:
                 f"{outcome.get('flood_rejections_elsewhere') or 'none'}")
         else:
             say(f"    victim inbound connections peak {outcome.get('victim_peak_inbound')} of hard limit "
-                f"{outcome.get('victim_hard_limit')}; cluster held {outcome.get('cluster_peak_holding')} at most, "
+                f"{outcome.get('victim_hard_limit')} (refused {outcome.get('victim_refusals_at_hard_limit')} "
+                f"connections at it); cluster held {outcome.get('cluster_peak_holding')} at most, "
                 f"{outcome.get('cluster_refused')} dials refused; victim missing {outcome.get('victim_missing')}")
 
     def _render_resources(self, say) -> None:

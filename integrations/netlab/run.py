@@ -35,6 +35,7 @@ from dmq.clock import SystemClock
 from dmq.config import DEFAULT_MIN_SIG_DELAY, MAX_UNIX_SOCKET_PATH_BYTES, AcceptedConnectionsLimit
 from dmq.networks import DEVNET
 from dmq.stake import load_shelley_genesis
+from dmq.trace import ROUTES
 from integrations.devnet.aggregator import Aggregator
 from integrations.devnet.node_process import NodeProcess, NodeStartError
 from integrations.devnet.orchestrator import DevnetError, DevnetLayout, client_path, node_name, prepare_directory
@@ -63,6 +64,8 @@ KILL, PARTITION = "kill", "partition"
 FAULT_NAMES = (KILL, PARTITION, FLOOD, STAKELESS)
 #: The reference node's inbound hard limit (``AcceptedConnectionsLimit``), unless a run sets one.
 _DEFAULT_HARD_LIMIT = AcceptedConnectionsLimit().hard_limit
+#: What a node traces for each connection it closes at once because it is at its inbound hard limit.
+HARD_LIMIT_TRACE = ROUTES["InboundRefused"][0]
 
 
 @dataclass(frozen=True)
@@ -462,6 +465,8 @@ class Netlab:
                     "connections_per_peer": self.options.attack_plan().stakeless_connections,
                     "victim_hard_limit": self.options.hard_limit,
                     "victim_peak_inbound": self.peak_inbound.get(victim),
+                    "victim_refusals_at_hard_limit": _log_count(self.processes[victim].files.log_path,
+                                                                HARD_LIMIT_TRACE),
                     "cluster_peak_holding": sum(link["peak_holding"] for link in links),
                     "cluster_opened": sum(link["opened"] for link in links),
                     "cluster_refused": sum(link["refused"] for link in links),
@@ -499,6 +504,16 @@ class Netlab:
             steady_latency=steady.summary(), faults=self.faults, attacks=self.attacks,
             resources=self.sampler.summary(process.name for process in self.processes),
             publishing_seconds=round(publishing, 3), interrupted=self.interrupted)
+
+
+def _log_count(path: Path, namespace: str) -> int:
+    """Lines of a node's JSON log traced under ``namespace``."""
+    needle = f'"ns":"{namespace}"'
+    try:
+        with open(path, errors="replace") as log:
+            return sum(1 for line in log if needle in line)
+    except OSError:
+        return 0
 
 
 def _raise_open_file_limit() -> None:

@@ -165,7 +165,8 @@ def lab_run(tmp_path_factory):
     options = NetlabOptions(nodes=7, pools=14, period=4.0, duration=24.0, directory=directory,
                             kill_fraction=0.15, partition_fraction=0.15, drain_timeout=20.0,
                             faults=("kill", "partition", "flood", "stakeless"), flood_targets=2, stakeless_peers=2,
-                            inbound_limit=(24, 18, 1.0), record_traffic=True, resource_interval=1.0)
+                            inbound_limit=(24, 18, 1.0), record_traffic=True, resource_interval=1.0,
+                            metrics_interval=1.0)
     return directory, trio.run(run_netlab, options)
 
 
@@ -212,7 +213,10 @@ def test_a_stakeless_cluster_fills_the_victims_inbound_slots_yet_it_gets_every_m
     outcome = stakeless.outcome
     victim, = stakeless.nodes
     assert len(stakeless.addresses) == 2
-    assert outcome["victim_peak_inbound"] == outcome["victim_hard_limit"] == 24
+    # The victim reached its hard limit (its log traces each connection it closed there at once);
+    # its metrics, read every second, saw it past the soft limit.
+    assert outcome["victim_hard_limit"] == 24 and outcome["victim_refusals_at_hard_limit"] > 0
+    assert 18 <= outcome["victim_peak_inbound"] <= 24
     assert outcome["cluster_peak_holding"] >= 18 and outcome["cluster_refused"] > 0
     assert outcome["victim_missing"] == 0 and stakeless.held
     assert next(node for node in report.nodes if node.node == victim).delivered == report.accepted
