@@ -3,8 +3,9 @@
 Each node gets a namespace and an address from 198.18.0.0/15, and a veth pair to one bridge
 with no way out; its peers come from public roots and peer sharing. The devnet's pools publish
 to their home nodes, an aggregator on every node counts deliveries, some nodes are killed and
-restarted, some partitioned and healed, and the report says whether every accepted message
-reached every node exactly once. Needs root (namespaces); without it, one line points to
+restarted, some partitioned and healed, a flooding peer and a stake-less cluster attack some
+nodes (``--faults``), and the report says whether every accepted message reached every node
+exactly once, whether nothing invalid got through, and what CPU and memory every node used. Needs root (namespaces); without it, one line points to
 ``dmq devnet``. The lab itself is :mod:`integrations.netlab`, imported only when run.
 """
 
@@ -33,6 +34,24 @@ def _number(kind: type, *, low: float, low_inclusive: bool = False, high: float 
     return parse
 
 
+def _faults(text: str) -> tuple[str, ...]:
+    """The names only; :class:`integrations.netlab.NetlabOptions` refuses an unknown one in one line."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _inbound_limit(text: str) -> tuple[int, int, float]:
+    parts = text.split(",")
+    try:
+        hard = int(parts[0])
+        soft = int(parts[1]) if len(parts) > 1 else hard * 3 // 4
+        delay = float(parts[2]) if len(parts) > 2 else 5.0
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected HARD[,SOFT[,DELAY]], got {text!r}") from None
+    if len(parts) > 3 or not 0 <= soft <= hard or hard < 1 or delay < 0:
+        raise argparse.ArgumentTypeError(f"expected HARD[,SOFT[,DELAY]] with 0 <= SOFT <= HARD, got {text!r}")
+    return hard, soft, delay
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "netlab", help="run N dmq-node processes in network namespaces with faults, and check delivery",
@@ -54,6 +73,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="fraction of nodes killed with SIGKILL and restarted (default: 0.1; 0: none)")
     parser.add_argument("--partition-fraction", type=_number(float, low=0, low_inclusive=True, high=1),
                         default=0.2, help="fraction of nodes cut off and reconnected (default: 0.2; 0: none)")
+    parser.add_argument("--faults", type=_faults, default=("kill", "partition"),
+                        help="comma-separated faults and attacks: kill, partition, flood (a peer offering invalid "
+                             "messages to --flood-targets nodes), stakeless (a cluster of stake-less peers filling "
+                             "one victim's inbound slots) (default: kill,partition)")
+    parser.add_argument("--flood-targets", type=_number(int, low=1, low_inclusive=True), default=3,
+                        help="honest nodes the flooding peer dials (default: 3)")
+    parser.add_argument("--flood-rate", type=_number(float, low=0), default=20.0,
+                        help="invalid messages offered per second on each flood connection (default: 20)")
+    parser.add_argument("--stakeless-peers", type=_number(int, low=1, low_inclusive=True), default=4,
+                        help="processes, each with its own address, in the stake-less cluster (default: 4)")
+    parser.add_argument("--inbound-limit", type=_inbound_limit, default=None, metavar="HARD[,SOFT[,DELAY]]",
+                        help="every node's AcceptedConnectionsLimit (default: the node's, 512,384,5)")
     parser.add_argument("--rate-mbit", type=_number(float, low=0), default=None,
                         help="limit each node's sending rate with tc tbf (default: no limit)")
     parser.add_argument("--record", action="store_true", help="record traffic into DIR/traffic")
@@ -61,7 +92,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dir", type=Path, default=Path("netlab"), dest="directory",
                         help="where the run's files go; a previous run there is replaced (default: netlab)")
     parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless every node got every accepted message exactly once")
+                        help="exit 1 unless every node got every accepted message exactly once and every attack "
+                             "was withstood")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,10 +104,14 @@ def run(args: argparse.Namespace) -> int:
     options = NetlabOptions(nodes=args.nodes, pools=args.pools, period=args.period, duration=args.duration,
                             directory=args.directory, seed=args.seed, roots=args.roots,
                             kill_fraction=args.kill_fraction, partition_fraction=args.partition_fraction,
-                            rate_mbit=args.rate_mbit, record_traffic=args.record)
+                            rate_mbit=args.rate_mbit, record_traffic=args.record, faults=args.faults,
+                            flood_targets=args.flood_targets, flood_rate=args.flood_rate,
+                            stakeless_peers=args.stakeless_peers, inbound_limit=args.inbound_limit)
     report = trio.run(run_netlab, options)
-    if args.check and not report.complete:
+    if args.check and not (report.complete and report.defended):
+        failed = [attack.kind for attack in report.attacks if not attack.held]
         raise OperatorError(f"the run was not complete: {report.missing} deliveries missing, "
                             f"{report.duplicates} duplicated"
+                            + (f", attacks not withstood: {', '.join(failed)}" if failed else "")
                             + (f", interrupted by {report.interrupted}" if report.interrupted else ""))
     return 0

@@ -8,12 +8,17 @@ trio TCP stream with a deadline; the exposition text is parsed by ``prometheus_c
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["ScrapeError", "NodeSample", "parse_node_sample", "scrape_text", "scrape_node"]
+__all__ = ["ScrapeError", "NodeSample", "parse_node_sample", "scrape_text", "scrape_node", "Connect"]
+
+#: Opens the TCP stream to the endpoint; the default is ``trio.open_tcp_stream(host, port)``
+#: (the netlab connects from inside a node's network namespace instead).
+Connect = Callable[[], Awaitable[trio.abc.Stream]]
 
 _MAX_REPLY = 4 * 1024 * 1024
 
@@ -68,8 +73,8 @@ def parse_node_sample(text: str, prefix: str = "dmq_node_") -> NodeSample:
     return NodeSample(held, connections, dict(accepted), dict(rejected))
 
 
-async def _get(host: str, port: int, path: str) -> str:
-    stream = await trio.open_tcp_stream(host, port)
+async def _get(host: str, port: int, path: str, connect: Connect | None) -> str:
+    stream = await (connect() if connect is not None else trio.open_tcp_stream(host, port))
     async with stream:
         request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
         await stream.send_all(request.encode())
@@ -85,11 +90,12 @@ async def _get(host: str, port: int, path: str) -> str:
     return body.decode("utf-8", errors="replace")
 
 
-async def scrape_text(port: int, *, host: str = "127.0.0.1", timeout: float = 2.0) -> str:
+async def scrape_text(port: int, *, host: str = "127.0.0.1", timeout: float = 2.0,
+                      connect: Connect | None = None) -> str:
     """The metrics page ``http://host:port/metrics``; ScrapeError when it fails or times out."""
     try:
         with trio.fail_after(timeout):
-            return await _get(host, port, "/metrics")
+            return await _get(host, port, "/metrics", connect)
     except trio.TooSlowError:
         raise ScrapeError(f"{host}:{port}: no metrics within {timeout} s") from None
     except OSError as exc:
@@ -97,9 +103,9 @@ async def scrape_text(port: int, *, host: str = "127.0.0.1", timeout: float = 2.
 
 
 async def scrape_node(port: int, *, host: str = "127.0.0.1", timeout: float = 2.0,
-                      prefix: str = "dmq_node_") -> NodeSample:
+                      prefix: str = "dmq_node_", connect: Connect | None = None) -> NodeSample:
     """One scrape of ``http://host:port/metrics``; ScrapeError when it fails or times out."""
-    text = await scrape_text(port, host=host, timeout=timeout)
+    text = await scrape_text(port, host=host, timeout=timeout, connect=connect)
     try:
         return parse_node_sample(text, prefix)
     except ValueError as exc:

@@ -13,7 +13,8 @@ namespaces (never in the root namespace), and none of them is joined to a physic
 to the root namespace. A packet from a node can only go to ``br0`` and from there to another
 node's ``eth0``; nothing in the bridge namespace routes (it has no address, and a new
 namespace starts with forwarding off). The root namespace's interfaces, routes, forwarding
-and firewall are not touched.
+and firewall are not touched; the one kernel-wide setting a large run changes, the neighbour
+table's size limits (:class:`NeighbourTable`), is put back at the end.
 
 Everything a run made goes when its namespaces are deleted (deleting a namespace deletes its
 interfaces, and a veth pair goes with either side). :meth:`Lab.teardown` ends any process left
@@ -24,23 +25,31 @@ and the process id in the name; the namespaces of a live run are left alone.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
 
 from dmq.errors import OperatorError
 
 from .addresses import PREFIX_LENGTH, node_address
 
 __all__ = ["PREFIX", "NamespacesUnavailable", "NamespaceError", "Lab", "check_available", "remove_leftovers",
-           "existing_namespaces"]
+           "existing_namespaces", "NeighbourTable"]
 
 PREFIX = "dmqlab-"
 BRIDGE = "br0"
 NODE_INTERFACE = "eth0"
+_NETNS_DIRECTORY = Path("/var/run/netns")
+_CLONE_NEWNET = 0x40000000
+_NEIGHBOUR_SETTINGS = Path("/proc/sys/net/ipv4/neigh/default")
 
 
 class NamespacesUnavailable(OperatorError):
@@ -116,6 +125,67 @@ def remove_leftovers() -> list[str]:
     return removed
 
 
+def _setns(fd: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, _CLONE_NEWNET) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
+
+
+def _socket_in(namespace: str) -> socket.socket:
+    """A TCP socket of ``namespace``'s network stack, made from this thread.
+
+    A network namespace is a per-thread attribute, and a socket belongs for life to the
+    namespace it was made in: the thread enters the namespace, makes the socket and comes back,
+    so the run itself never leaves the root namespace.
+    """
+    with open(_NETNS_DIRECTORY / namespace, "rb") as target, open("/proc/thread-self/ns/net", "rb") as home:
+        _setns(target.fileno())
+        try:
+            return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        finally:
+            _setns(home.fileno())
+
+
+@dataclass
+class NeighbourTable:
+    """The kernel's IPv4 neighbour (ARP) table limits, raised for the run and put back after.
+
+    The table is one for the whole kernel, shared by every namespace, and its limits can be set
+    in the root namespace only (new namespaces do not even show them). Each node learns the
+    address of every peer it talks to, so a run of N nodes holds up to N x N entries: 100 nodes
+    pass the default hard limit (``gc_thresh3``, 1024) many times over, and past it the kernel
+    refuses new neighbours ("neighbour table overflow") and connections time out. Only limits
+    below what the run needs are raised; :meth:`restore` writes back exactly what was there.
+    """
+
+    #: setting -> (the value found, the value written)
+    changed: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def ensure(self, entries: int) -> None:
+        wanted = {"gc_thresh2": entries, "gc_thresh3": 2 * entries}
+        for name, value in wanted.items():
+            path = _NEIGHBOUR_SETTINGS / name
+            try:
+                current = int(path.read_text())
+                if current < value:
+                    path.write_text(f"{value}\n")
+                    self.changed[name] = (self.changed.get(name, (current, 0))[0], value)
+            except (OSError, ValueError):
+                continue
+
+    def restore(self) -> None:
+        """Put back each limit this run raised, unless something else (another run) changed it since."""
+        for name, (found, written) in reversed(list(self.changed.items())):
+            path = _NEIGHBOUR_SETTINGS / name
+            try:
+                if int(path.read_text()) == written:
+                    path.write_text(f"{found}\n")
+            except (OSError, ValueError):
+                pass
+        self.changed.clear()
+
+
 @dataclass
 class Lab:
     """One run's namespaces: :meth:`build` makes them, :meth:`teardown` removes every one."""
@@ -156,9 +226,18 @@ class Lab:
                 f"addr add {node_address(i)}/{PREFIX_LENGTH} dev {NODE_INTERFACE}\n"
                 f"link set {NODE_INTERFACE} up\n"))
 
-    def exec_prefix(self, index: int) -> list[str]:
-        """What runs a command in node ``index``'s namespace (``ip netns exec`` execs it: same pid)."""
-        return ["ip", "netns", "exec", self.namespace(index)]
+    def exec_prefix(self, index: int, hostname: str | None = None) -> list[str]:
+        """What runs a command in node ``index``'s namespace (``ip netns exec`` execs it: same pid).
+
+        With ``hostname``, the command also gets a UTS namespace of its own with that host name,
+        as a process on its own host would: a node names itself in its log and its traffic
+        recording by host name (and port, the same for every node here). ``unshare`` and the
+        shell exec too, so the pid is still the command's.
+        """
+        prefix = ["ip", "netns", "exec", self.namespace(index)]
+        if hostname is not None:
+            prefix += ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname]
+        return prefix
 
     def set_connected(self, index: int, connected: bool) -> None:
         """Take node ``index``'s bridge port down (cut off from every other node) or up again."""
@@ -173,6 +252,17 @@ class Lab:
         """Established TCP connections in node ``index``'s namespace (to or from other nodes)."""
         listed = _ip("ss", "-N", self.namespace(index), "-H", "-t", "state", "established", check=False).stdout
         return sum(1 for line in listed.splitlines() if line.strip())
+
+    async def open_tcp_stream(self, index: int, port: int, host: str = "127.0.0.1") -> trio.SocketStream:
+        """A TCP connection made inside namespace ``index`` (to a node's local metrics port, say)."""
+        made = await trio.to_thread.run_sync(_socket_in, self.namespace(index))
+        sock = trio.socket.from_stdlib_socket(made)
+        try:
+            await sock.connect((host, port))
+        except BaseException:
+            sock.close()
+            raise
+        return trio.SocketStream(sock)
 
     def teardown(self) -> list[str]:
         """Remove every namespace of this run (ending processes left in them); the names left over."""

@@ -17,12 +17,16 @@ from typing import Any
 
 from dmq.networks import DEVNET
 from integrations.devnet.node_process import SOCKET_FILE, NodeFiles
+from integrations.devnet.orchestrator import node_name
 
 from .addresses import node_address
 
-__all__ = ["NODE_PORT", "RELAY_TARGETS", "NamespacedNodeFiles", "public_roots", "node_files"]
+__all__ = ["NODE_PORT", "METRICS_PORT", "RELAY_TARGETS", "NamespacedNodeFiles", "public_roots", "node_files"]
 
 NODE_PORT = 3001
+#: Each node serves its metrics on 127.0.0.1 of its own namespace (the reference's default
+#: port); the run reaches it from inside that namespace (``Lab.open_tcp_stream``).
+METRICS_PORT = 12798
 #: The reference node's defaults, which mainnet relays run with.
 RELAY_TARGETS = {
     "TargetNumberOfRootPeers": 60,
@@ -55,10 +59,12 @@ def public_roots(nodes: int, index: int, count: int, seed: int) -> list[int]:
 
 
 def node_files(nodes: int, directory: Path, genesis: Path, *, roots: int, seed: int, min_sig_delay: float,
-               prefixes: list[list[str]], record: Path | None = None) -> list[NamespacedNodeFiles]:
+               prefixes: list[list[str]], record: Path | None = None,
+               inbound_limit: dict[str, float] | None = None) -> list[NamespacedNodeFiles]:
+    """``inbound_limit``: an ``AcceptedConnectionsLimit`` object for every node (None: the default)."""
     files = []
     for index in range(nodes):
-        node_dir = directory / f"node-{index + 1}"
+        node_dir = directory / node_name(index)
         config: dict[str, Any] = {
             "NetworkMagic": DEVNET.dmq,
             "CardanoNetworkMagic": DEVNET.cardano,
@@ -70,8 +76,11 @@ def node_files(nodes: int, directory: Path, genesis: Path, *, roots: int, seed: 
             "ShelleyGenesisFile": os.path.relpath(genesis, node_dir),
             "MinSigDelay": min_sig_delay,
             "PeerSharing": True,
+            "PrometheusPort": METRICS_PORT,
             **RELAY_TARGETS,
         }
+        if inbound_limit is not None:
+            config["AcceptedConnectionsLimit"] = inbound_limit
         if record is not None:
             config["RecordTraffic"] = os.path.relpath(record, node_dir)
         topology = {
@@ -83,5 +92,5 @@ def node_files(nodes: int, directory: Path, genesis: Path, *, roots: int, seed: 
             }],
             "useLedgerAfterSlot": -1,
         }
-        files.append(NamespacedNodeFiles(f"node-{index + 1}", node_dir, config, topology, tuple(prefixes[index])))
+        files.append(NamespacedNodeFiles(node_name(index), node_dir, config, topology, tuple(prefixes[index])))
     return files

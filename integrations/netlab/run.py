@@ -3,13 +3,17 @@
 1. the privileges are checked (one line and the loopback alternative if they are missing), the
    namespaces of earlier crashed runs are removed, the directory is prepared;
 2. the devnet's pools, genesis (skewed stake) and stake file are generated;
-3. the namespaces, veth pairs and bridge are built, each node's files written and the nodes
-   started inside their namespaces; the run waits until every node has a TCP connection;
+3. the namespaces, veth pairs and bridge are built (one namespace per node and per attacker),
+   each node's files written and the nodes started inside their namespaces, a few at a time
+   (a hundred Python processes importing at once on two cores would miss any start timeout);
+   the run waits until every node has a TCP connection;
 4. one aggregator per node connects through the node's local socket (Unix sockets live on the
    shared filesystem, so publishers and aggregators run here, in the root namespace), the pools
-   publish to their home nodes, and the faults happen on schedule;
-5. in-flight messages get a bounded time to arrive, the nodes are stopped, the namespaces
-   removed, and the report printed and written.
+   publish to their home nodes, and the faults and attacks happen on schedule, while every
+   process's CPU and memory are sampled from ``/proc`` (:mod:`.resources`) and every node's
+   metrics are read from inside its namespace;
+5. in-flight messages get a bounded time to arrive, the nodes' metrics are read a last time,
+   the nodes are stopped, the namespaces removed, and the report printed and written.
 
 SIGINT, SIGTERM and SIGHUP end the run early; step 5 still runs, and the namespaces are removed
 also when anything raises.
@@ -18,6 +22,7 @@ also when anything raises.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field
@@ -27,28 +32,40 @@ import trio
 from rich.console import Console
 
 from dmq.clock import SystemClock
-from dmq.config import DEFAULT_MIN_SIG_DELAY, MAX_UNIX_SOCKET_PATH_BYTES
+from dmq.config import DEFAULT_MIN_SIG_DELAY, MAX_UNIX_SOCKET_PATH_BYTES, AcceptedConnectionsLimit
 from dmq.networks import DEVNET
 from dmq.stake import load_shelley_genesis
+from dmq.trace import ROUTES
 from integrations.devnet.aggregator import Aggregator
 from integrations.devnet.node_process import NodeProcess, NodeProcessFailed
-from integrations.devnet.orchestrator import DevnetError, DevnetLayout, client_path, prepare_directory
+from integrations.devnet.orchestrator import DevnetError, DevnetLayout, client_path, node_name, prepare_directory
 from integrations.devnet.pools import generate_pools
 from integrations.devnet.genesis import write_shelley_genesis, write_stake_file
 from integrations.devnet.probe import DEFAULT_BODY_SIZE
 from integrations.devnet.publisher import PoolPublisher, PublishingTally
+from integrations.devnet.scrape import NodeSample, ScrapeError, scrape_node
 from integrations.devnet.stats import LatencyRecorder
 from integrations.mithril import GenesisClockKesPeriod
 
 from .addresses import MAX_NODES, node_address
+from .attacks import (FLOOD, IDS_FILE, RESULT_FILE, STAKELESS, AdversaryFiles, AttackPlan, choose_attack_nodes, connections_per_peer,
+                      flood_verdict, read_offered_ids, read_result, run_adversaries)
 from .faults import FaultPlan, await_recovery, choose_victims, kill_and_restart, partition_and_heal
-from .namespaces import Lab, check_available, remove_leftovers
-from .plan import node_files
-from .report import REPORT_FILE, FaultRecord, NetlabReport, NodeDelivery, load_average
+from .namespaces import Lab, NeighbourTable, check_available, remove_leftovers
+from .plan import METRICS_PORT, NODE_PORT, node_files
+from .report import REPORT_FILE, AttackRecord, FaultRecord, NetlabReport, NodeDelivery, load_average
+from .resources import ResourceSampler
 
 __all__ = ["NetlabOptions", "Netlab", "run_netlab"]
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+KILL, PARTITION = "kill", "partition"
+#: Every fault and attack a run can be asked for, by the name ``--faults`` takes.
+FAULT_NAMES = (KILL, PARTITION, FLOOD, STAKELESS)
+#: The reference node's inbound hard limit (``AcceptedConnectionsLimit``), unless a run sets one.
+_DEFAULT_HARD_LIMIT = AcceptedConnectionsLimit().hard_limit
+#: What a node traces for each connection it closes at once because it is at its inbound hard limit.
+HARD_LIMIT_TRACE = ROUTES["InboundRefused"][0]
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,25 @@ class NetlabOptions:
     #: Egress limit per node in Mbit/s (``tc tbf``); ``None``: no limit.
     rate_mbit: float | None = None
     record_traffic: bool = False
+    #: Which of FAULT_NAMES happen (a fraction of 0 also turns kill or partition off).
+    faults: tuple[str, ...] = (KILL, PARTITION)
+    #: Honest nodes the flooding peer dials, and messages per second per flood connection.
+    flood_targets: int = 3
+    flood_rate: float = 20.0
+    #: Processes (each its own address) in the stake-less cluster.
+    stakeless_peers: int = 4
+    #: Every node's ``AcceptedConnectionsLimit`` as (hard, soft, delay); None: the node's default.
+    inbound_limit: tuple[int, int, float] | None = None
+    #: Seconds between two samples of every process's CPU and memory, and between two metric reads.
+    resource_interval: float = 2.0
+    metrics_interval: float = 5.0
+    #: Nodes starting (importing, opening their database) at the same time.
+    start_concurrency: int = 4
+    #: How much lower the nodes' and attackers' scheduling priority is than the run's own (``nice``):
+    #: the run is one process that signs for every pool, aggregates for every node and keeps the
+    #: faults' clock, and among a hundred busy nodes at the same priority it got a hundredth of
+    #: the CPU, so that its timers fired minutes late. A node's CPU use is measured all the same.
+    niceness: int = 5
     start_timeout: float = 120.0
     connect_timeout: float = 60.0
     drain_timeout: float = 30.0
@@ -80,15 +116,41 @@ class NetlabOptions:
         for name in ("kill_fraction", "partition_fraction"):
             if not 0 <= getattr(self, name) < 1:
                 raise DevnetError(f"--{name.replace('_', '-')} is a fraction in [0, 1), got {getattr(self, name)}")
+        object.__setattr__(self, "faults", tuple(self.faults))
+        unknown = [name for name in self.faults if name not in FAULT_NAMES]
+        if unknown:
+            raise DevnetError(f"unknown fault {', '.join(unknown)}; the faults are {', '.join(FAULT_NAMES)}")
+        if self.flood_targets < 1 or not self.flood_rate > 0 or self.stakeless_peers < 1:
+            raise DevnetError("--flood-targets, --flood-rate and --stakeless-peers must be positive")
 
     @property
     def min_sig_delay(self) -> float:
         return min(DEFAULT_MIN_SIG_DELAY, self.period / 2)
 
     def fault_plan(self) -> FaultPlan:
-        kill, partition = choose_victims(self.nodes, self.kill_fraction, self.partition_fraction, self.seed)
+        kill, partition = choose_victims(self.nodes, self.kill_fraction if KILL in self.faults else 0,
+                                         self.partition_fraction if PARTITION in self.faults else 0, self.seed)
         return FaultPlan(kill, 0.15 * self.duration, max(3.0, 0.15 * self.duration),
                          partition, 0.5 * self.duration, max(3.0, 0.2 * self.duration))
+
+    @property
+    def hard_limit(self) -> int:
+        return _DEFAULT_HARD_LIMIT if self.inbound_limit is None else self.inbound_limit[0]
+
+    def attack_plan(self) -> AttackPlan:
+        faults = self.fault_plan()
+        targets, victim = choose_attack_nodes(self.nodes, self.flood_targets if FLOOD in self.faults else 0,
+                                              STAKELESS in self.faults, self.seed,
+                                              set(faults.kill) | set(faults.partition))
+        # The cluster holds the victim from early on to near the end; the flood spans the middle.
+        return AttackPlan(targets, 0.25 * self.duration, max(3.0, 0.4 * self.duration),
+                          victim, self.stakeless_peers, connections_per_peer(self.hard_limit, self.stakeless_peers),
+                          0.1 * self.duration, 0.8 * self.duration)
+
+    @property
+    def attackers(self) -> int:
+        """Namespaces beyond the nodes': one flooder, and the stake-less cluster's peers."""
+        return (FLOOD in self.faults) + (self.stakeless_peers if STAKELESS in self.faults else 0)
 
     def settings(self) -> dict[str, object]:
         values = asdict(self)
@@ -105,11 +167,19 @@ class Netlab:
     def __post_init__(self) -> None:
         self.layout = DevnetLayout(self.options.directory.absolute())
         self.clock = SystemClock()
-        self.lab = Lab(self.options.nodes)
+        self.lab = Lab(self.options.nodes + self.options.attackers)
+        self.neighbours = NeighbourTable()
         self.tally = PublishingTally()
         self.processes: list[NodeProcess] = []
         self.aggregators: list[Aggregator] = []
+        self.flooders: list[NodeProcess] = []
+        self.cluster: list[NodeProcess] = []
         self.faults: list[FaultRecord] = []
+        self.attacks: list[AttackRecord] = []
+        #: Each node's metrics as last read, and the most inbound connections it was seen with.
+        self.samples: dict[int, NodeSample] = {}
+        self.peak_inbound: dict[int, int] = {}
+        self.sampler = ResourceSampler(self._pids, self.options.resource_interval)
         self.interrupted: str | None = None
         self._started: float | None = None
         #: The wall-clock time publishing started (publications carry wall-clock send times).
@@ -119,17 +189,27 @@ class Netlab:
     def _say(self, text: str) -> None:
         self.console.print(text, highlight=False)
 
+    def _pids(self):
+        for process in [*self.processes, *self.flooders, *self.cluster]:
+            yield process.name, process.process.pid if process.running else None
+
     def _prepare(self) -> list[PoolPublisher]:
         options, layout = self.options, self.layout
+        plan = options.attack_plan()
         prepare_directory(layout)
-        pools = generate_pools(layout.pools, options.pools, seed=options.seed)
+        # A flood abuses the public credentials of one registered pool that publishes nothing itself.
+        pools = generate_pools(layout.pools, options.pools + bool(plan.flood_targets), seed=options.seed)
         system_start = datetime.fromtimestamp(int(self.clock.now()), timezone.utc)
         write_shelley_genesis(layout.genesis, pools, system_start, seed=options.seed)
         write_stake_file(layout.stake_file, pools, seed=options.seed)
+        limit = None
+        if options.inbound_limit is not None:
+            hard, soft, delay = options.inbound_limit
+            limit = {"hardLimit": hard, "softLimit": soft, "delay": delay}
         files = node_files(options.nodes, layout.nodes, layout.genesis, roots=options.roots, seed=options.seed,
                            min_sig_delay=options.min_sig_delay,
-                           prefixes=[self.lab.exec_prefix(i) for i in range(options.nodes)],
-                           record=layout.recording if options.record_traffic else None)
+                           prefixes=[self._prefix(i, node_name(i)) for i in range(options.nodes)],
+                           record=layout.recording if options.record_traffic else None, inbound_limit=limit)
         deepest = client_path(files[-1].socket_path)
         if len(os.fsencode(deepest)) > MAX_UNIX_SOCKET_PATH_BYTES:
             raise DevnetError(f"{layout.root} is too deep: node sockets such as {deepest} would exceed "
@@ -138,22 +218,64 @@ class Netlab:
         self.aggregators = [Aggregator(i, client_path(node.socket_path), DEVNET.dmq, self.clock)
                             for i, node in enumerate(files)]
         kes_periods = GenesisClockKesPeriod.from_genesis(load_shelley_genesis(layout.genesis), self.clock)
+        self._prepare_attackers(plan, pools[-1].paths.opcert if plan.flood_targets else None,
+                                kes_periods.current_kes_period())
         publishers = []
-        for pool in pools:
+        for pool in pools[:options.pools]:
             home = pool.index % options.nodes
             publishers.append(PoolPublisher(pool, home, client_path(files[home].socket_path), DEVNET.dmq,
                                             kes_periods, self.clock, body_size=DEFAULT_BODY_SIZE))
         return publishers
 
+    def _prefix(self, index: int, name: str) -> list[str]:
+        """What runs process ``name`` in namespace ``index`` as host ``name``, at the lower
+        priority (``nice`` execs too: same pid)."""
+        niceness = ["nice", "-n", str(self.options.niceness)] if self.options.niceness else []
+        return [*self.lab.exec_prefix(index, name), *niceness]
+
+    def _attacker(self, name: str, slot: int, arguments: list[str]) -> NodeProcess:
+        index = self.options.nodes + slot
+        directory = self.layout.root / "attackers" / name
+        result = directory / RESULT_FILE
+        files = AdversaryFiles(name, directory, {}, {}, tuple(self._prefix(index, name)),
+                               (*arguments, "--magic", str(DEVNET.dmq), "--result", str(result)))
+        return NodeProcess(files)
+
+    def _prepare_attackers(self, plan: AttackPlan, opcert, kes_period: int) -> None:
+        target = lambda i: f"{node_address(i)}:{NODE_PORT}"  # noqa: E731
+        slot = 0
+        if plan.flood_targets:
+            directory = self.layout.root / "attackers" / "flooder"
+            arguments = ["flood", "--opcert", str(opcert), "--kes-period", str(kes_period),
+                         "--rate", f"{self.options.flood_rate:g}", "--ids", str(directory / IDS_FILE)]
+            for index in plan.flood_targets:
+                arguments += ["--target", target(index)]
+            self.flooders = [self._attacker("flooder", slot, arguments)]
+            slot += 1
+        if plan.stakeless_victim is not None:
+            self.cluster = [self._attacker(f"stakeless-{k + 1}", slot + k,
+                                           ["withhold", "--target", target(plan.stakeless_victim),
+                                            "--connections", str(plan.stakeless_connections)])
+                            for k in range(plan.stakeless_peers)]
+
     async def _start_nodes(self) -> None:
-        for process in self.processes:
-            await process.start()
-        deadline = trio.current_time() + self.options.start_timeout
+        """Start the nodes ``start_concurrency`` at a time, each given ``start_timeout`` to listen."""
+        limiter = trio.CapacityLimiter(self.options.start_concurrency)
+
+        async def start(process: NodeProcess) -> None:
+            async with limiter:
+                await process.start()
+                await process.wait_listening(self.options.start_timeout)
+
         try:
-            for process in self.processes:
-                await process.wait_listening(max(0.0, deadline - trio.current_time()))
-        except NodeProcessFailed as exc:
-            raise DevnetError(str(exc)) from None
+            async with trio.open_nursery() as nursery:
+                for process in self.processes:
+                    nursery.start_soon(start, process)
+        except BaseExceptionGroup as group:
+            failures = group.subgroup(lambda exc: isinstance(exc, NodeProcessFailed))
+            if failures is None:
+                raise
+            raise DevnetError(str(_single(failures))) from None
         with trio.move_on_after(self.options.connect_timeout):
             while not all(self.lab.established(i) > 0 for i in range(self.options.nodes)):
                 await trio.sleep(0.5)
@@ -161,16 +283,55 @@ class Netlab:
             return
         self._say("warning: some nodes have no peer connection yet; publishing anyway")
 
+    async def _read_metrics(self, index: int) -> None:
+        if not self.processes[index].running:
+            return
+        try:
+            sample = await scrape_node(METRICS_PORT, timeout=5.0,
+                                       connect=lambda: self.lab.open_tcp_stream(index, METRICS_PORT))
+        except ScrapeError:
+            return
+        self.samples[index] = sample
+        self.peak_inbound[index] = max(self.peak_inbound.get(index, 0), sample.inbound_peers)
+
+    async def _read_all_metrics(self) -> None:
+        async with trio.open_nursery() as nursery:
+            for index in range(self.options.nodes):
+                nursery.start_soon(self._read_metrics, index)
+
+    async def _watch_metrics(self) -> None:
+        while True:
+            await self._read_all_metrics()
+            await trio.sleep(self.options.metrics_interval)
+
     def _recovery(self, nursery: trio.Nursery):
         def begin(record: FaultRecord) -> None:
             nursery.start_soon(await_recovery, record, self.tally, self.aggregators)
         return begin
+
+    def _schedule_attacks(self, work: trio.Nursery, start: float, end: float) -> None:
+        plan = self.options.attack_plan()
+        names = lambda victims: [self.processes[i].name for i in victims]  # noqa: E731
+        if self.flooders:
+            record = AttackRecord(FLOOD, names(plan.flood_targets), [p.name for p in self.flooders],
+                                  [node_address(self.options.nodes)], plan.flood_at)
+            self.attacks.append(record)
+            work.start_soon(run_adversaries, self.flooders, plan.flood_at, plan.flood_seconds, start, end, record)
+        if self.cluster:
+            first = self.options.nodes + len(self.flooders)
+            record = AttackRecord(STAKELESS, names([plan.stakeless_victim]), [p.name for p in self.cluster],
+                                  [node_address(first + k) for k in range(len(self.cluster))], plan.stakeless_at)
+            self.attacks.append(record)
+            work.start_soon(run_adversaries, self.cluster, plan.stakeless_at, plan.stakeless_seconds, start, end,
+                            record)
 
     async def _traffic(self, publishers: list[PoolPublisher]) -> None:
         options, plan = self.options, self.options.fault_plan()
         async with trio.open_nursery() as clients:
             for aggregator in self.aggregators:
                 await clients.start(aggregator.run)
+            clients.start_soon(self.sampler.run)
+            clients.start_soon(self._watch_metrics)
             start = self._started = trio.current_time()
             self._started_wall = self.clock.now()
             end = start + options.duration
@@ -190,6 +351,7 @@ class Netlab:
                         self.faults.append(record)
                         work.start_soon(partition_and_heal, self.lab, plan.partition, plan.partition_at,
                                         plan.partition_seconds, start, record, self._recovery(recoveries))
+                    self._schedule_attacks(work, start, end)
                 self._ended = trio.current_time()
                 with trio.move_on_after(options.drain_timeout):
                     while not all(a.missing(self.tally.accepted) == 0 for a in self.aggregators):
@@ -197,12 +359,13 @@ class Netlab:
                     while any(f.recovery_seconds is None for f in self.faults):
                         await trio.sleep(0.1)
                 recoveries.cancel_scope.cancel()
+            await self._read_all_metrics()
             clients.cancel_scope.cancel()
 
     async def _stop_nodes(self) -> None:
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:
-                for process in self.processes:
+                for process in [*self.processes, *self.flooders, *self.cluster]:
                     nursery.start_soon(process.stop, self.options.stop_grace)
 
     async def _watch_signals(self, signals, work: trio.CancelScope) -> None:
@@ -213,6 +376,7 @@ class Netlab:
 
     async def run(self) -> NetlabReport:
         check_available()
+        _raise_open_file_limit()
         removed = remove_leftovers()
         if removed:
             self._say(f"removed {len(removed)} namespaces left by an earlier run")
@@ -226,13 +390,17 @@ class Netlab:
                     watcher.start_soon(self._watch_signals, signals, work)
                     try:
                         with work:
+                            # Every node may learn every other's address: the kernel's table must hold them all.
+                            self.neighbours.ensure(self.lab.nodes * self.lab.nodes + 1024)
                             self.lab.build()
                             if self.options.rate_mbit:
                                 for index in range(self.options.nodes):
                                     self.lab.limit_rate(index, self.options.rate_mbit)
                             self._say(f"{self.options.nodes} namespaces {self.lab.run_id}-n*, bridge in "
                                       f"{self.lab.bridge_namespace}; addresses {node_address(0)}.."
-                                      f"{node_address(self.options.nodes - 1)}")
+                                      f"{node_address(self.options.nodes - 1)}"
+                                      + (f", {self.options.attackers} attackers after them" if self.options.attackers
+                                         else ""))
                             await self._start_nodes()
                             await self._traffic(publishers)
                     except Exception as exc:
@@ -245,6 +413,7 @@ class Netlab:
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
             try:
                 leftovers = self.lab.teardown()
+                self.neighbours.restore()
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         if failure is not None:
@@ -264,6 +433,48 @@ class Netlab:
             windows.append((self._started_wall + fault.began_at, end))
         return windows
 
+    def _window_latency(self, nodes: list[int], began: float, ended: float | None) -> dict[str, float | None]:
+        """Latency at ``nodes`` of the messages published while an attack ran (seconds into publishing)."""
+        low, high = self._started_wall + began, self._started_wall + (ended if ended is not None else float("inf"))
+        recorder = LatencyRecorder()
+        expected = self.tally.accepted
+        for index in nodes:
+            for message_id, arrived in self.aggregators[index].arrivals.items():
+                publication = expected.get(message_id)
+                if publication is not None and low <= publication.sent_at <= high:
+                    recorder.add(max(0.0, arrived - publication.sent_at))
+        return recorder.summary()
+
+    def _attack_outcomes(self, foreign: int) -> None:
+        everyone = range(self.options.nodes)
+        index_of = {process.name: i for i, process in enumerate(self.processes)}
+        for record in self.attacks:
+            mine = [index_of[name] for name in record.nodes]
+            others = [i for i in everyone if i not in mine]
+            if record.kind == FLOOD:
+                flooder = self.flooders[0].files
+                rejected = {self.processes[i].name: dict(sample.rejected) for i, sample in self.samples.items()}
+                record.outcome = flood_verdict(read_result(flooder.result_path), read_offered_ids(flooder.ids_path),
+                                               [a.arrivals for a in self.aggregators], foreign, rejected,
+                                               record.nodes)
+            else:
+                victim, = mine
+                links = [link for process in self.cluster for link in read_result(process.files.result_path)]
+                missing = self.aggregators[victim].missing(self.tally.accepted)
+                record.outcome = {
+                    "connections_per_peer": self.options.attack_plan().stakeless_connections,
+                    "victim_hard_limit": self.options.hard_limit,
+                    "victim_peak_inbound": self.peak_inbound.get(victim),
+                    "victim_refusals_at_hard_limit": _log_count(self.processes[victim].files.log_path,
+                                                                HARD_LIMIT_TRACE),
+                    "cluster_peak_holding": sum(link["peak_holding"] for link in links),
+                    "cluster_opened": sum(link["opened"] for link in links),
+                    "cluster_refused": sum(link["refused"] for link in links),
+                    "victim_missing": missing, "held": missing == 0 and bool(links),
+                }
+            record.outcome["latency_at_attacked"] = self._window_latency(mine, record.began_at, record.ended_at)
+            record.outcome["latency_elsewhere"] = self._window_latency(others, record.began_at, record.ended_at)
+
     def report(self) -> NetlabReport:
         expected = self.tally.accepted
         everything, steady = LatencyRecorder(), LatencyRecorder()
@@ -281,13 +492,37 @@ class Netlab:
                 node=process.name, address=node_address(index),
                 delivered=sum(1 for message_id in aggregator.arrivals if message_id in expected),
                 missing=aggregator.missing(expected), duplicates=aggregator.duplicates, replays=aggregator.replays,
-                connections=aggregator.connections_opened, ending=process.ending, returncode=process.returncode))
+                connections=aggregator.connections_opened, ending=process.ending, returncode=process.returncode,
+                unexpected=sum(1 for message_id in aggregator.arrivals if message_id not in expected),
+                foreign=aggregator.foreign, inbound_peak=self.peak_inbound.get(index)))
+        self._attack_outcomes(sum(node.foreign for node in deliveries))
         publishing = 0.0 if self._started is None else (self._ended or trio.current_time()) - self._started
         return NetlabReport(
             settings=self.options.settings(), run_id=self.lab.run_id, load_average=load_average(),
             attempted=self.tally.attempted, accepted=len(expected), rejected=dict(self.tally.rejected),
-            failed=dict(self.tally.failed), nodes=deliveries, latency=everything.summary(), steady_latency=steady.summary(), faults=self.faults,
+            failed=dict(self.tally.failed), nodes=deliveries, latency=everything.summary(),
+            steady_latency=steady.summary(), faults=self.faults, attacks=self.attacks,
+            resources=self.sampler.summary(process.name for process in self.processes),
             publishing_seconds=round(publishing, 3), interrupted=self.interrupted)
+
+
+def _log_count(path: Path, namespace: str) -> int:
+    """Lines of a node's JSON log traced under ``namespace``."""
+    needle = f'"ns":"{namespace}"'
+    try:
+        with open(path, errors="replace") as log:
+            return sum(1 for line in log if needle in line)
+    except OSError:
+        return 0
+
+
+def _raise_open_file_limit() -> None:
+    """The soft limit on open files up to the hard one: the run holds an aggregator connection,
+    publisher connections and two pipes per node, and nodes inherit the limit (a victim of the
+    stake-less cluster holds hundreds of connections)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _single(failure: BaseException) -> BaseException:

@@ -1,113 +1,18 @@
-"""A scripted node-to-node peer: real TCP, handshake and mux, with protocol 11 driven by hand.
-
-It dials a node like any peer would (DMQ N2N handshake proposing only the version under
-test, duplex), registers both instances of sig submission and keep-alive, answers the
-node's keep-alives, and exposes a bare :class:`Driver` for the sig-submission instance that
-does the job asked for (serve or pull, whichever instance that is in the version), so a test
-can send exactly the messages it wants, in or out of the rules. It records how the
-connection ended.
-"""
+"""The tests' scripted peer: :class:`integrations.netlab.peer.ScriptedPeer` on the test network's
+loopback address and magic, speaking exactly the one node-to-node version under test."""
 
 from __future__ import annotations
 
-import trio
-
-from handshake.driver import run_client
-from handshake.links import DMQ_NODE_TO_NODE
-from handshake.version_data import NodeToNodeVersionData
-from miniprotocols import keep_alive, peer_sharing
-from miniprotocols.framework import Driver
-from miniprotocols.sig_submission import INGRESS_LIMIT, Side
-from miniprotocols.sig_submission_v1 import MsgInit
-from ouroboros_mux.bearer import connect_tcp
-from ouroboros_mux.mux import Mode, Mux, MuxChannel, Role
-
-from dmq.diffusion import DIALECTS
+from integrations.netlab.peer import ScriptedPeer, open_side
 
 from .network import HOST, MAGIC
 
+__all__ = ["Rogue", "open_side"]
 
-class Rogue:
-    """One hand-driven connection to ``port`` speaking node-to-node ``version``."""
+
+class Rogue(ScriptedPeer):
+    """One hand-driven connection to ``port`` on the test host speaking node-to-node ``version``."""
 
     def __init__(self, port: int, version: int, *, peer_sharing: bool = False, initiator_only: bool = False,
                  magic: int = MAGIC) -> None:
-        self.port = port
-        self.version = version
-        self.dialect = DIALECTS[version]
-        self.data = NodeToNodeVersionData(magic, initiator_only, peer_sharing, False)
-        self.ended = trio.Event()
-        self.end_error: BaseException | None = None
-        self.channels: dict[tuple[int, Mode], MuxChannel] = {}
-
-    async def __aenter__(self) -> Rogue:
-        self.bearer = await connect_tcp(HOST, self.port)
-        host, port = self.bearer.stream.socket.getsockname()[:2]
-        #: How the node names this connection (the remote end it sees).
-        self.label = f"{host}:{port}"
-        self.result = await run_client(self.bearer, {self.version: self.data}, DMQ_NODE_TO_NODE)
-        self.mux = Mux(self.bearer, Role.INITIATOR)
-        agreed = self.result.agreed_data
-        modes = (Mode.INITIATOR, Mode.RESPONDER) if agreed.duplex else (Mode.INITIATOR,)
-        protocols = {11: INGRESS_LIMIT, 12: keep_alive.INGRESS_LIMIT}
-        if agreed.peer_sharing:
-            protocols[13] = peer_sharing.INGRESS_LIMIT
-        for number, limit in protocols.items():
-            for mode in modes:
-                self.channels[(number, mode)] = self.mux.register(number, mode, limit)
-        self._nursery_cm = trio.open_nursery()
-        nursery = await self._nursery_cm.__aenter__()
-        self._cancel = nursery.cancel_scope
-        nursery.start_soon(self._run_mux)
-        if agreed.duplex:
-            nursery.start_soon(self._answer_keep_alives)
-        return self
-
-    async def _run_mux(self) -> None:
-        try:
-            await self.mux.run()
-        except Exception as exc:
-            self.end_error = exc
-        finally:
-            self.ended.set()
-
-    async def _answer_keep_alives(self) -> None:
-        try:
-            await keep_alive.serve(self.channels[(12, Mode.RESPONDER)])
-        except Exception:
-            pass
-
-    async def __aexit__(self, *exc) -> None:
-        self._cancel.cancel()
-        await self._nursery_cm.__aexit__(None, None, None)
-        with trio.CancelScope(shield=True):
-            await self.bearer.aclose()
-
-    def mode_for(self, side: Side) -> Mode:
-        """Which of our sig-submission instances does ``side`` in this version."""
-        return Mode.INITIATOR if self.dialect.side_of(True) is side else Mode.RESPONDER
-
-    def channel(self, side: Side) -> MuxChannel:
-        return self.channels[(11, self.mode_for(side))]
-
-    def driver(self, side: Side) -> Driver:
-        """A bare driver for the instance doing ``side``: ``Side.PULLING`` pulls, ``Side.SERVING`` serves."""
-        role = self.dialect.serving_role if side is Side.SERVING else self.dialect.pulling_role
-        return Driver(self.channel(side), self.dialect.spec, role)
-
-    async def wait_closed(self, timeout: float = 5.0) -> BaseException | None:
-        """Wait for the node to end the connection; return the error our mux saw."""
-        with trio.fail_after(timeout):
-            await self.ended.wait()
-        return self.end_error
-
-
-async def open_side(rogue: Rogue, side: Side):
-    """The driver for ``side``, past V1's MsgInit (sent by the serving side)."""
-    driver = rogue.driver(side)
-    if rogue.dialect.init is not None:
-        if side is Side.PULLING:
-            assert isinstance(await driver.recv(), MsgInit)
-        else:
-            await driver.send(rogue.dialect.init())
-    return driver
+        super().__init__(HOST, port, version, magic=magic, peer_sharing=peer_sharing, initiator_only=initiator_only)

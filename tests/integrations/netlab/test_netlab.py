@@ -1,4 +1,5 @@
-"""``dmq netlab``: real nodes in network namespaces deliver everything through a kill and a partition,
+"""``dmq netlab``: real nodes in network namespaces deliver everything through a kill, a partition,
+a flood of invalid messages and a stake-less cluster; the run's recording makes a capacity report;
 and nothing of the lab outlives the run."""
 
 from __future__ import annotations
@@ -9,14 +10,19 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import trio
 
+from dmq.cli.tool import run as dmq
+from dmq.recorder.schema import decode_manifest, parse_data_file_name, safe_name
 from integrations.devnet.topology import is_connected
 from integrations.netlab import NamespacesUnavailable, NetlabOptions, run_netlab
 from integrations.netlab.addresses import NETWORK, node_address
-from integrations.netlab.namespaces import PREFIX, Lab, check_available, existing_namespaces, remove_leftovers
+from integrations.netlab.invalid import FLOOD_CLASSES
+from integrations.netlab.namespaces import (PREFIX, Lab, NeighbourTable, check_available, existing_namespaces,
+                                           remove_leftovers)
 from integrations.netlab.plan import public_roots
 from integrations.netlab.report import REPORT_FILE
 from tests.conftest import ROOT
@@ -54,6 +60,15 @@ def test_without_ip_the_command_says_so_in_one_line_and_offers_the_devnet(tmp_pa
     assert not (tmp_path / "lab").exists()
 
 
+def test_an_unknown_fault_is_refused_in_one_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "dmq.cli.tool", "netlab", "--faults", "kill,meteor", "--dir",
+                             str(tmp_path / "lab")], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown fault meteor" in lines[0] and "stakeless" in lines[0], result.stderr
+    assert not (tmp_path / "lab").exists()
+
+
 def _in(namespace: str, *command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", "netns", "exec", namespace, *command], capture_output=True, text=True)
 
@@ -63,6 +78,39 @@ def _connect(namespace: str, address: str) -> str:
     probe = ("import socket\ntry:\n    socket.create_connection((%r, 9), timeout=1.5)\n"
              "except OSError as exc:\n    print(type(exc).__name__)" % address)
     return _in(namespace, sys.executable, "-c", probe).stdout.strip()
+
+
+async def _greeting_inside(lab: Lab, index: int) -> bytes:
+    """What a listener on 127.0.0.1 of namespace ``index`` (only there) says to a connection made
+    from here through :meth:`Lab.open_tcp_stream`."""
+    server = ("import socket\ns = socket.socket()\ns.bind(('127.0.0.1', 7000))\ns.listen()\nprint('up', flush=True)\n"
+              "c, _ = s.accept()\nc.sendall(b'hello from n%d')\nc.close()" % index)
+    listener = subprocess.Popen([*lab.exec_prefix(index), sys.executable, "-c", server], stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout.readline().strip() == "up"
+        stream = await lab.open_tcp_stream(index, 7000)
+        async with stream:
+            received = b""
+            while chunk := await stream.receive_some(100):
+                received += chunk
+        return received
+    finally:
+        listener.kill()
+        listener.wait()
+
+
+def test_neighbour_table_limits_are_raised_and_put_back():
+    _require_namespaces()
+    settings = Path("/proc/sys/net/ipv4/neigh/default")
+    before = {name: (settings / name).read_text() for name in ("gc_thresh2", "gc_thresh3")}
+    table = NeighbourTable()
+    try:
+        table.ensure(int(before["gc_thresh3"]) + 1)
+        assert int((settings / "gc_thresh3").read_text()) == 2 * (int(before["gc_thresh3"]) + 1)
+        assert int((settings / "gc_thresh2").read_text()) >= int(before["gc_thresh2"])
+    finally:
+        table.restore()
+    assert {name: (settings / name).read_text() for name in before} == before
 
 
 def test_lab_joins_nodes_on_one_bridge_with_no_way_out():
@@ -82,6 +130,7 @@ def test_lab_joins_nodes_on_one_bridge_with_no_way_out():
         assert _connect(first, node_address(2)) == "ConnectionRefusedError"
         lab.limit_rate(1, 10)
         assert "tbf" in _in(lab.namespace(1), "tc", "qdisc", "show", "dev", "eth0").stdout
+        assert trio.run(_greeting_inside, lab, 1) == b"hello from n1"
     finally:
         assert lab.teardown() == []
     assert not [name for name in existing_namespaces() if name.startswith(lab.run_id)]
@@ -104,15 +153,28 @@ def test_leftovers_of_a_dead_run_are_removed_and_a_live_runs_kept():
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
-def test_namespaced_nodes_deliver_everything_through_a_kill_and_a_partition(tmp_path):
-    _require_namespaces()
-    options = NetlabOptions(nodes=7, pools=14, period=4.0, duration=24.0, directory=tmp_path / "lab",
-                            kill_fraction=0.15, partition_fraction=0.3, drain_timeout=20.0)
-    report = trio.run(run_netlab, options)
+@pytest.fixture(scope="module")
+def lab_run(tmp_path_factory):
+    """One small run with every fault and attack, and recording on: 7 nodes, about a minute.
 
+    The nodes' inbound hard limit is lowered to 24 (soft 18, 1 s delay) so that the stake-less
+    cluster fills the victim's slots within the run; at the default 512 the soft-limit delays
+    alone take minutes."""
+    _require_namespaces()
+    directory = tmp_path_factory.mktemp("netlab") / "lab"
+    options = NetlabOptions(nodes=7, pools=14, period=4.0, duration=24.0, directory=directory,
+                            kill_fraction=0.15, partition_fraction=0.15, drain_timeout=20.0,
+                            faults=("kill", "partition", "flood", "stakeless"), flood_targets=2, stakeless_peers=2,
+                            inbound_limit=(24, 18, 1.0), record_traffic=True, resource_interval=1.0,
+                            metrics_interval=1.0)
+    return directory, trio.run(run_netlab, options)
+
+
+def test_namespaced_nodes_deliver_everything_through_a_kill_and_a_partition(lab_run):
+    directory, report = lab_run
     assert report.accepted > 0.9 * report.attempted, (report.rejected, report.failed)
     assert [(node.node, node.missing, node.duplicates) for node in report.nodes if node.missing or node.duplicates] == []
-    assert all(node.delivered == report.accepted for node in report.nodes)
+    assert all(node.delivered == report.accepted and node.unexpected == node.foreign == 0 for node in report.nodes)
     kinds = {fault.kind: fault for fault in report.faults}
     assert set(kinds) == {"kill -9 and restart", "partition and heal"}
     assert all(fault.recovery_seconds is not None for fault in report.faults)
@@ -122,8 +184,83 @@ def test_namespaced_nodes_deliver_everything_through_a_kill_and_a_partition(tmp_
     # The restarted node's aggregator reconnected to it: the node really went away.
     assert all(node.connections >= 2 for node in report.nodes if node.node in killed)
     assert report.leftovers == [] and not [name for name in existing_namespaces() if name.startswith(report.run_id)]
-    written = json.loads((tmp_path / "lab" / REPORT_FILE).read_text())
-    assert written["complete"] is True and written["missing"] == 0
+    written = json.loads((directory / REPORT_FILE).read_text())
+    assert written["complete"] is True and written["missing"] == 0 and written["defended"] is True
+
+
+def test_a_flood_of_invalid_messages_is_refused_where_it_lands_and_relayed_nowhere(lab_run):
+    _, report = lab_run
+    flood, = [attack for attack in report.attacks if attack.kind == "flood"]
+    outcome = flood.outcome
+    faulted = {name for fault in report.faults for name in fault.nodes}
+    assert len(flood.nodes) == 2 and not set(flood.nodes) & faulted
+    assert set(outcome["classes"]) == set(FLOOD_CLASSES)
+    for kind, seen in outcome["classes"].items():
+        assert seen["served"] > 0 and seen["as_documented"], (kind, seen)
+        if seen["reaction"] == "disconnect":
+            assert seen["opened"] >= 2 * len(flood.nodes)
+    # Every target pulled and refused every class, for the reason the class is built to fail.
+    for target in flood.nodes:
+        assert set(outcome["rejected_at_targets"][target]) == {c.error for c in FLOOD_CLASSES.values()}
+    assert outcome["offered_ids"] > 0 and outcome["delivered_to_aggregators"] == 0
+    assert outcome["foreign_deliveries"] == 0 and outcome["flood_rejections_elsewhere"] == {}
+    assert flood.held and report.complete
+
+
+def test_a_stakeless_cluster_fills_the_victims_inbound_slots_yet_it_gets_every_message(lab_run):
+    _, report = lab_run
+    stakeless, = [attack for attack in report.attacks if attack.kind == "stakeless"]
+    outcome = stakeless.outcome
+    victim, = stakeless.nodes
+    assert len(stakeless.addresses) == 2
+    # The victim reached its hard limit (its log traces each connection it closed there at once);
+    # its metrics, read every second, saw it past the soft limit.
+    assert outcome["victim_hard_limit"] == 24 and outcome["victim_refusals_at_hard_limit"] > 0
+    assert 18 <= outcome["victim_peak_inbound"] <= 24
+    assert outcome["cluster_peak_holding"] >= 18 and outcome["cluster_refused"] > 0
+    assert outcome["victim_missing"] == 0 and stakeless.held
+    assert next(node for node in report.nodes if node.node == victim).delivered == report.accepted
+    assert all(node.inbound_peak is not None for node in report.nodes)  # every node's metrics were read
+    assert outcome["latency_at_attacked"]["p50_ms"] is not None and outcome["latency_elsewhere"]["p50_ms"] is not None
+
+
+def test_every_nodes_cpu_and_memory_are_sampled(lab_run):
+    _, report = lab_run
+    processes = {usage["name"]: usage for usage in report.resources["processes"]}
+    assert set(processes) == {node.node for node in report.nodes}
+    for usage in processes.values():
+        assert usage["samples"] >= 10 and usage["cpu_seconds"] > 0
+        # The first sample may catch the process still exec'ing into Python: only the median is a node's.
+        assert 0 < usage["rss_mib"]["min"] <= usage["rss_mib"]["median"] <= usage["rss_mib"]["max"] < 1024
+        assert usage["rss_mib"]["median"] > 20
+        assert 0 <= usage["cpu_percent"]["min"] <= usage["cpu_percent"]["max"]
+    total = report.resources["total"]
+    assert total["rss_mib_peak"] >= sum(u["rss_mib"]["min"] for u in processes.values())
+
+
+def test_every_node_records_its_traffic_under_its_own_name(lab_run):
+    directory, report = lab_run
+    manifests = [decode_manifest(path.read_text(), str(path)) for path in (directory / "traffic").glob("manifest.*.json")]
+    killed = next(f for f in report.faults if f.kind.startswith("kill")).nodes
+    # One recording session per node start (the killed node started twice), each under the node's host name.
+    assert sorted(m["node"] for m in manifests) == sorted(
+        [f"{node.node}:3001" for node in report.nodes] + [f"{name}:3001" for name in killed])
+    for kind in ("message_events", "connection_samples", "node_samples"):
+        files = list((directory / "traffic" / kind).glob("*.jsonl"))
+        assert {parse_data_file_name(f.name)[0] for f in files} == {safe_name(f"{n.node}:3001") for n in report.nodes}
+    # The flood's rejections are in the targets' recordings: what the capacity report measures.
+    events = "".join(p.read_text() for p in (directory / "traffic" / "message_events").glob("*.jsonl"))
+    assert "InvalidKESSignature" in events and "UnrecognizedPool" in events
+
+
+@pytest.mark.slow  # the Spark pipeline: two minutes on a busy two-core machine
+def test_capacity_report_runs_on_a_netlab_recording(lab_run):
+    directory, report = lab_run
+    out = directory / "capacity-report"
+    assert dmq(["capacity-report", str(directory / "traffic"), "--output", str(out), "--master", "local[2]",
+                "-q"]) == 0
+    text = (out / "capacity-report.md").read_text()
+    assert "### Run `traffic` (recorded)" in text
 
 
 def test_sigterm_mid_run_removes_every_namespace(tmp_path):
