@@ -28,6 +28,7 @@ from topics.blocklace import codec
 from topics.classify import ADAPTER_NUMBERS
 from topics.dmsg.adapter import DmsgAdapter
 from topics.upsycle import wire
+from topics.upsycle.errors import UpsycleReject
 
 from .client import Item
 
@@ -65,7 +66,10 @@ def describe(item: Item) -> dict[str, Any]:
                     "expires_at": message.expires_at, "size": len(item.raw)})
         out.update(describe_body(out.get("adapter", "raw"), message.body))
     elif item.kind == ITEM_LOCAL:
-        out.update(_routed(_decoded(lambda: wire.decode_routed(bytes(payload)))))
+        try:
+            out.update(_routed(_decoded(lambda: wire.decode_routed(bytes(payload)))))
+        except _Undecodable as exc:
+            out["undecodable"] = str(exc)
     elif item.kind == ITEM_PROOF:
         out.update(_proof(payload))
     elif item.kind == ITEM_GAP:
@@ -96,9 +100,11 @@ class _Undecodable(Exception):
 
 
 def _decoded(decode):
+    """What ``decode()`` returns; its refusal (the adapters' rejects, CBOR and envelope errors) as
+    :class:`_Undecodable`, so that the item is shown with the complaint instead."""
     try:
         return decode()
-    except Exception as exc:    # any decoder's refusal: shown, not raised (the node accepted it)
+    except (ValueError, UpsycleReject) as exc:
         raise _Undecodable(str(exc)) from None
 
 

@@ -115,5 +115,9 @@ def test_an_item_is_described_with_its_causal_metadata_and_payload():
     final = describe(Item(cbor.encode([5, 10, [3, {0: TOPIC, 1: 1, 2: message.message_id}]])))
     assert final == {"sub": 5, "dseq": 10, "kind": "epoch_final", "topic": TOPIC.hex(), "epoch": 1,
                      "proposal": message.message_id.hex()}
+    routed = upsycle.multicast(b"g" * 32, b"local news", NOW)
+    local = describe(Item(cbor.encode([5, 12, [5, {0: 1, 1: routed.grp, 2: routed.id}, routed.raw]])))
+    assert (local["kind"], local["type"], local["group"], local["upsycle_id"], local["text"]) == (
+        "local", "multicast", routed.grp.hex(), routed.id.hex(), "local news")
     garbled = describe(Item(cbor.encode([5, 11, [0, {0: 1, 1: b"k" * 32}, pool(0).sign(b"\x00" * 100).raw]])))
     assert "undecodable" in garbled and garbled["adapter"] == "upsycle"
