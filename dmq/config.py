@@ -373,6 +373,30 @@ class _TopicBucketForm(_Form):
         return {"Capacity": value.capacity, "RefillSeconds": _Seconds().to_json(value.refill_seconds)}
 
 
+class _TopicBudgetsForm(_Form):
+    """Per-topic buckets: ``{"blocklace": {"Capacity": 8, "RefillSeconds": 25}, ...}``, kept as
+    sorted ``(topic, bucket)`` pairs (the configuration stays frozen and hashable)."""
+
+    expected = ('an object {"<topic>": {"Capacity": integer >= 1, "RefillSeconds": seconds > 0}, ...} '
+                "naming raw or an adapter")
+
+    def from_json(self, value: Any) -> tuple[tuple[str, TopicBucket], ...]:
+        if not isinstance(value, dict) or not all(isinstance(k, str) and re.fullmatch("[a-z][a-z0-9_]*", k)
+                                                  for k in value):
+            raise _Invalid
+        bucket = _TopicBucketForm()
+        out = []
+        for name, policy in sorted(value.items()):
+            try:
+                out.append((name, bucket.from_json(policy)))
+            except _Invalid:
+                raise _Invalid(f'{bucket.expected} for "{name}"', policy) from None
+        return tuple(out)
+
+    def to_json(self, value: tuple[tuple[str, TopicBucket], ...]) -> dict[str, Any]:
+        return {name: _TopicBucketForm().to_json(policy) for name, policy in value}
+
+
 @dataclass(frozen=True, slots=True)
 class TopicQueueLimits:
     """Caps of every protocol 1000 subscription queue (docs/topics-design.md 3.4, ``[4, n]`` items dropped)."""
@@ -630,8 +654,12 @@ class NodeConfig:
     #: Whether this instance's magic carries Mithril traffic (then raw only). Not set: the
     #: DMQ magics of the named networks (mainnet, preprod, preview, devnet) are Mithril's.
     mithril_network: bool | None = _key("MithrilNetwork", _Boolean(), None)
-    #: The per-pool token bucket that replaces ``MinSigDelay`` on topic networks.
-    topic_token_bucket: TopicBucket = _key("TopicTokenBucket", _TopicBucketForm(), default_factory=TopicBucket)
+    #: One token bucket for every topic of a pool, in place of the per-topic defaults
+    #: (``topics.bucket.DEFAULT_BUDGETS``); not set: those defaults. Replaces ``MinSigDelay``
+    #: on topic networks.
+    topic_token_bucket: TopicBucket | None = _key("TopicTokenBucket", _TopicBucketForm(), None)
+    #: Buckets of named topics (``raw`` or an adapter), over ``TopicTokenBucket`` and the defaults.
+    topic_budgets: tuple[tuple[str, TopicBucket], ...] | None = _key("TopicBudgets", _TopicBudgetsForm(), None)
     #: Caps of protocol 1000 subscription queues; overflow is reported by ``[4, n]`` items.
     topic_queue_limits: TopicQueueLimits = _key("TopicQueueLimits", _TopicQueueLimitsForm(),
                                                 default_factory=TopicQueueLimits)

@@ -53,7 +53,7 @@ from .adapter import (
     ValidationContext,
 )
 from .bucket import TokenBucket
-from .carried import CarriedSet
+from .carried import RAW, CarriedSet
 from .classify import TopicClass, classify
 from .containment import Contained
 from .pending import Parked, PendingBuffer, RejectedCache
@@ -176,12 +176,12 @@ class TopicIngress(Ingress, IngressStages):
         return lambda dmq_id: self.is_known(dmq_id, now)
 
     def screen(self, message: DmqMessage, monotonic: float) -> TopicRejected | None:  # type: ignore[override]
-        """Check 3: the pool's token bucket (charged by the commit, not here)."""
-        if self.bucket.available(message.pool_id, monotonic):
-            return None
+        """Check 3: the pool's token bucket of the message's topic (charged by the commit, not here)."""
         found = classify(message.body, self._tags)
         label = "unknown" if found.kind is TopicClass.UNKNOWN else found.name
-        retry = self.bucket.retry_after(message.pool_id, monotonic)
+        if self.bucket.available(message.pool_id, monotonic, label):
+            return None
+        retry = self.bucket.retry_after(message.pool_id, monotonic, label)
         return _reason_error(label, RATE_LIMITED, f"retry after {retry} s")
 
     def contain(self, message: DmqMessage, origin: str) -> Contained:
@@ -256,7 +256,7 @@ class TopicIngress(Ingress, IngressStages):
             return self._refuse(message, adapter.name, verdict, now)
         if isinstance(verdict, Defer):
             if not charged:
-                self.bucket.charge(message.pool_id, monotonic)
+                self.bucket.charge(message.pool_id, monotonic, adapter.name)
             deadline = now + verdict.max_wait if verdict.max_wait is not None else float(message.expires_at)
             missing = {m for m in verdict.missing}
             parked = Parked(message, adapter.name, inner, facts, missing, deadline, origin,
@@ -275,16 +275,17 @@ class TopicIngress(Ingress, IngressStages):
             await self._release(adapter, made_available)
         return TopicOutcome(message, None, inner_id=adapter.inner_id(inner))
 
-    def _core_updates(self, message: DmqMessage, now: float, monotonic: float, charged: bool) -> dict[str, Any]:
+    def _core_updates(self, message: DmqMessage, topic: str, now: float, monotonic: float,
+                      charged: bool) -> dict[str, Any]:
         if not charged:
-            self.bucket.charge(message.pool_id, monotonic)
+            self.bucket.charge(message.pool_id, monotonic, topic)
         state = self.validator.state
         state.record_accepted(message.pool_id, message.opcert.issue_number, monotonic, now)
         exported = state.export_pool(message.pool_id)
         return {} if exported is None else {message.pool_id.hex(): exported}
 
     async def _commit_raw(self, message: DmqMessage, now: float, monotonic: float) -> None:
-        updates = self._core_updates(message, now, monotonic, charged=False)
+        updates = self._core_updates(message, RAW, now, monotonic, charged=False)
         await self._commit([message], updates, None, lambda txn: [raw_delivery(message, int(now))], now)
 
     async def _commit_topic(self, adapter: TopicAdapter, message: DmqMessage, inner: Any, facts: DmqFacts,
@@ -300,10 +301,10 @@ class TopicIngress(Ingress, IngressStages):
             await self._commit([], {}, adapter.name, on_accept, now)
             self.tracer.emit(TopicAcceptedLate(self.tracer.now(), facts.dmq_id, adapter.name))
         else:
-            updates = self._core_updates(message, now, monotonic, charged)
+            updates = self._core_updates(message, adapter.name, now, monotonic, charged)
             again = self._rediffusable(adapter, inner, now)
             for carried in again:
-                updates.update(self._core_updates(carried, now, monotonic, charged=True))
+                updates.update(self._core_updates(carried, adapter.name, now, monotonic, charged=True))
             await self._commit([message, *again], updates, adapter.name, on_accept, now)
 
     def _rediffusable(self, adapter: TopicAdapter, inner: Any, now: float) -> list[DmqMessage]:

@@ -14,8 +14,9 @@ from dmq.errors import OperatorError
 from dmq.keyfiles import KeyFileError
 from dmq.stake import load_shelley_genesis
 
-from .bucket import BucketPolicy
-from .carried import carried_set
+from .bucket import BucketPolicy, TokenBucket, budgets_for
+from .carried import RAW, CarriedSet, TopicConfigError, carried_set
+from .classify import ADAPTER_TAGS
 from .registry import build_adapter
 from .service import TopicService, build_topic_service
 from .signer import NodeSigner, SigningError
@@ -45,6 +46,23 @@ def signer_for(config: NodeConfig, clock: Any) -> NodeSigner | None:
         raise TopicSignerError(f'"TopicKesKey" / "TopicOperationalCertificate": {exc}') from None
 
 
+def _policy(bucket: Any) -> BucketPolicy:
+    return BucketPolicy(bucket.capacity, bucket.refill_seconds)
+
+
+def _budgets(config: NodeConfig, carried: CarriedSet) -> TokenBucket:
+    """The pool buckets of every carried topic: ``TopicBudgets`` entries, else ``TopicTokenBucket``
+    for all, else the defaults of :mod:`topics.bucket`."""
+    configured = {name: _policy(b) for name, b in config.topic_budgets or ()}
+    known = {RAW, *ADAPTER_TAGS}
+    for name in configured:
+        if name not in known:
+            raise TopicConfigError(f'"TopicBudgets": unknown topic {name!r}; known: {", ".join(sorted(known))}')
+    every = None if config.topic_token_bucket is None else _policy(config.topic_token_bucket)
+    policies = budgets_for(sorted(carried.names), configured, every)
+    return TokenBucket(every or BucketPolicy(), policies)
+
+
 def topic_service_for(config: NodeConfig, mempool: Any, validator: Any, tracer: Any, *, clock: Any,
                       stake_view: Any, allow_legacy: bool, reactions: Any) -> TopicService:
     known = [name for name in config.topics_carried if name != "raw"]
@@ -57,7 +75,7 @@ def topic_service_for(config: NodeConfig, mempool: Any, validator: Any, tracer: 
                               services=publishers and publishers.upsycle_services,
                               allowed_keys=publishers and publishers.dmsg_static_keys)
                 for name in sorted(carried.adapters)]
-    bucket = BucketPolicy(config.topic_token_bucket.capacity, config.topic_token_bucket.refill_seconds)
+    bucket = _budgets(config, carried)
     queues = QueueLimits(config.topic_queue_limits.max_items, config.topic_queue_limits.max_bytes)
     key_limit = (config.topic_key_limit.count, config.topic_key_limit.window_seconds)
     return build_topic_service(mempool, validator, tracer, adapters=adapters, carried=carried,

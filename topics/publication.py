@@ -7,9 +7,11 @@ When the publication's turn comes, the adapter's ``for_signing`` hook gives the 
 from the committed state (a Blocklace block gets its creator fields there, or is answered
 with the block the pool already made). A failure of that code refuses the one publication
 (:mod:`topics.containment`): the queue, served by a task of the node, goes on.
-All publications of the pool share its token bucket, so they wait in one queue served by
-priority (epoch messages first, refreshes last), in arrival order within a priority. A
-publication that cannot be scheduled within 30 s (P) is ``rate_limited`` with a retry-after.
+Publications wait in one queue served by priority (epoch messages first, refreshes last), in
+arrival order within a priority; each topic spends its own bucket of the pool
+(:mod:`topics.bucket`), so the first entry whose topic has a token is served and a topic out
+of budget holds back only its own publications. A publication that cannot be scheduled
+within 30 s (P) is ``rate_limited`` with a retry-after.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dmq.message import MAX_BODY_SIZE, MIN_BODY_SIZE
 from dmq.validation import TopicRejected
 
 from .adapter import AlreadyPublished, Priority, PublishOutcome, Reject, TopicAdapter
+from .carried import RAW
 from .classify import TopicClass, classify
 from .containment import Contained
 from .ingress import TopicIngress
@@ -78,6 +81,11 @@ class _Queued:
     inner: Any = field(compare=False)
     done: trio.Event = field(compare=False, default_factory=trio.Event)
     outcome: PublishOutcome | None = field(compare=False, default=None)
+
+    @property
+    def topic(self) -> str:
+        """The topic whose bucket the publication spends."""
+        return RAW if self.adapter is None else self.adapter.name
 
 
 class NodePublisher:
@@ -182,19 +190,35 @@ class NodePublisher:
                 continue
             await self._serve_ready()
 
+    @property
+    def _pool(self) -> bytes:
+        return self.signer.pool_id if self.signer is not None else b""
+
+    def _next_ready(self, now: float) -> _Queued | None:
+        """The first entry in priority order whose topic's bucket has a token, taken off the queue."""
+        bucket = self.ingress.bucket
+        if bucket.available(self._pool, now, self._heap[0].topic):
+            return heapq.heappop(self._heap)
+        for entry in sorted(self._heap):
+            if bucket.available(self._pool, now, entry.topic):
+                self._heap.remove(entry)
+                heapq.heapify(self._heap)
+                return entry
+        return None
+
     async def _serve_ready(self) -> None:
         bucket = self.ingress.bucket
-        pool = self.signer.pool_id if self.signer is not None else b""
         now = self.clock.monotonic()
         self._expire_waiting(now)
         if not self._heap:
             return
-        if not bucket.available(pool, now):
-            with trio.move_on_after(max(0.01, bucket.retry_after(pool, now))):
+        entry = self._next_ready(now)
+        if entry is None:
+            wait = min(bucket.retry_after(self._pool, now, e.topic) for e in self._heap)
+            with trio.move_on_after(max(0.01, wait)):
                 await self._wake.wait()
             self._wake = trio.Event()
             return
-        entry = heapq.heappop(self._heap)
         with self._contained(entry.body) as guard:
             entry.outcome = await self._submit(entry)
         if guard.failure is not None:
@@ -211,8 +235,7 @@ class NodePublisher:
         keep = []
         for entry in self._heap:
             if entry.priority >= Priority.CLIENT and now - entry.queued_at > self.schedule_limit:
-                pool = self.signer.pool_id if self.signer is not None else b""
-                retry = max(1, self.ingress.bucket.retry_after(pool, now))
+                retry = max(1, self.ingress.bucket.retry_after(self._pool, now, entry.topic))
                 entry.outcome = PublishOutcome(None, Reject(RATE_LIMITED, "no rate budget", retry_after=retry))
                 entry.done.set()
             else:

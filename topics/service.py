@@ -19,7 +19,7 @@ from dmq.trace import Tracer
 from dmq.validation import ReactionPolicy, Validator
 
 from .adapter import AdapterRuntime, Priority, PublishOutcome, TopicAdapter
-from .bucket import BucketPolicy, TokenBucket
+from .bucket import TokenBucket
 from .carried import CarriedSet
 from .containment import Contained
 from .ingress import PRUNE_INTERVAL, TopicIngress
@@ -130,12 +130,12 @@ class TopicService:
 
 def build_topic_service(mempool: DurableMempool, validator: Validator, tracer: Tracer, *,
                         adapters: Sequence[TopicAdapter], carried: CarriedSet, network_magic: int,
-                        bucket: BucketPolicy = BucketPolicy(), signer: NodeSigner | None = None,
+                        bucket: TokenBucket | None = None, signer: NodeSigner | None = None,
                         allow_legacy: bool = False, reactions: ReactionPolicy = ReactionPolicy(),
                         params: dict[str, Any] | None = None, queue_limits: QueueLimits = QueueLimits(),
                         per_key: tuple[int, float] = PER_KEY_LIMIT) -> TopicService:
     ingress = TopicIngress(mempool, validator, tracer, adapters=adapters, carried=carried,
-                           dbs=for_store(mempool.store), bucket=TokenBucket(bucket), network_magic=network_magic,
+                           dbs=for_store(mempool.store), bucket=bucket or TokenBucket(), network_magic=network_magic,
                            allow_legacy=allow_legacy, reactions=reactions, params=params,
                            hub=SubscriptionHub(queue_limits))
     return TopicService(ingress, NodePublisher(ingress, signer, per_key=per_key), network_magic)

@@ -53,6 +53,12 @@ _FLAGS: tuple[_Flag, ...] = (
           str(_DEFAULTS.database_path)),
     _Flag(("--record-traffic",), "RecordTraffic", "DIR", "Record traffic into DIR for the capacity report"),
     _Flag(("--prometheus-port",), "PrometheusPort", "PORT", "Serve Prometheus metrics on 127.0.0.1:PORT"),
+    # Topic networks (docs/topics.md): not flags of the reference node, which carries raw bodies only.
+    _Flag(("--topics",), "TopicsCarried", "NAMES",
+          "Topics this node carries, comma-separated: raw, upsycle, blocklace, dmsg (default: raw)"),
+    _Flag(("--topic-kes-key",), "TopicKesKey", "FILE", "The pool's kes.skey, to sign topic publications"),
+    _Flag(("--topic-operational-certificate",), "TopicOperationalCertificate", "FILE",
+          "The pool's node.cert, with --topic-kes-key"),
 )
 
 

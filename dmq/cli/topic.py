@@ -1,28 +1,42 @@
-"""``dmq topic subscribe|join|leave|publish|pull``: a topic client on the node's local socket.
+"""``dmq topic ...``: a topic client on the node's local socket, and the builders of topic bodies.
 
 Speaks the local topic subscription protocol (1000) under node-to-client version 12289
-(docs/topics-design.md 3); a node without topics answers 4097 and the command says so in one line.
-Keys for ``join``, ``leave``, ``pull`` and durable UPSYCLE subscriptions are Ed25519 seeds
-(a file of 64 hex digits). One line per delivered item::
+(docs/topics-design.md 3); a node without topics answers 4097 and the command says so in one
+line. Commands:
 
-    sub=<id> dseq=<n> kind=<item kind> adapter=<n> key=<hex> inner=<hex> pool=<hex> size=<bytes>
+- ``new-key``: a secret key file (Ed25519 for UPSYCLE, Blocklace owner and subscriber keys,
+  X25519 for private-group members, secp256k1 for dmsg) and its public key;
+- ``subscribe``: items of a filter (adapter, groups, topics, publishers, tags, keys), each
+  decoded with its payload and causal metadata, as text or ``--json``;
+- ``publish``: a body given as bytes (raw, or any adapter body built elsewhere);
+- ``join``, ``leave``, ``pull``: UPSYCLE membership and missed messages;
+- ``upsycle``, ``blocklace``, ``dmsg``: build, sign and publish each adapter's bodies
+  (:mod:`dmq.cli.topic_upsycle`, :mod:`dmq.cli.topic_blocklace`, :mod:`dmq.cli.topic_dmsg`);
+- ``private``: end-to-end encrypted UPSYCLE groups (:mod:`dmq.cli.topic_private`);
+- ``equivocations``, ``find-relay``: read the node's database (:mod:`dmq.cli.topic_queries`).
+
+One line per delivered item (``--json``: one object per line, the same fields)::
+
+    sub=<id> dseq=<n> kind=<item kind> adapter=<name> key=<hex> ... then the content's fields
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from dmq.cli import hex_bytes
-from dmq.cli.publish import add_connection_arguments, network_magic_of, socket_path_of
+from dmq.cli.secret_files import read_secret, write_secret
+from dmq.cli.topic_session import add_connection_arguments, connected, publish_body
 from dmq.errors import OperatorError
 
-__all__ = ["add_parser", "run", "describe_item"]
+__all__ = ["add_parser", "run", "item_line"]
 
-_ADAPTERS = {"raw": 0, "upsycle": 1, "blocklace": 2, "dmsg": 3}
 _STARTS = {"now": 0, "retained": 1, "state": 2}
+_KEY_KINDS = ("ed25519", "x25519", "secp256k1")
 
 
 def _signing_key(path: str | None, what: str):
@@ -30,48 +44,61 @@ def _signing_key(path: str | None, what: str):
 
     if path is None:
         raise OperatorError(f"{what} needs --key FILE (an Ed25519 seed: 64 hex digits)")
-    try:
-        text = Path(path).read_text().strip()
-    except OSError as exc:
-        raise OperatorError(f"--key {path}: {exc.strerror}") from None
-    return SigningKey(hex_bytes(text, f"--key {path}", 32))
+    return SigningKey(read_secret(path, "--key"))
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("topic", help="subscribe, publish, join, leave and pull topics",
+    parser = subparsers.add_parser("topic", help="topic keys, subscriptions and publications (UPSYCLE, Blocklace, "
+                                                 "dmsg)",
                                    description="A topic client over the node's local socket (protocol 1000).")
     commands = parser.add_subparsers(dest="topic_command", metavar="ACTION", required=True)
 
-    sub = commands.add_parser("subscribe", help="print items of a subscription as they arrive")
+    new_key = commands.add_parser("new-key", help="write a new secret key file and print its public key")
+    new_key.add_argument("--out", required=True, metavar="FILE", help="the key file to create (never replaced)")
+    new_key.add_argument("--kind", choices=_KEY_KINDS, default="ed25519",
+                         help="ed25519: UPSYCLE, Blocklace owner and subscriber keys (default); x25519: a private "
+                              "group member; secp256k1: a dmsg static key")
+    new_key.set_defaults(func=_run_new_key)
+
+    sub = commands.add_parser("subscribe", help="print items of a subscription as they arrive",
+                              description="Subscribe with one selector: every criterion given must match "
+                                          "(values of one criterion: any of them).")
     add_connection_arguments(sub)
-    sub.add_argument("--adapter", choices=sorted(_ADAPTERS), default="raw")
-    sub.add_argument("--group", action="append", default=[], metavar="HEX", help="UPSYCLE group key (repeat)")
-    sub.add_argument("--topic", action="append", default=[], metavar="HEX", help="Blocklace topic id (repeat)")
-    sub.add_argument("--start", choices=sorted(_STARTS), default="now")
+    # Names are checked by integrations.topics.selectors when the command runs: building the
+    # parser of every dmq command imports no client code.
+    sub.add_argument("--adapter", default="raw", metavar="NAME", help="raw (default), upsycle, blocklace or dmsg")
+    for flag, metavar, text in (
+            ("--group", "HEX", "UPSYCLE group key"), ("--destination", "HEX", "UPSYCLE unicast destination"),
+            ("--topic", "HEX", "Blocklace topic id"), ("--publisher", "POOL", "pool id (Blocklace creator, "
+                                                                            "else the wrapping pool)"),
+            ("--exclude-publisher", "POOL", "pool id to leave out"), ("--tag", "HEX", "Blocklace content tag"),
+            ("--exclude-tag", "HEX", "content tag to leave out"), ("--static-key", "HEX", "dmsg static key")):
+        sub.add_argument(flag, action="append", default=[], metavar=metavar, help=f"{text} (repeat)")
+    sub.add_argument("--payload-type", action="append", default=[], metavar="TYPE",
+                     help="Blocklace payload type: event, ack, epoch or advertisement (repeat)")
+    sub.add_argument("--role", action="append", default=[], metavar="ROLE",
+                     help="dmsg record: client or server (repeat)")
+    sub.add_argument("--start", choices=sorted(_STARTS), default="now",
+                     help="now: new items; retained: what the node holds, then new; state: the adapter's state")
     sub.add_argument("--durable", metavar="NAME", help="a durable subscription of this name")
     sub.add_argument("--key", metavar="FILE", help="subscriber key (durable UPSYCLE subscriptions)")
     sub.add_argument("--count", metavar="N", type=int, help="stop after N items")
     sub.add_argument("--non-blocking", action="store_true", help="take what is there and stop")
+    sub.add_argument("--json", action="store_true", help="one JSON object per item")
 
-    pub = commands.add_parser("publish", help="publish an adapter body, wrapped and signed by the node",
-                              description="Publish a body, wrapped and signed by the node. A Blocklace block is "
-                                          "a draft: the node picks its sequence number, pointers, epoch and floor "
-                                          "(--event-hex / --ack with --blocklace-topic build one).")
+    pub = commands.add_parser("publish", help="publish a body as it is, wrapped and signed by the node",
+                              description="Publish a body given as bytes: raw, or an adapter body built elsewhere "
+                                          "(dmq topic upsycle|blocklace|dmsg build and publish them).")
     add_connection_arguments(pub)
     body = pub.add_mutually_exclusive_group(required=True)
     body.add_argument("--body", metavar="FILE", help="the body's bytes ('-': standard input)")
     body.add_argument("--body-hex", metavar="HEX", help="the body as hexadecimal")
-    body.add_argument("--event-hex", metavar="HEX", help="a Blocklace Event carrying these bytes (with --blocklace-topic)")
-    body.add_argument("--ack", action="store_true", help="a Blocklace Ack (with --blocklace-topic)")
-    pub.add_argument("--blocklace-topic", metavar="HEX", help="the Blocklace topic id of --event-hex or --ack")
-    pub.add_argument("--tag", action="append", default=[], metavar="HEX",
-                     help="a content tag of the Blocklace block (repeat, up to 8)")
 
     for name, text in (("join", "join an UPSYCLE group"), ("leave", "leave an UPSYCLE group")):
         member = commands.add_parser(name, help=text)
         add_connection_arguments(member)
         member.add_argument("--group", required=True, metavar="HEX")
-        member.add_argument("--key", required=True, metavar="FILE")
+        member.add_argument("--key", required=True, metavar="FILE", help="the subscriber's key file")
         if name == "join":
             member.add_argument("--local", action="store_true", help="a node-local group")
 
@@ -81,38 +108,73 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     pull.add_argument("--key", required=True, metavar="FILE")
     pull.add_argument("--id", action="append", required=True, metavar="HEX", help="message id (repeat, up to 16)")
 
-    from dmq.cli.topic_blocklace import register
+    from dmq.cli.topic_blocklace import register as register_blocklace
+    from dmq.cli.topic_dmsg import register as register_dmsg
     from dmq.cli.topic_private import register as register_private
+    from dmq.cli.topic_queries import register as register_queries
+    from dmq.cli.topic_upsycle import register as register_upsycle
 
-    register(commands)
-    register_private(commands)
+    for register in (register_upsycle, register_blocklace, register_dmsg, register_private, register_queries):
+        register(commands)
 
 
-def describe_item(item: Any) -> str:
-    meta = item.meta or {}
-    parts = [f"sub={item.sub_id}", f"dseq={item.dseq}", f"kind={item.kind}"]
-    if meta:
-        parts.append(f"adapter={meta.get(0)}")
-        parts.append(f"key={bytes(meta.get(1, b'')).hex()}")
-        if 2 in meta:
-            parts.append(f"inner={meta[2].hex()}")
-        if 3 in meta:
-            parts.append(f"pool={meta[3].hex()}")
-    parts.append(f"size={len(item.raw)}")
+def _run_new_key(args: argparse.Namespace) -> int:
+    secret = write_secret(args.out)
+    if args.kind == "ed25519":
+        from nacl.signing import SigningKey
+
+        public = bytes(SigningKey(secret).verify_key).hex()
+    elif args.kind == "x25519":
+        from nacl.public import PrivateKey
+
+        public = bytes(PrivateKey(secret).public_key).hex()
+    else:
+        from integrations.topics.dmsg import static_key
+
+        try:
+            public = static_key(secret)
+        except ValueError as exc:    # one chance in 2^128: the file is removed so that it is not used
+            Path(args.out).unlink()
+            raise OperatorError(f"{exc}; run the command again") from None
+    print(public)
+    return 0
+
+
+def item_line(record: dict[str, Any]) -> str:
+    """``name=value`` pairs of a described item; lists joined by commas (``-`` when empty)."""
+    parts = []
+    for name, value in record.items():
+        if name == "text":
+            value = json.dumps(value)       # quoted: one token however many words
+        elif isinstance(value, list):
+            value = ",".join(str(v) for v in value) or "-"
+        elif isinstance(value, dict):
+            value = ",".join(f"{k}:{v}" for k, v in value.items()) or "-"
+        parts.append(f"{name}={value}")
     return " ".join(parts)
 
 
+#: Subscription flags (their argparse names), the selector criterion each fills, the size of a value.
+_CRITERIA = (("group", "groups", 32), ("destination", "destinations", 32), ("topic", "topics", 32),
+             ("publisher", "publishers", 28), ("exclude_publisher", "exclude_publishers", 28),
+             ("tag", "tags", None), ("exclude_tag", "exclude_tags", None), ("static_key", "static_keys", 33))
+
+
 def _selector(args: argparse.Namespace) -> dict[int, Any]:
-    selector: dict[int, Any] = {0: _ADAPTERS[args.adapter]}
-    if args.group:
-        selector[1] = [hex_bytes(g, "--group", 32) for g in args.group]
-    if args.topic:
-        selector[3] = [hex_bytes(t, "--topic", 32) for t in args.topic]
-    return selector
+    from integrations.topics.selectors import FilterError, selector
+
+    criteria: dict[str, list[Any]] = {"payload_types": args.payload_type, "roles": args.role}
+    for name, criterion, size in _CRITERIA:
+        criteria[criterion] = [hex_bytes(v, "--" + name.replace("_", "-"), size) for v in getattr(args, name)]
+    try:
+        return selector(args.adapter, **criteria)
+    except FilterError as exc:
+        raise OperatorError(f"the filter: {exc}") from None
 
 
-async def _subscribe(args: argparse.Namespace, conn: Any, magic: int) -> None:
+async def _subscribe(args: argparse.Namespace, selector: dict[int, Any], conn: Any, magic: int) -> None:
     from integrations.topics import Durable, decode_item, make_auth
+    from integrations.topics.items import describe
 
     durable = None
     if args.durable is not None:
@@ -123,14 +185,15 @@ async def _subscribe(args: argparse.Namespace, conn: Any, magic: int) -> None:
             name = bytes(key.verify_key)
             auth = make_auth(key, "attach", None, magic)
         durable = Durable(name, auth)
-    subscribed = await conn.ask(conn.topics.subscribe([_selector(args)], _STARTS[args.start], durable))
+    subscribed = await conn.ask(conn.topics.subscribe([selector], _STARTS[args.start], durable))
     printed, acks = 0, []
     while args.count is None or printed < args.count:
         reply = await conn.ask(conn.topics.next(blocking=not args.non_blocking, acks=acks))
         acks = []
         for raw in reply.items:
             item = decode_item(raw)
-            print(describe_item(item), flush=True)
+            record = describe(item)
+            print(json.dumps(record, separators=(",", ":")) if args.json else item_line(record), flush=True)
             printed += 1
             acks = [(subscribed.sub_id, item.dseq)]
             if args.count is not None and printed >= args.count:
@@ -141,64 +204,31 @@ async def _subscribe(args: argparse.Namespace, conn: Any, magic: int) -> None:
         await conn.ask(conn.topics.next(blocking=False, acks=acks, max_items=1))
 
 
-async def _run(args: argparse.Namespace, magic: int) -> None:
-    from integrations.topics import make_auth, open_topic_connection
+async def _membership(args: argparse.Namespace, conn: Any, magic: int) -> None:
+    from integrations.topics import make_auth
 
-    async with open_topic_connection(socket_path_of(args), magic) as conn:
-        action = args.topic_command
-        if action == "subscribe":
-            await _subscribe(args, conn, magic)
-        elif action == "publish":
-            body = _publication_body(args)
-            published = await conn.ask(conn.topics.publish(body))
-            inner = "" if published.inner_id is None else f" inner={published.inner_id.hex()}"
-            dmq_id = "none (node-local)" if published.dmq_id is None else published.dmq_id.hex()
-            print(f"published id={dmq_id}{inner}")
-        elif action in ("join", "leave"):
-            key = _signing_key(args.key, action)
-            group = hex_bytes(args.group, "--group", 32)
-            auth = make_auth(key, action, group, magic)
-            if action == "join":
-                ack = await conn.ask(conn.topics.join(bytes(key.verify_key), group, args.local, auth))
-            else:
-                ack = await conn.ask(conn.topics.leave(bytes(key.verify_key), group, auth))
-            detail = "" if ack.detail is None else f" detail={ack.detail}"
-            print(f"{action} group={group.hex()} result={'success' if ack.result == 0 else 'failure'}{detail}")
-            if ack.result != 0:
-                raise OperatorError(f"{action} refused by the node (detail {ack.detail})")
-        elif action == "pull":
-            key = _signing_key(args.key, "pull")
-            ids = [hex_bytes(i, "--id", 32) for i in args.id]
-            if len(ids) > 16:
-                raise OperatorError(f"--id given {len(ids)} times: a pull names at most 16 ids")
-            reply = await conn.ask(conn.topics.pull(bytes(key.verify_key), hex_bytes(args.group, "--group", 32), ids))
-            names = ["queued", "requested", "not_found", "expired", "not_member", "rate_limited"]
-            for ident, status in reply.statuses:
-                print(f"id={ident.hex()} status={names[status]}")
-
-
-def _publication_body(args: argparse.Namespace) -> bytes:
-    """The body ``publish`` hands the node: given as is, or a Blocklace draft built here."""
-    blocklace = args.event_hex is not None or args.ack
-    if (args.blocklace_topic is not None or args.tag) and not blocklace:
-        raise OperatorError("--blocklace-topic and --tag go with --event-hex or --ack")
-    if not blocklace:
-        return hex_bytes(args.body_hex, "--body-hex") if args.body_hex is not None else _read_body(args.body)
-    if args.blocklace_topic is None:
-        raise OperatorError("--event-hex and --ack need --blocklace-topic HEX (the topic id, 32 bytes)")
-    from integrations.topics import ack_draft, event_draft
-    from topics.blocklace.reasons import BlocklaceReject
-
-    topic = hex_bytes(args.blocklace_topic, "--blocklace-topic", 32)
-    tags = [hex_bytes(t, "--tag") for t in args.tag]
-    if any(not 1 <= len(t) <= 32 for t in tags) or len(tags) > 8:
-        raise OperatorError("--tag: up to 8 content tags of 1 to 32 bytes each")
-    try:
-        if args.ack:
-            return ack_draft(topic, tags)
-        return event_draft(topic, hex_bytes(args.event_hex, "--event-hex"), tags)
-    except BlocklaceReject as exc:
-        raise OperatorError(f"--event-hex: {exc.detail}") from None
+    action = args.topic_command
+    if action == "pull":
+        key = _signing_key(args.key, "pull")
+        ids = [hex_bytes(i, "--id", 32) for i in args.id]
+        if len(ids) > 16:
+            raise OperatorError(f"--id given {len(ids)} times: a pull names at most 16 ids")
+        reply = await conn.ask(conn.topics.pull(bytes(key.verify_key), hex_bytes(args.group, "--group", 32), ids))
+        names = ["queued", "requested", "not_found", "expired", "not_member", "rate_limited"]
+        for ident, status in reply.statuses:
+            print(f"id={ident.hex()} status={names[status]}")
+        return
+    key = _signing_key(args.key, action)
+    group = hex_bytes(args.group, "--group", 32)
+    auth = make_auth(key, action, group, magic)
+    if action == "join":
+        ack = await conn.ask(conn.topics.join(bytes(key.verify_key), group, args.local, auth))
+    else:
+        ack = await conn.ask(conn.topics.leave(bytes(key.verify_key), group, auth))
+    detail = "" if ack.detail is None else f" detail={ack.detail}"
+    print(f"{action} group={group.hex()} result={'success' if ack.result == 0 else 'failure'}{detail}")
+    if ack.result != 0:
+        raise OperatorError(f"{action} refused by the node (detail {ack.detail})")
 
 
 def _read_body(path: str) -> bytes:
@@ -211,19 +241,16 @@ def _read_body(path: str) -> bytes:
 
 
 def run(args: argparse.Namespace) -> int:
-    import trio
-
     if hasattr(args, "func"):
-        # The commands that read the node's database (topic_blocklace) need no connection.
+        # Commands of their own modules (builders, private groups, database queries).
         return args.func(args)
-
-    from integrations.mithril import DmqClientError
-
     if getattr(args, "count", None) is not None and args.count < 1:
         raise OperatorError(f"--count {args.count}: expected a positive number of items")
-    magic = network_magic_of(args)
-    try:
-        trio.run(_run, args, magic)
-    except DmqClientError as exc:
-        raise OperatorError(str(exc)) from None
-    return 0
+    action = args.topic_command
+    if action == "publish":
+        body = hex_bytes(args.body_hex, "--body-hex") if args.body_hex is not None else _read_body(args.body)
+        return publish_body(args, body)
+    if action == "subscribe":
+        selector = _selector(args)     # a bad filter is refused before connecting
+        return connected(args, lambda conn, magic: _subscribe(args, selector, conn, magic))
+    return connected(args, lambda conn, magic: _membership(args, conn, magic))

@@ -1,105 +1,174 @@
-"""``dmq topic equivocations`` and ``dmq topic find-relay KEY``: queries of a node's topic state.
+"""``dmq topic blocklace ACTION``: a Blocklace topic's owners and publishers at the node
+(docs/topics-design.md 5; the node is its pool's honest creator, 5.8).
 
-Both read the node's LMDB environment (``--database-path``, the node's ``DatabasePath``)
-read-only, beside a running node: LMDB readers never block its writer. ``equivocations``
-lists the Blocklace proofs held (docs/topics-design.md 5.5), each re-verified from its two messages;
-``find-relay`` answers the look-up of docs/topics-design.md 6.4 from the dmsg entries held.
+- ``topic-id``: the topic id of owner keys and threshold: the Blake2b-256 of them (5.1);
+- ``create`` / ``advertise``: the topic's advertisement, version 0 or a later one, signed by
+  a threshold of the owner keys: its publishers (pool ids with the permissions ``event``,
+  ``ack``, ``epoch``) and parameters; ``create`` also prints the topic id;
+- ``event``, ``ack``: blocks carrying application bytes, or acknowledging what the pool has seen;
+- ``propose-epoch``, ``ack-epoch``: the epoch protocol (5.7): a proposal names the blocks it
+  closes the epoch after (its cut), an acknowledgement the proposal.
 
-This module adds its commands to the ``dmq topic`` parser with :func:`register`; the
-functions it binds take the parsed arguments and return the exit status.
+Every block is a draft (:mod:`integrations.topics.blocklace`): the node fills in the
+sequence number, pointers, epoch and floor from its pool's chain, signs it, and prints
+``published id=<DMQ id of the block>``. Owner keys are Ed25519 key files (``dmq topic new-key``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import time
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
 
+from dmq.cli import hex_bytes
+from dmq.cli.secret_files import read_secret
+from dmq.cli.topic_session import add_connection_arguments, add_payload_arguments, payload_of, publish_body
 from dmq.errors import OperatorError
 
-__all__ = ["register", "run_equivocations", "run_find_relay", "equivocation_rows"]
+__all__ = ["register"]
 
-_KINDS = {0: "same_seq", 1: "double_vote", 2: "owner_equivocation", 3: "epoch_conflict"}
+_QUORUM_RULES = {"count": 0, "stake": 1}
+
+
+def _topic_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topic", required=True, metavar="HEX", help="the topic id")
+    parser.add_argument("--tag", action="append", default=[], metavar="HEX",
+                        help="a content tag, 1 to 32 bytes (repeat, up to 8)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``equivocations`` and ``find-relay`` to the ``dmq topic`` sub-parsers."""
-    eq = subparsers.add_parser("equivocations", help="Blocklace equivocation proofs held by a node",
-                               description="List the equivocation proofs a node holds, verified again.")
-    eq.add_argument("--database-path", default="dmq-db", metavar="DIR", help="the node's database (default dmq-db)")
-    eq.add_argument("--json", action="store_true", help="one JSON object per proof")
-    eq.set_defaults(func=run_equivocations)
-    fr = subparsers.add_parser("find-relay", help="a dmsg relay server for a public key",
-                               description="Choose a fresh dmsg server listed by KEY's fresh client entry.")
-    fr.add_argument("key", metavar="KEY", help="the client's static secp256k1 key (66 hex digits)")
-    fr.add_argument("--database-path", default="dmq-db", metavar="DIR", help="the node's database (default dmq-db)")
-    fr.add_argument("--own-server", action="append", default=[], metavar="KEY",
-                    help="a server of your own delegated list, preferred when usable (repeatable)")
-    fr.add_argument("--now", type=float, default=None, help="POSIX seconds (default: the clock)")
-    fr.set_defaults(func=run_find_relay)
+    """Add ``blocklace`` and its actions to the ``dmq topic`` sub-parsers."""
+    parser = subparsers.add_parser("blocklace", help="create and advertise Blocklace topics, publish blocks, run "
+                                                     "epochs",
+                                   description="Blocklace drafts published through the node, which builds and "
+                                               "signs its pool's blocks.")
+    actions = parser.add_subparsers(dest="blocklace_action", metavar="ACTION", required=True)
 
+    topic_id = actions.add_parser("topic-id", help="print the id of the topic of these owner keys")
+    topic_id.add_argument("--owner-key", action="append", required=True, metavar="FILE",
+                          help="an owner key file, in the topic's order (repeat)")
+    topic_id.add_argument("--threshold", type=int, default=1, metavar="K", help="as given to create (default 1)")
 
-@contextmanager
-def _reading(path: str, adapter: str, names: tuple[str, ...]) -> Iterator[object]:
-    import lmdb
+    for name, text in (("create", "publish a new topic's first advertisement and print the topic id"),
+                       ("advertise", "publish a later version of a topic's advertisement")):
+        ad = actions.add_parser(name, help=text)
+        add_connection_arguments(ad)
+        ad.add_argument("--owner-key", action="append", required=True, metavar="FILE",
+                        help="an owner key file, in the topic's order (repeat)")
+        ad.add_argument("--threshold", type=int, default=1, metavar="K",
+                        help="owner signatures an advertisement needs (default 1); the first K keys sign")
+        ad.add_argument("--publisher", action="append", required=True, metavar="POOL[:PERMS]",
+                        help="a publishing pool id and its permissions, comma-separated event, ack, epoch "
+                             "(default all) (repeat)")
+        if name == "advertise":
+            ad.add_argument("--version", required=True, type=int, metavar="N",
+                            help="the advertisement version: one more than the one in force")
+        ad.add_argument("--quorum", choices=sorted(_QUORUM_RULES), default="count",
+                        help="epochs are final with more than 2/3 of the epoch publishers (count, default) or of "
+                             "their stake")
+        ad.add_argument("--epoch-interval", type=int, default=3600, metavar="SECONDS",
+                        help="seconds between epochs (default 3600)")
+        ad.add_argument("--attempt-timeout", type=int, default=600, metavar="SECONDS",
+                        help="seconds before an epoch attempt is given up (default 600)")
+        ad.add_argument("--max-pointers", type=int, default=16, metavar="N", help="pointers per block (default 16)")
 
-    from dmq.cli.db import open_store_readonly
-    from topics.store import LmdbView
+    event = actions.add_parser("event", help="publish an Event block")
+    add_connection_arguments(event)
+    _topic_arguments(event)
+    add_payload_arguments(event, "event's bytes")
 
-    with open_store_readonly(Path(path)) as env:  # a registered reader: the node may be writing
-        with env.begin() as txn:
-            dbs = {}
-            for name in names:
-                try:
-                    dbs[name] = env.open_db(f"{adapter}/{name}".encode(), txn=txn, create=False)
-                except lmdb.NotFoundError:
-                    raise OperatorError(f"{path}: the node has no {adapter} state (adapter not enabled?)") from None
-            yield LmdbView(txn, dbs, adapter)
+    ack = actions.add_parser("ack", help="publish an Ack block (it points at what the pool has seen)")
+    add_connection_arguments(ack)
+    _topic_arguments(ack)
 
-
-def equivocation_rows(view) -> list[dict]:
-    from dmq.codec import decode_message
-    from topics.blocklace.proofs import verify_proof
-    from topics.blocklace.store import proofs
-
-    rows = []
-    for proof in proofs(view):
-        where = list(proof.where) if isinstance(proof.where, tuple) else proof.where
-        rows.append({"kind": _KINDS.get(proof.kind, str(proof.kind)), "topic": proof.topic.hex(),
-                     "culprit": proof.culprit.hex(), "where": where,
-                     "a": decode_message(proof.a).message_id.hex(), "b": decode_message(proof.b).message_id.hex(),
-                     "verified": verify_proof(proof)})
-    return rows
-
-
-def run_equivocations(args: argparse.Namespace) -> int:
-    with _reading(args.database_path, "blocklace", ("proof",)) as view:
-        rows = equivocation_rows(view)
-    for row in rows:
-        if args.json:
-            print(json.dumps(row, separators=(",", ":")))
+    for name, text in (("propose-epoch", "propose closing the current epoch"),
+                       ("ack-epoch", "acknowledge an epoch proposal")):
+        epoch = actions.add_parser(name, help=text)
+        add_connection_arguments(epoch)
+        _topic_arguments(epoch)
+        epoch.add_argument("--number", required=True, type=int, metavar="N", help="the epoch it opens")
+        epoch.add_argument("--attempt", type=int, default=0, metavar="N", help="the attempt (default 0)")
+        epoch.add_argument("--ad-version", type=int, default=0, metavar="N",
+                           help="the advertisement version in force (default 0)")
+        if name == "propose-epoch":
+            epoch.add_argument("--cut", action="append", required=True, metavar="ID",
+                               help="a block of the current epoch the epoch closes after (repeat, up to 16)")
+            epoch.add_argument("--stake-epoch", type=int, metavar="N",
+                               help="the Cardano epoch of the stake snapshot (topics under the stake quorum)")
         else:
-            print(f"{row['kind']:<18} culprit {row['culprit']} at {row['where']} topic {row['topic'][:16]} "
-                  f"blocks {row['a'][:16]} {row['b'][:16]} {'verified' if row['verified'] else 'NOT VERIFIED'}")
-    if not rows and not args.json:
-        print("no equivocation proofs held")
-    return 0
+            epoch.add_argument("--proposal", required=True, metavar="ID", help="the proposal's block id")
+    parser.set_defaults(func=run_blocklace)
 
 
-def run_find_relay(args: argparse.Namespace) -> int:
-    from topics.dmsg.adapter import DmsgAdapter
+def _tags(args: argparse.Namespace) -> list[bytes]:
+    tags = [hex_bytes(t, "--tag") for t in args.tag]
+    if len(tags) > 8 or any(not 1 <= len(t) <= 32 for t in tags):
+        raise OperatorError("--tag: up to 8 content tags of 1 to 32 bytes each")
+    return tags
 
-    key = args.key.lower()
-    if len(key) != 66 or any(c not in "0123456789abcdef" for c in key):
-        raise OperatorError(f"KEY must be a compressed secp256k1 key in 66 hex digits, got {args.key!r}")
-    now = time.time() if args.now is None else args.now
-    with _reading(args.database_path, "dmsg", DmsgAdapter.databases) as view:
-        relay = DmsgAdapter().find_relay(view, key, now, tuple(k.lower() for k in args.own_server))
-    if relay is None:
-        print(f"no fresh relay for {key}: no fresh client entry, or none of its servers is fresh with free sessions")
-        return 1
-    print(f"{relay.static} {relay.address} sessions {relay.sessions}")
-    return 0
+
+def _publishers(values: list[str]) -> dict[bytes, int]:
+    from integrations.topics.blocklace import parse_permissions
+
+    out = {}
+    for value in values:
+        pool, _, perms = value.partition(":")
+        try:
+            out[hex_bytes(pool, "--publisher", 28)] = parse_permissions(perms or "all")
+        except ValueError as exc:
+            raise OperatorError(f"--publisher {value!r}: {exc}") from None
+    return out
+
+
+def _owners(args: argparse.Namespace):
+    from integrations.topics.blocklace import TopicOwners
+
+    try:
+        return TopicOwners([read_secret(path, "--owner-key") for path in args.owner_key], args.threshold)
+    except ValueError as exc:
+        raise OperatorError(f"--threshold: {exc}") from None
+
+
+def _advertisement(args: argparse.Namespace) -> tuple[bytes, bytes]:
+    from integrations.topics.blocklace import TopicParams, advertisement_draft
+
+    version = getattr(args, "version", 0)
+    if version < 0:
+        raise OperatorError(f"--version {version}: expected a number >= 0")
+    owners = _owners(args)
+    if not 1 <= args.max_pointers <= 16 or args.epoch_interval < 1 or args.attempt_timeout < 1:
+        raise OperatorError("--max-pointers is 1 to 16; --epoch-interval and --attempt-timeout are positive")
+    params = TopicParams(quorum=(_QUORUM_RULES[args.quorum], 2, 3), epoch_interval=args.epoch_interval,
+                         attempt_timeout=args.attempt_timeout, max_pointers=args.max_pointers)
+    ad = owners.advertisement(version, _publishers(args.publisher), params=params)
+    return owners.topic_id, advertisement_draft(ad)
+
+
+def run_blocklace(args: argparse.Namespace) -> int:
+    from integrations.topics import blocklace
+    from topics.blocklace.reasons import BlocklaceReject
+
+    action = args.blocklace_action
+    if action == "topic-id":
+        print(_owners(args).topic_id.hex())
+        return 0
+    try:
+        if action in ("create", "advertise"):
+            topic, body = _advertisement(args)
+            return publish_body(args, body, f"topic={topic.hex()}")
+        topic = hex_bytes(args.topic, "--topic", 32)
+        tags = _tags(args)
+        if action == "event":
+            body = blocklace.event_draft(topic, payload_of(args), tags)
+        elif action == "ack":
+            body = blocklace.ack_draft(topic, tags)
+        elif action == "propose-epoch":
+            cut = [hex_bytes(c, "--cut", 32) for c in args.cut]
+            if len(set(cut)) > 16:
+                raise OperatorError(f"--cut given {len(set(cut))} blocks: a proposal names at most 16")
+            body = blocklace.proposal_draft(topic, args.number, args.attempt, args.ad_version, cut,
+                                            stake_epoch=args.stake_epoch, tags=tags)
+        else:
+            body = blocklace.acknowledgement_draft(topic, hex_bytes(args.proposal, "--proposal", 32), args.number,
+                                                   args.attempt, args.ad_version, tags=tags)
+    except BlocklaceReject as exc:       # too large for a block
+        raise OperatorError(f"{exc.reason.name}: {exc.detail}") from None
+    return publish_body(args, body)

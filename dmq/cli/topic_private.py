@@ -4,10 +4,9 @@ The commands drive ``integrations.topics.private_group`` (docs/topics.md, "Priva
 over the node's local socket; the node never sees a key. Keys are files of 64 hex digits:
 ``--member-key`` an X25519 secret, ``--key`` the Ed25519 seed of the member's durable UPSYCLE
 subscriber, ``--owner-key`` the owner's Ed25519 seed, ``--group-key`` the seed of the UPSYCLE
-group key. A member's state (epoch keys, what it has delivered) lives in ``--state``.
+group key (all written by ``dmq topic new-key``, ``--kind x25519`` for members). A member's
+state (epoch keys, what it has delivered) lives in ``--state``.
 
-- ``new-key --out FILE``: a fresh secret; prints its public key (``--kind member`` X25519,
-  ``--kind ed25519`` for owner, group and subscriber keys).
 - ``members --epoch N --member HEX ...``: the owner publishes epoch N with these members
   (revoking = the next epoch without the member).
 - ``join``: the member subscribes and joins the group at its node, and starts its state.
@@ -19,12 +18,12 @@ group key. A member's state (epoch keys, what it has delivered) lives in ``--sta
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
 from dmq.cli import hex_bytes
 from dmq.cli.publish import add_connection_arguments, network_magic_of, socket_path_of
+from dmq.cli.secret_files import read_secret
 from dmq.errors import OperatorError
 
 __all__ = ["register", "run_private"]
@@ -35,10 +34,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("private", help="an end-to-end encrypted UPSYCLE group",
                                    description="Owner and member commands of a private UPSYCLE group.")
     actions = parser.add_subparsers(dest="private_action", metavar="ACTION", required=True)
-
-    new_key = actions.add_parser("new-key", help="write a fresh secret key and print its public key")
-    new_key.add_argument("--out", required=True, metavar="FILE")
-    new_key.add_argument("--kind", choices=("member", "ed25519"), default="member")
 
     members = actions.add_parser("members", help="publish a membership epoch (owner)")
     add_connection_arguments(members)
@@ -63,30 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run_private)
 
 
-def _secret(path: str, what: str) -> bytes:
-    try:
-        text = Path(path).read_text().strip()
-    except OSError as exc:
-        raise OperatorError(f"{what} {path}: {exc.strerror}") from None
-    return hex_bytes(text, f"{what} {path}", 32)
-
-
 def run_private(args: argparse.Namespace) -> int:
-    from nacl.public import PrivateKey
-    from nacl.signing import SigningKey
-
-    if args.private_action == "new-key":
-        secret = os.urandom(32)
-        out = Path(args.out)
-        try:
-            out.touch(mode=0o600, exist_ok=False)
-            out.write_text(secret.hex() + "\n")
-        except OSError as exc:
-            raise OperatorError(f"--out {args.out}: {exc.strerror}") from None
-        public = PrivateKey(secret).public_key if args.kind == "member" else SigningKey(secret).verify_key
-        print(bytes(public).hex())
-        return 0
-
     import trio
 
     from integrations.mithril import DmqClientError
@@ -106,14 +78,14 @@ async def _connected(args: argparse.Namespace, magic: int) -> int:
 
     socket = socket_path_of(args)
     if args.private_action == "members":
-        owner = GroupOwner(SigningKey(_secret(args.owner_key, "--owner-key")), _secret(args.group_key, "--group-key"),
+        owner = GroupOwner(SigningKey(read_secret(args.owner_key, "--owner-key")), read_secret(args.group_key, "--group-key"),
                            time.time)
         record = owner.set_members([hex_bytes(m, "--member", 32) for m in args.member], args.epoch)
         dmq_id = await publish_routed(socket, magic, record)
         print(f"epoch={args.epoch} members={len(owner.members)} id={record.id.hex()} dmq={dmq_id.hex()}")
         return 0
 
-    key = PrivateKey(_secret(args.member_key, "--member-key"))
+    key = PrivateKey(read_secret(args.member_key, "--member-key"))
     state = Path(args.state)
     if args.private_action == "join":
         member = GroupMember(key, hex_bytes(args.owner, "--owner", 32), hex_bytes(args.group, "--group", 32), time.time)
@@ -122,7 +94,7 @@ async def _connected(args: argparse.Namespace, magic: int) -> int:
             member = GroupMember.load(key, state.read_bytes(), time.time)
         except OSError as exc:
             raise OperatorError(f"--state {args.state}: {exc.strerror} (run 'join' first)") from None
-    client = PrivateGroupClient(socket, magic, SigningKey(_secret(args.key, "--key")), member, time.time)
+    client = PrivateGroupClient(socket, magic, SigningKey(read_secret(args.key, "--key")), member, time.time)
     if args.private_action == "join":
         await client.join()
         print(f"joined group={member.grp.hex()} member={member.public.hex()}")

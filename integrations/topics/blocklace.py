@@ -1,18 +1,81 @@
-"""Blocklace publications for a topic client (docs/topics-design.md 5.8: the node is its pool's creator).
+"""Blocklace publications for a topic client (docs/topics-design.md 5: the node is its pool's creator).
 
 A client never chooses a block's sequence number, pointers, epoch or floor: the node does,
-from its own state, so that its pool can never equivocate. The client publishes a *draft*,
-a block whose creator fields are ``0, 0, [], 0``, through ``MsgPublish``; the node answers
-with the id of the block it built and signed.
+from its own state, so that its pool can never equivocate (5.8). The client publishes a
+*draft*, a block whose creator fields are ``0, 0, [], 0``, through ``MsgPublish``; the node
+answers with the id of the block it built and signed. What the client does choose:
+
+- the topic: the Blake2b-256 id of its owner keys and threshold (5.1, :class:`TopicOwners`);
+- the topic's advertisements, signed by a threshold of the owner keys: who publishes with
+  which permissions, and the topic's parameters (5.2, 5.6);
+- each block's payload (an Event's bytes, an Ack, an epoch proposal or acknowledgement) and
+  its content tags.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from topics.blocklace.codec import ACK, EVENT, Block, Payload, encode_block
+from topics.blocklace.ads import owner_of, sign_ad_body
+from topics.blocklace.codec import (
+    ACK,
+    AD,
+    EPOCH,
+    EVENT,
+    PERM_ACK,
+    PERM_EPOCH,
+    PERM_EVENT,
+    Block,
+    EpochMsg,
+    Owner,
+    Payload,
+    TopicAd,
+    TopicParams,
+    encode_ad_body,
+    encode_block,
+)
 
-__all__ = ["draft_block", "event_draft", "ack_draft"]
+__all__ = ["PERMISSIONS", "TopicOwners", "parse_permissions", "draft_block", "event_draft", "ack_draft",
+           "advertisement_draft", "proposal_draft", "acknowledgement_draft", "TopicParams"]
+
+#: Permission names of an advertisement's publishers (5.2: bits 1 Event, 2 Ack, 4 Epoch).
+PERMISSIONS = {"event": PERM_EVENT, "ack": PERM_ACK, "epoch": PERM_EPOCH}
+
+
+def parse_permissions(names: str) -> int:
+    """``event,ack,epoch`` (any of them, or ``all``) as permission bits; ``ValueError`` otherwise."""
+    if names.strip() == "all":
+        return PERM_EVENT | PERM_ACK | PERM_EPOCH
+    bits = 0
+    for name in (part.strip() for part in names.split(",")):
+        if name not in PERMISSIONS:
+            raise ValueError(f"unknown permission {name!r}: use event, ack, epoch or all")
+        bits |= PERMISSIONS[name]
+    return bits
+
+
+class TopicOwners:
+    """The owner keys of a topic (Ed25519 seeds, in the order that gives the topic its id) and the
+    number of them that must sign an advertisement."""
+
+    def __init__(self, seeds: Sequence[bytes], threshold: int) -> None:
+        if not 1 <= threshold <= len(seeds):
+            raise ValueError(f"threshold {threshold} of {len(seeds)} owner keys: expected 1..{len(seeds)}")
+        self.seeds = [bytes(s) for s in seeds]
+        self.owner: Owner = owner_of(self.seeds, threshold)
+
+    @property
+    def topic_id(self) -> bytes:
+        return self.owner.topic_id
+
+    def advertisement(self, version: int, publishers: Mapping[bytes, int], *, params: TopicParams | None = None,
+                      relays: Sequence[bytes] = (), signers: Sequence[int] | None = None) -> TopicAd:
+        """Version ``version`` of the topic's advertisement: ``publishers`` (pool id -> permission
+        bits) and ``params``, signed by the owner keys at ``signers`` (default: the first
+        ``threshold`` of them)."""
+        raw = encode_ad_body(version, self.owner, dict(publishers), tuple(relays), params)
+        chosen = list(range(self.owner.threshold)) if signers is None else list(signers)
+        return sign_ad_body(raw, self.seeds, chosen)
 
 
 def draft_block(topic: bytes, payload: Payload, tags: Sequence[bytes] = ()) -> bytes:
@@ -29,3 +92,24 @@ def event_draft(topic: bytes, data: bytes, tags: Sequence[bytes] = ()) -> bytes:
 def ack_draft(topic: bytes, tags: Sequence[bytes] = ()) -> bytes:
     """A draft of an Ack: the node points it at the topic's current leaves."""
     return draft_block(topic, Payload(ACK), tags)
+
+
+def advertisement_draft(ad: TopicAd) -> bytes:
+    """A draft carrying a signed advertisement, in the topic it advertises."""
+    return draft_block(ad.body.owner.topic_id, Payload(AD, ad=ad))
+
+
+def proposal_draft(topic: bytes, number: int, attempt: int, ad_version: int, cut: Sequence[bytes], *,
+                   stake_epoch: int | None = None, tags: Sequence[bytes] = ()) -> bytes:
+    """A draft proposing that epoch ``number`` opens after the blocks of ``cut`` (1 to 16 ids of
+    the current epoch the node's pool has seen, 5.7), under advertisement ``ad_version``;
+    a topic under the stake rule names its snapshot's Cardano epoch."""
+    epoch = EpochMsg(number, attempt, ad_version, cut=tuple(sorted(set(cut))), stake_epoch=stake_epoch)
+    return draft_block(topic, Payload(EPOCH, epoch=epoch), tags)
+
+
+def acknowledgement_draft(topic: bytes, proposal: bytes, number: int, attempt: int, ad_version: int, *,
+                          tags: Sequence[bytes] = ()) -> bytes:
+    """A draft acknowledging the proposal whose DMQ id is ``proposal`` (its number, attempt and
+    advertisement version repeated, as 5.7 checks)."""
+    return draft_block(topic, Payload(EPOCH, epoch=EpochMsg(number, attempt, ad_version, acked=proposal)), tags)

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from nacl.signing import SigningKey
 
 from miniprotocols.local_topic_subscription import Durable
-from topics.upsycle.wire import KIND_ROUTED, RoutedMessage, encode_envelope
+from topics.upsycle.wire import RoutedMessage
 
 from .causal import Delivery
 from .client import decode_item, make_auth, open_topic_connection
 from .private_group import GroupMember, routed_of_item
+from .upsycle import routed_body
 
 __all__ = ["PrivateGroupClient", "UPSYCLE_FILTER", "publish_routed"]
 
@@ -28,7 +29,7 @@ UPSYCLE_FILTER = [{0: 1}]
 async def publish_routed(socket_path: str | os.PathLike[str], network_magic: int, routed: RoutedMessage) -> bytes | None:
     """Publish a routed message at the node; the DMQ id that wraps it (``None`` for a node-local group)."""
     async with open_topic_connection(socket_path, network_magic) as conn:
-        published = await conn.ask(conn.topics.publish(encode_envelope(KIND_ROUTED, routed.raw)))
+        published = await conn.ask(conn.topics.publish(routed_body(routed)))
     return published.dmq_id
 
 

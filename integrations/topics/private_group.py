@@ -30,12 +30,11 @@ from nacl.signing import SigningKey
 from dmq.codec import decode_message
 from topics import cbor
 from topics.adapter import ITEM_LOCAL, ITEM_MESSAGE
-from topics.upsycle.identity import keypair_from_seed, sign
-from topics.upsycle.timebase import posix_to_minutes
-from topics.upsycle.wire import KIND_REISSUE, RoutedMessage, decode_envelope, decode_routed, encode_multicast
+from topics.upsycle.wire import KIND_REISSUE, RoutedMessage, decode_envelope, decode_routed
 
 from .causal import CausalBuffer, Delivery
 from .client import Item
+from .upsycle import multicast, public_key
 from .group_keys import (
     BODY_MEMBERSHIP,
     EpochSecrets,
@@ -52,9 +51,6 @@ __all__ = ["GroupOwner", "GroupMember", "NotAMember", "routed_of_item", "MAX_DEP
 
 #: Dependencies named per message; more heads than this are left to the next message.
 MAX_DEPS = 16
-#: Multicast ``ttl`` and inner lifetime of the group's messages (seconds).
-TTL = 3600
-LIFETIME = 7 * 86400
 
 
 class NotAMember(Exception):
@@ -75,17 +71,12 @@ def routed_of_item(item: Item) -> RoutedMessage | None:
     return content if isinstance(content, RoutedMessage) else None
 
 
-def _multicast(grp_seed: bytes, body: bytes, now: float) -> RoutedMessage:
-    grp = keypair_from_seed(grp_seed)[0]
-    return encode_multicast(lambda data: sign(grp_seed, data), grp, TTL, posix_to_minutes(int(now) + LIFETIME), body)
-
-
 class GroupOwner:
     """The holder of the group's owner key (Ed25519) and UPSYCLE group key seed."""
 
     def __init__(self, owner: SigningKey, grp_seed: bytes, clock: Callable[[], float]) -> None:
         self.owner, self.grp_seed, self.clock = owner, grp_seed, clock
-        self.grp = keypair_from_seed(grp_seed)[0]
+        self.grp = public_key(grp_seed)
         self.epoch = 0
         self.members: list[bytes] = []
 
@@ -99,7 +90,7 @@ class GroupOwner:
         self.epoch = self.epoch + 1 if epoch is None else epoch
         self.members = sorted(set(bytes(m) for m in members))
         body = seal_membership(self.owner, self.grp, self.epoch, self.members, EpochSecrets.fresh(self.grp_seed))
-        return _multicast(self.grp_seed, body, self.clock())
+        return multicast(self.grp_seed, body, self.clock())
 
     def admit(self, member: bytes) -> RoutedMessage:
         return self.set_members(self.members + [member])
@@ -160,7 +151,7 @@ class GroupMember:
             raise NotAMember(f"no key for the current epoch {self.epoch}")
         deps = self.buffer.heads()[:MAX_DEPS]
         body = encrypt_body(self.epoch, self.keys[self.epoch], cbor.encode([deps, payload]))
-        routed = _multicast(self.grp_seed, body, self.clock())
+        routed = multicast(self.grp_seed, body, self.clock())
         self.seen.add(routed.id)
         return routed, self.buffer.offer(routed.id, tuple(deps), payload, self.clock())
 

@@ -96,8 +96,8 @@ async def test_the_node_never_makes_its_pool_equivocate(topic_nodes, capsys):
     node.kill()
     node.start()
     # After a restart the chain goes on; this time an operator publishes with the command.
-    command = ["topic", "publish", "--socket", str(node.socket_path), "--magic", str(TOPIC_MAGIC),
-               "--blocklace-topic", TOPIC.hex(), "--event-hex", b"after a restart".hex(), "--tag", b"ops".hex()]
+    command = ["topic", "blocklace", "event", "--socket", str(node.socket_path), "--magic", str(TOPIC_MAGIC),
+               "--topic", TOPIC.hex(), "--payload-hex", b"after a restart".hex(), "--tag", b"ops".hex()]
     assert await trio.to_thread.run_sync(tool.run, command) == 0
     third = bytes.fromhex(capsys.readouterr().out.split("id=")[1].split()[0])
     found = await items(node)

@@ -56,7 +56,7 @@ class Instance:
         self.ingress = TopicIngress(
             self.mempool, self.validator, self.tracer, adapters=[adapter],
             carried=carried_set(carried, TOPIC_MAGIC, known={adapter.name}), dbs=self.dbs,
-            bucket=TokenBucket(bucket), network_magic=TOPIC_MAGIC, hub=SubscriptionHub(queue_limits))
+            bucket=TokenBucket(bucket) if isinstance(bucket, BucketPolicy) else bucket, network_magic=TOPIC_MAGIC, hub=SubscriptionHub(queue_limits))
         self.hub = self.ingress.hub
 
     def state(self):

@@ -79,8 +79,8 @@ async def test_topic_commands_against_a_node(genesis_config, capsys):
             tool.run, ["topic", "subscribe", *connection, "--start", "retained", "--non-blocking"])
         assert status == 0
         listed = capsys.readouterr().out.splitlines()
-        assert len(listed) == 1 and listed[0].startswith("sub=0 dseq=0 kind=0 adapter=0")
-        assert f"pool={message.pool_id.hex()}" in listed[0]
+        assert len(listed) == 1 and listed[0].startswith("sub=0 dseq=0 kind=message adapter=raw")
+        assert f"pool={message.pool_id.hex()}" in listed[0] and f"payload={message.body.hex()}" in listed[0]
         status = await trio.to_thread.run_sync(
             tool.run, ["topic", "publish", *connection, "--body-hex", "d994fb" + "00" * 100])
         nursery.cancel_scope.cancel()

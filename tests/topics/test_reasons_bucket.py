@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from dmq.validation import PeerReaction, ReactionPolicy, TopicRejected, local_reject_reason
 from topics import reasons
-from topics.bucket import BucketPolicy, TokenBucket
+from topics.bucket import DEFAULT_BUCKET, BucketPolicy, TokenBucket, budgets_for
 from topics.carried import TopicConfigError, carried_set
 
 SPEC_TABLE = {
@@ -48,27 +48,53 @@ def test_bucket_bursts_then_refills():
     bucket = TokenBucket(BucketPolicy(capacity=8, refill=10.0))
     pool = b"p" * 28
     for _ in range(8):
-        assert bucket.available(pool, 0.0)
-        bucket.charge(pool, 0.0)
-    assert not bucket.available(pool, 0.0)
-    assert bucket.retry_after(pool, 0.0) == 10
-    assert not bucket.available(pool, 9.9)
-    assert bucket.available(pool, 10.0)
-    assert bucket.tokens(pool, 1000.0) == 8
-    assert bucket.available(b"q" * 28, 0.0)          # pools are independent
+        assert bucket.available(pool, 0.0, "raw")
+        bucket.charge(pool, 0.0, "raw")
+    assert not bucket.available(pool, 0.0, "raw")
+    assert bucket.retry_after(pool, 0.0, "raw") == 10
+    assert not bucket.available(pool, 9.9, "raw")
+    assert bucket.available(pool, 10.0, "raw")
+    assert bucket.tokens(pool, 1000.0, "raw") == 8
+    assert bucket.available(b"q" * 28, 0.0, "raw")          # pools are independent
 
 
-@given(st.lists(st.floats(0, 5, allow_nan=False), max_size=60))
-def test_bucket_never_admits_more_than_capacity_plus_refills(gaps):
-    policy = BucketPolicy(capacity=3, refill=2.0)
-    bucket = TokenBucket(policy)
-    now, admitted = 0.0, 0
-    for gap in gaps:
+def test_each_topic_spends_its_own_budget_under_its_own_policy():
+    bucket = TokenBucket(BucketPolicy(2, 10.0), {"blocklace": BucketPolicy(3, 4.0)})
+    pool = b"p" * 28
+    for _ in range(3):
+        bucket.charge(pool, 0.0, "blocklace")
+    assert not bucket.available(pool, 0.0, "blocklace")
+    assert bucket.retry_after(pool, 0.0, "blocklace") == 4            # its own refill
+    assert bucket.available(pool, 0.0, "dmsg") and bucket.available(pool, 0.0, "raw")   # untouched
+    bucket.charge(pool, 0.0, "dmsg")
+    bucket.charge(pool, 0.0, "dmsg")
+    assert not bucket.available(pool, 0.0, "dmsg") and bucket.retry_after(pool, 0.0, "dmsg") == 10
+    assert bucket.available(pool, 4.0, "blocklace") and not bucket.available(pool, 4.0, "dmsg")
+
+
+def test_default_budgets_split_the_designs_rate_between_the_topics():
+    """docs/capacity/model.md section 6: the per-topic defaults sum to the single bucket's rate."""
+    names = ["raw", "upsycle", "blocklace", "dmsg"]
+    budgets = budgets_for(names)
+    assert sum(p.rate for p in budgets.values()) == pytest.approx(DEFAULT_BUCKET.rate)
+    assert budgets_for(names, {"dmsg": BucketPolicy(1, 1.0)})["dmsg"] == BucketPolicy(1, 1.0)
+    every = BucketPolicy(100, 0.5)
+    assert budgets_for(names, {"raw": BucketPolicy(1, 1.0)}, every) == {
+        "raw": BucketPolicy(1, 1.0), "upsycle": every, "blocklace": every, "dmsg": every}
+
+
+@given(st.lists(st.tuples(st.floats(0, 5, allow_nan=False), st.sampled_from(["raw", "dmsg"])), max_size=60))
+def test_bucket_never_admits_more_than_capacity_plus_refills(steps):
+    policies = {"raw": BucketPolicy(capacity=3, refill=2.0), "dmsg": BucketPolicy(capacity=1, refill=7.0)}
+    bucket = TokenBucket(BucketPolicy(), policies)
+    now, admitted = 0.0, {"raw": 0, "dmsg": 0}
+    for gap, topic in steps:
         now += gap
-        if bucket.available(b"p", now):
-            bucket.charge(b"p", now)
-            admitted += 1
-    assert admitted <= policy.capacity + now / policy.refill + 1e-9
+        if bucket.available(b"p", now, topic):
+            bucket.charge(b"p", now, topic)
+            admitted[topic] += 1
+    for topic, policy in policies.items():
+        assert admitted[topic] <= policy.capacity + now / policy.refill + 1e-9
 
 
 def test_carried_set_refuses_adapters_on_mithril_magics():

@@ -6,11 +6,13 @@ import json
 
 import pytest
 
-from dmq.config import ConfigError, TopicKeyLimit, TopicPublishers, TopicQueueLimits, read_config
+from dmq.config import ConfigError, TopicBucket, TopicKeyLimit, TopicPublishers, TopicQueueLimits, read_config
 
 GOOD = {
     "TopicQueueLimits": ({"MaxItems": 3, "MaxBytes": 48}, "topic_queue_limits", TopicQueueLimits(3, 48)),
     "TopicKeyLimit": ({"Count": 1, "WindowSeconds": 0.5}, "topic_key_limit", TopicKeyLimit(1, 0.5)),
+    "TopicBudgets": ({"dmsg": {"Capacity": 2, "RefillSeconds": 0.5}}, "topic_budgets",
+                     (("dmsg", TopicBucket(2, 0.5)),)),
     "TopicPublishers": ({"UpsycleServices": ["AB" * 32]}, "topic_publishers",
                         TopicPublishers(frozenset({b"\xab" * 32}), None)),
 }
@@ -20,6 +22,9 @@ BAD = [
     ("TopicQueueLimits", {"MaxItems": 10, "MaxBytes": 47}),
     ("TopicKeyLimit", {"Count": 0, "WindowSeconds": 600}),
     ("TopicKeyLimit", {"Count": 20, "WindowSeconds": 0}),
+    ("TopicBudgets", {"dmsg": {"Capacity": 0, "RefillSeconds": 10}}),
+    ("TopicBudgets", {"Blocklace": {"Capacity": 8, "RefillSeconds": 10}}),
+    ("TopicBudgets", [{"Capacity": 8, "RefillSeconds": 10}]),
     ("TopicPublishers", {"UpsycleServices": ["ab" * 31]}),
     ("TopicPublishers", {"DmsgStaticKeys": ["ab" * 32]}),
     ("TopicPublishers", {"DmsgKeys": []}),
@@ -55,3 +60,4 @@ def test_defaults_are_the_specification_numbers():
     assert config.topic_queue_limits == TopicQueueLimits(10_000, 64 << 20)
     assert config.topic_key_limit == TopicKeyLimit(20, 600.0)
     assert config.topic_publishers is None
+    assert config.topic_token_bucket is None and config.topic_budgets is None   # the per-topic defaults

@@ -103,3 +103,23 @@ def test_an_explicit_configuration_file_that_is_missing_is_warned_about(
     assert lines[0] == 'dmq-node: warning: configuration file "nowhere.json" not found, using defaults'
     assert len(lines) == 2 and "mainnet-shelley-genesis.json" in lines[1]
 
+
+
+def test_every_flag_a_configuration_key_names_is_a_dmq_node_flag() -> None:
+    """A key whose errors name a flag (``--topics`` ...) can be given that way: the flag is parsed
+    into the key and read back by the configuration as the file's value would be."""
+    from dataclasses import fields
+
+    from dmq.config import NodeConfig, read_config
+
+    parser = build_parser()
+    named = {f.metadata["flag"]: f.metadata["key"] for f in fields(NodeConfig)
+             if f.metadata.get("flag") and f.metadata["key"]}   # not the flag-only -c, -t
+    assert {"--topics", "--topic-kes-key", "--topic-operational-certificate"} <= named.keys()
+    for flag, key in named.items():   # hidden ones included (--min-sig-delay)
+        assert vars(parser.parse_known_args([flag, "1"])[0])[key] == "1", flag
+    parsed = vars(parser.parse_args(["--topics", "raw,upsycle", "--topic-kes-key", "pool/kes.skey",
+                                      "--topic-operational-certificate", "pool/node.cert"]))
+    config = read_config({k: parsed[k] for k in ("TopicsCarried", "TopicKesKey", "TopicOperationalCertificate")})
+    assert config.topics_carried == ("raw", "upsycle")
+    assert (str(config.topic_kes_key), str(config.topic_operational_certificate)) == ("pool/kes.skey", "pool/node.cert")

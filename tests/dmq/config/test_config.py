@@ -64,13 +64,13 @@ REFERENCE_DEFAULTS = {
     "LocalSocketMode": "0660",
     "TraceOnlyReactions": False,
     "TopicsCarried": ["raw"],
-    "TopicTokenBucket": {"Capacity": 8, "RefillSeconds": 10},
     "TopicQueueLimits": {"MaxItems": 10000, "MaxBytes": 67108864},
     "TopicKeyLimit": {"Count": 20, "WindowSeconds": 600},
 }
 #: Keys whose default is "not set" (omitted from ``to_json``).
 UNSET_BY_DEFAULT = {"IPv4", "IPv6", "ShelleyGenesisHash", "TraceOptions", "RecordTraffic", "PrometheusPort",
-                    "MithrilNetwork", "TopicKesKey", "TopicOperationalCertificate", "TopicPublishers"}
+                    "MithrilNetwork", "TopicKesKey", "TopicOperationalCertificate", "TopicPublishers",
+                    "TopicTokenBucket", "TopicBudgets"}
 
 #: A configuration file giving every key a value different from its default.
 EVERY_KEY = {
@@ -113,6 +113,7 @@ EVERY_KEY = {
     "TopicsCarried": ["raw", "upsycle"],
     "MithrilNetwork": False,
     "TopicTokenBucket": {"Capacity": 4, "RefillSeconds": 2.5},
+    "TopicBudgets": {"blocklace": {"Capacity": 16, "RefillSeconds": 5}, "dmsg": {"Capacity": 2, "RefillSeconds": 60}},
     "TopicKesKey": "kes.skey",
     "TopicOperationalCertificate": "node.cert",
     "TopicQueueLimits": {"MaxItems": 50, "MaxBytes": 4096},
@@ -157,6 +158,7 @@ EVERY_KEY_PARSED = {
     "topics_carried": ("raw", "upsycle"),
     "mithril_network": False,
     "topic_token_bucket": TopicBucket(4, 2.5),
+    "topic_budgets": (("blocklace", TopicBucket(16, 5.0)), ("dmsg", TopicBucket(2, 60.0))),
     "topic_kes_key": Path("kes.skey"),
     "topic_operational_certificate": Path("node.cert"),
     "topic_queue_limits": TopicQueueLimits(50, 4096),

@@ -114,7 +114,7 @@ async def test_blocklace_state_reloads_after_restart(tmp_path):
 
 
 def _topic_command(argv: list[str]) -> int:
-    from dmq.cli.topic_blocklace import register
+    from dmq.cli.topic_queries import register
 
     parser = argparse.ArgumentParser(prog="dmq topic")
     register(parser.add_subparsers(dest="command", required=True))
