@@ -171,25 +171,34 @@ STDOUT_BACKENDS = (MACHINE, HUMAN, HUMAN_COLOURED)
 Target = tuple[str, str]  # (namespace, severity)
 
 
-def _n2n_or_local(link: str, remote: str, local: str, cardano: str) -> str:
+def _link_targets(cardano: str, suffix: str, severity: str) -> tuple[Target, Target, Target]:
+    """One connection fact's targets for node-to-node, local and cardano-node links, built once."""
+    return tuple((prefix + suffix, severity)
+                 for prefix in ("Net.ConnectionManager.Remote", "Net.ConnectionManager.Local", cardano))
+
+
+def _link_kind(link: str) -> int:
+    """Which of :func:`_link_targets`' targets a link takes."""
     if link.startswith("n2n"):
-        return remote
-    return local if link == "n2c" else cardano
+        return 0
+    return 1 if link == "n2c" else 2
+
+
+_OPENED = _link_targets("Net.Local.Cardano.Handshake", ".ConnectionHandler.HandshakeSuccess", "Info")
+_TERMINATED = _link_targets("Net.Local.Cardano.Mux", ".TerminatedConnection", "Debug")
+_HANDSHAKE_FAILED = _link_targets("Net.Local.Cardano.Mux", ".ConnectionHandler.HandshakeServerError", "Info")
+_FAILED = _link_targets("Net.Local.Cardano.Mux", ".ConnectionHandler.Error", "Info")
 
 
 def _opened(event: Any) -> Target:
-    return (_n2n_or_local(event.link, "Net.ConnectionManager.Remote", "Net.ConnectionManager.Local",
-                          "Net.Local.Cardano.Handshake") + ".ConnectionHandler.HandshakeSuccess", "Info")
+    return _OPENED[_link_kind(event.link)]
 
 
 def _closed(event: Any) -> Target:
-    prefix = _n2n_or_local(event.link, "Net.ConnectionManager.Remote", "Net.ConnectionManager.Local",
-                           "Net.Local.Cardano.Mux")
-    if event.error is None:
-        return prefix + ".TerminatedConnection", "Debug"
-    if event.error.startswith("handshake:"):
-        return prefix + ".ConnectionHandler.HandshakeServerError", "Info"
-    return prefix + ".ConnectionHandler.Error", "Info"
+    error = event.error
+    if error is None:
+        return _TERMINATED[_link_kind(event.link)]
+    return (_HANDSHAKE_FAILED if error.startswith("handshake:") else _FAILED)[_link_kind(event.link)]
 
 
 def _listening(event: Any) -> Target:
