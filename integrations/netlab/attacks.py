@@ -96,10 +96,12 @@ def connections_per_peer(hard_limit: int, peers: int) -> int:
 
 
 async def run_adversaries(processes, at: float, length: float, started: float, until: float, record,
-                          grace: float = 5.0) -> None:
+                          grace: float = 5.0, least: float = 6.0) -> None:
     """At ``started + at`` start the attackers; ``length`` seconds after they are in place, or at
     ``until`` (the end of publishing) if that comes first, stop them (SIGINT: each writes its
-    final account).
+    final account). Once in place, an attack lasts at least ``least`` seconds (or ``length`` if
+    shorter) even past ``until``: attackers that were slow to start would otherwise be stopped
+    before they did anything, and the run would measure an attack that never happened.
 
     An attacker is in place once it has written its first account: on a loaded machine a
     Python process can take many seconds to import before it dials anyone, and an attack cut
@@ -114,7 +116,8 @@ async def run_adversaries(processes, at: float, length: float, started: float, u
             while not all(process.files.result_path.exists() or not process.running for process in processes):
                 await trio.sleep(0.2)
         record.began_at = round(trio.current_time() - started, 3)
-        await trio.sleep_until(min(trio.current_time() + length, until))
+        now = trio.current_time()
+        await trio.sleep_until(max(min(now + length, until), now + min(least, length)))
     finally:
         with trio.CancelScope(shield=True):
             async with trio.open_nursery() as nursery:
