@@ -293,14 +293,14 @@ class BlocklaceAdapter(TopicAdapter):
             return Reject(UNSOLICITED, "the carried block was not requested")
         if store.answers(ctx.store, carry.need, item) >= ANSWERS_PER_ITEM:
             return Reject(ANSWER_QUOTA, f"{ANSWERS_PER_ITEM} answers already accepted")
-        if self._is_candidate(item, block):
+        if block.topic in self.recovery.anchors_wanted and self._is_candidate(item, block):
             return self._check_anchor(inner.carried.pool_id, block)
         return self._check_block(item, inner.carried.pool_id, block, True, ctx.now)
 
     def _is_candidate(self, item: bytes, block: Block) -> bool:
-        """A carried anchor this node cannot accept by closure while it wants anchors (5.8)."""
-        return (block.payload.type in (AD, EPOCH) and block.topic in self.recovery.anchors_wanted
-                and not self.lace.holds(item) and bool(self.lace.missing(block)))
+        """A carried anchor whose past is missing here (5.8). Validation lets one through only
+        while the node wants anchors for its topic; the commit holds aside what got through."""
+        return block.payload.type in (AD, EPOCH) and not self.lace.holds(item) and bool(self.lace.missing(block))
 
     def _check_anchor(self, creator: bytes, block: Block) -> Verdict:
         """An anchor passes the checks that need no past (an advertisement's owner signatures);
@@ -466,6 +466,8 @@ class BlocklaceAdapter(TopicAdapter):
                 store.write_tombs(txn, topic, gone, dropped)
         for need_id in store.expired_requests(txn, now):
             store.drop_request(txn, need_id)
+        for topic in [t for t in self._waiting_on if t not in self.recovery.anchors_wanted]:
+            del self._waiting_on[topic]             # only a checkpoint to come releases them
 
 
 def _reason_named(name: str) -> RejectReason:

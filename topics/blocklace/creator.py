@@ -46,7 +46,7 @@ from .codec import EPOCH, MAX_CUT, MAX_POINTERS, Block, EpochMsg, Payload, encod
 from .lace import Lace
 from .reasons import BlocklaceReject
 
-__all__ = ["is_draft", "draft_body", "build_own_block"]
+__all__ = ["is_draft", "draft_body", "build_own_block", "complete_block"]
 
 
 def is_draft(block: Block) -> bool:
@@ -73,6 +73,18 @@ def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
                                  "(seq 0, epoch 0, no pointers, floorMask 0)")
     last = store.last_seq(view, block.topic, pool)
     seq, parent = (0, None) if last is None else (last[0] + 1, last[1][0])
+    built = complete_block(lace, pool, seq, parent, block)
+    if isinstance(built, Reject):
+        return built
+    try:
+        return encode_block(built)
+    except BlocklaceReject as exc:
+        return Reject(exc.reason, exc.detail)
+
+
+def complete_block(lace: Lace, pool: bytes, seq: int, parent: bytes | None, block: Block) -> Block | Reject:
+    """The block ``pool`` makes of the draft ``block`` as its number ``seq`` after ``parent``:
+    pointers, epoch and floor bits from ``lace``, an Epoch message completed (5.7, 5.8)."""
     payload = block.payload
     acked = payload.epoch.acked if payload.type == EPOCH and not payload.epoch.is_proposal else None
     if acked is not None and acked not in lace.blocks:
@@ -95,10 +107,7 @@ def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
         if isinstance(filled, Reject):
             return filled
         payload = Payload(EPOCH, epoch=filled)
-    try:
-        return encode_block(Block(block.topic, seq, epoch, tuple(ptrs), mask, payload, block.tags))
-    except BlocklaceReject as exc:
-        return Reject(exc.reason, exc.detail)
+    return Block(block.topic, seq, epoch, tuple(ptrs), mask, payload, block.tags)
 
 
 def _epoch_message(lace: Lace, topic: bytes, pool: bytes, message: EpochMsg, ptrs: list[bytes], epoch: int,

@@ -430,7 +430,7 @@ class Lace:
                                               earlier, held.id))
             return                                  # a double voter counts once
         state.votes[key] = named
-        if epoch.is_proposal:
+        if epoch.is_proposal and epoch.number > state.final:
             state.proposals.setdefault((epoch.number, epoch.attempt), []).append((held.arrival, held.id))
         voters = state.acks.setdefault(named, set())
         voters.add(held.creator)
@@ -442,6 +442,7 @@ class Lace:
         if chosen is None and number == state.final + 1:
             state.certificates[number] = named
             state.final = number
+            state.proposals = {k: v for k, v in state.proposals.items() if k[0] > number}
             state.final_times[number] = held.arrival
             outcome.finals.append((number, named))
         elif chosen is not None and chosen != named:
@@ -515,6 +516,7 @@ class Lace:
         state.final = max(state.final, checkpoint.epoch)
         state.certificates[checkpoint.epoch] = checkpoint.proposal
         state.final_times[checkpoint.epoch] = now
+        state.proposals = {k: v for k, v in state.proposals.items() if k[0] > state.final}
         self.checkpoints[topic] = checkpoint
         outcomes = []
         for anchor in anchors:
