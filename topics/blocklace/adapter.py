@@ -265,8 +265,12 @@ class BlocklaceAdapter(TopicAdapter):
             self.recovery.want(block.topic, missing, now)
             self._waiting_on.setdefault(block.topic, set()).update(missing)
             state = self.lace.topics.get(block.topic)
-            if block.epoch > (0 if state is None else state.final):
-                self.recovery.want_anchors(block.topic, block.epoch, now, joining=state is None or not state.ads)
+            final = 0 if state is None else state.final
+            if block.epoch > final:
+                # F = 0 and no checkpoint: the node never saw the topic change epoch, so it
+                # has no history to lose and nothing but anchors will justify the block
+                joining = final == 0 and block.topic not in self.lace.checkpoints
+                self.recovery.want_anchors(block.topic, block.epoch, now, joining=joining)
             return Defer(missing)
         return OK
 
@@ -394,7 +398,8 @@ class BlocklaceAdapter(TopicAdapter):
         held[message.message_id] = Candidate(message, block, arrival)
         while len(held) > ANCHORS_HELD:
             del held[next(iter(held))]
-        found = self.lace.checkpoint_from(topic, list(held.values()))
+        wanted = self.recovery.anchors_wanted.get(topic)
+        found = self.lace.checkpoint_from(topic, list(held.values()), 0 if wanted is None else wanted.asked)
         if found is None:
             return []
         checkpoint, anchors = found
@@ -402,6 +407,7 @@ class BlocklaceAdapter(TopicAdapter):
         for outcome in self.lace.install_checkpoint(topic, checkpoint, anchors, arrival):
             items += self._recorded(txn, outcome, flags)
         store.put_checkpoint(txn, topic, checkpoint)
+        self.recovery.checkpointed(topic)
         del self._candidates[topic]
         self._released = sorted(self._waiting_on.pop(topic, set()))
         return items

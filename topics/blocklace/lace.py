@@ -465,9 +465,12 @@ class Lace:
 
     # -- late joiners (docs/topics-design.md 5.8) --------------------------------------------------
 
-    def checkpoint_from(self, topic: bytes, candidates: list[Candidate]) -> tuple[Checkpoint, list[Candidate]] | None:
-        """The highest certificate above F that the anchors received prove, and the anchors to
-        install for it (advertisements, the proposal, its acknowledgements), or None.
+    def checkpoint_from(self, topic: bytes, candidates: list[Candidate],
+                        at_least: int = 0) -> tuple[Checkpoint, list[Candidate]] | None:
+        """The highest certificate above F, and of epoch ``at_least`` or more, that the anchors
+        received prove, and the anchors to install for it (advertisements, the proposal, its
+        acknowledgements), or None. ``at_least`` is the epoch of the blocks that wait: an
+        older certificate (its blocks may be carried as asked-for ids) would not justify them.
 
         An anchor's causal past was pruned where it came from, so it cannot pass closure here;
         what it proves is checked from the anchors alone: the advertisement by its owner
@@ -488,7 +491,7 @@ class Lace:
         for c in epochs:
             proposal, ident = c.block.payload.epoch, c.message.message_id
             named = ads.get(proposal.ad_version)
-            if (not proposal.is_proposal or proposal.number <= state.final or named is None
+            if (not proposal.is_proposal or proposal.number <= max(state.final, at_least - 1) or named is None
                     or proposal.number != c.block.epoch + 1):
                 continue
             ad_id, ad = named

@@ -10,7 +10,7 @@ DMQ cannot address a request to one node, so history travels by solicited re-pub
 * a node that lacks history asks for **anchors** (5.8): a block pending with an epoch above
   the node's F means final epochs it holds no certificate for, whose past holders may have
   pruned. It publishes a ``need`` with field 2 (and the ids it misses, up to 16): after
-  JOIN_WAIT when it holds nothing of the topic yet (a late joiner: waiting longer cannot
+  JOIN_WAIT when it never saw the topic change epoch (a late joiner: waiting longer cannot
   help, diffusion only brings unexpired blocks), after T otherwise (the missing blocks are
   usually on their way), retried like any need while F stays below that epoch; holders
   answer with the latest advertisement and the certificate of their F;
@@ -62,9 +62,10 @@ class _Wanted:
 class _Anchors:
     epoch: int                  # the highest epoch seen on a pending block
     since: float
-    joining: bool               # nothing of the topic held when first wanted
+    joining: bool               # the topic never changed epoch here when first wanted
     sent: int = 0
     last: float = float("-inf")
+    asked: int = 0              # ``epoch`` when the last need went out: what its answers must reach
 
 
 @dataclass(order=True, slots=True)
@@ -107,6 +108,13 @@ class Recovery:
             self.anchors_wanted[topic] = _Anchors(epoch, now, joining)
         elif epoch > wanted.epoch:
             wanted.epoch = epoch
+
+    def checkpointed(self, topic: bytes) -> None:
+        """A checkpoint was taken: what the topic's blocks missed below it is no longer wanted
+        (blocks checked again want what they still miss)."""
+        self.anchors_wanted.pop(topic, None)
+        for ident in [i for i, w in self.wanted.items() if w.topic == topic]:
+            del self.wanted[ident]
 
     def arrived(self, ident: bytes) -> None:
         self.wanted.pop(ident, None)
@@ -178,7 +186,7 @@ class Recovery:
             ids = sorted(i for i, x in self.wanted.items() if x.topic == topic and not self.lace.holds(i))
             ids = ids[:MAX_NEED_IDS]
             out.append(encode_need(Need(topic, tuple(ids), anchors=True)))
-            w.sent, w.last = w.sent + 1, now
+            w.sent, w.last, w.asked = w.sent + 1, now, w.epoch
             for ident in ids:
                 self.wanted[ident].sent += 1
                 self.wanted[ident].last = now
@@ -190,8 +198,8 @@ class Recovery:
             if self.lace.holds(ident):
                 del self.wanted[ident]
                 continue
-            if now - w.since < self.pending_wait or now - w.last < RETRY_AFTER:
-                continue
+            if now - w.since < self.pending_wait or now - w.last < RETRY_AFTER or w.topic in self.anchors_wanted:
+                continue                    # (while anchors are wanted, ids ride in their need)
             if w.sent > RETRIES:
                 del self.wanted[ident]
                 continue
