@@ -408,8 +408,31 @@ class BlocklaceAdapter(TopicAdapter):
             items += self._recorded(txn, outcome, flags)
         store.put_checkpoint(txn, topic, checkpoint)
         self.recovery.checkpointed(topic)
-        del self._candidates[topic]
+        items += self._accept_rest(txn, list(self._candidates.pop(topic).values()), flags)
         self._released = sorted(self._waiting_on.pop(topic, set()))
+        return items
+
+    def _accept_rest(self, txn: AdapterTxn, rest: list[Candidate], flags: int) -> list[Delivery]:
+        """Carried blocks held aside that the checkpoint lets pass closure now; the others are
+        dropped (blocks that point to them ask for them again)."""
+        items: list[Delivery] = []
+        progress = True
+        while progress:
+            progress = False
+            for candidate in list(rest):
+                message, block = candidate.message, candidate.block
+                if message.message_id in self.lace.blocks:
+                    rest.remove(candidate)
+                    continue
+                try:
+                    if self.lace.check(block, message.pool_id, True):
+                        continue
+                except BlocklaceReject:
+                    rest.remove(candidate)
+                    continue
+                rest.remove(candidate)
+                items += self._recorded(txn, self.lace.accept(message, block, candidate.arrival, True), flags)
+                progress = True
         return items
 
     @staticmethod
