@@ -126,3 +126,57 @@ async def test_a_late_joiner_syncs_from_the_certificate_its_peers_kept(tmp_path)
     finally:
         for node in nodes:
             node.mempool.close()
+
+
+async def test_a_node_back_from_a_partition_asks_for_anchors_after_t(tmp_path):
+    """A node that saw epoch 1 and was cut off while its peers went on and pruned: the blocks
+    it receives on its return point below what they kept. It waits T (its missing blocks
+    might be on their way) before asking for anchors, then starts from their certificate."""
+    clock = ManualClock(NOW)
+    nodes = [open_node(tmp_path / f"n{i}", f"n{i}", pool(i), clock, pools_for(8), seed=i) for i in range(4)]
+    holders, away = nodes[:3], nodes[3]
+    try:
+        async with trio.open_nursery() as nursery:
+            for node in nodes:
+                await nursery.start(node.mempool.run)
+            cluster = Cluster(nodes)
+            ad = advertisement(0, {pool(i).id: ALL for i in range(3)},
+                               TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+            assert (await holders[0].publish(draft_body(TOPIC, ad_payload(ad)))).accepted
+            await cluster.settle()
+            await _event(cluster, holders[1], b"epoch 0")
+            clock.advance(INTERVAL)
+            await cluster.settle()
+            assert [_final(n) for n in nodes] == [1, 1, 1, 1]
+
+            cluster.nodes = holders                                   # the fourth node is cut off
+            missed = await _event(cluster, holders[2], b"epoch 1, missed")
+            clock.advance(NETWORK_LIFETIME)
+            await cluster.settle()
+            assert [_final(n) for n in holders] == [2, 2, 2]
+            clock.advance(1)                                          # epoch 2 final for a second
+            for node in holders:
+                await node.ingress.prune()
+                assert missed in node.blocklace.lace.tombs
+            await _event(cluster, holders[1], b"epoch 2")
+
+            cluster.nodes = nodes                                     # it is back
+            await cluster.settle()
+            assert _final(away) == 1 and away.blocklace.lace.checkpoints == {}
+            clock.advance(2)
+            await cluster.settle()
+            assert not [n for n in _needs(holders[0]) if n.anchors]   # not a late joiner: it waits T
+            clock.advance(13)
+            await cluster.settle()
+            assert [n.anchors for n in _needs(holders[0])] == [True]
+            clock.advance(5)
+            await cluster.settle()
+            final = _final(holders[0])
+            assert away.blocklace.lace.checkpoints[TOPIC].epoch == _final(away) == final >= 2
+            kept = {h.id for h in holders[0].blocklace.lace.blocks.values() if h.block.epoch >= final}
+            assert kept and kept <= set(away.delivered_blocks())
+            assert missed not in away.delivered_blocks()
+            nursery.cancel_scope.cancel()
+    finally:
+        for node in nodes:
+            node.mempool.close()
