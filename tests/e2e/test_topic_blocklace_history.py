@@ -3,7 +3,7 @@
 Three nodes sign as pools 0, 1 and 2, the electors of a topic whose epoch interval is two
 seconds. Nobody hand-crafts an Epoch block: the nodes propose and acknowledge by
 themselves. Pool 4, a publisher of events only and no node's signer, writes short-lived
-events (protocol 14, eight seconds of network lifetime) the way an honest creator does,
+events (protocol 14, six seconds of network lifetime) the way an honest creator does,
 following the topic through protocol 1000. Once epochs have gone by and the nodes have
 pruned the oldest events, a fourth node starts with an empty database: everything it
 receives points into pruned history, so it asks for anchors, checks the certificate its
@@ -36,7 +36,7 @@ BLOCKLACE = 2
 ELECTORS = (0, 1, 2)
 AUTHOR, JOINER = 4, 3
 INTERVAL, TIMEOUT = 2, 4
-EVENT_LIFETIME = 8
+EVENT_LIFETIME = 6
 
 
 class Follower:
@@ -147,7 +147,7 @@ async def test_epochs_advance_pruning_runs_and_a_late_joiner_syncs(topic_nodes, 
         async def write() -> None:
             await author.write(b"event %d" % next(counter))
 
-        await until(lambda: _true(watcher.finals and watcher.finals[-1] >= 3), 30, "three epochs", each=write)
+        await until(lambda: _true(watcher.finals and watcher.finals[-1] >= 2), 30, "two epochs", each=write)
         oldest = author.written[0]
         await until(lambda: _absent(nodes, oldest), 20, "the first event pruned everywhere", each=write)
 
@@ -157,7 +157,7 @@ async def test_epochs_advance_pruning_runs_and_a_late_joiner_syncs(topic_nodes, 
         await nursery.start(late.run)
         await until(lambda: _true(late.finals), 25, "the late joiner's checkpoint", each=write)
         checkpoint = late.finals[0]
-        assert checkpoint >= 3
+        assert checkpoint >= 2
         for _ in range(5):
             await write()
             await trio.sleep(0.3)
