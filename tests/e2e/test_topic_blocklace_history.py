@@ -152,7 +152,14 @@ async def test_epochs_advance_pruning_runs_and_a_late_joiner_syncs(topic_nodes, 
         await until(lambda: _absent(nodes, oldest), 20, "the first event pruned everywhere", each=write)
 
         # a node with an empty database joins; events go on until it has a checkpoint
-        joiner = start(topic_nodes, tmp_path, "late", JOINER, nodes)
+        started: list = []
+
+        async def join() -> None:
+            started.extend(await _together([lambda: start(topic_nodes, tmp_path, "late", JOINER, nodes)]))
+
+        nursery.start_soon(join)
+        await until(lambda: _true(started), 60, "the late joiner started", each=write)
+        joiner = started[0]
         late = Follower(joiner)
         await nursery.start(late.run)
         await until(lambda: _true(late.finals), 25, "the late joiner's checkpoint", each=write)
