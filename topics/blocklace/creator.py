@@ -18,6 +18,12 @@ its committed state:
   bits the epoch rule asks for (5.7): an opening block marks its older pointers; any other
   block keeps only pointers of its own epoch.
 
+The pool's first block in a topic (``seq`` 0, no self-parent) also carries the pool id as a
+content tag, after the client's: without it two pools could sign byte-identical first blocks
+(acknowledgements of one proposal over the same leaves, in the same second), and the DMQ id,
+which does not cover the signer, would name two blocks. Later blocks differ by their
+self-parents.
+
 An Epoch draft (docs/topics-design.md 5.7) is completed to agree with the block it is in: a
 proposal opens the epoch after the block's own, names the advertisement in force and cuts
 the pointers of the block's epoch; an acknowledgement points to the proposal it names and
@@ -42,7 +48,7 @@ from topics.adapter import AlreadyPublished, Reject, StoreView
 from topics.reasons import CONFLICT, MALFORMED
 
 from . import store
-from .codec import EPOCH, MAX_CUT, MAX_POINTERS, Block, EpochMsg, Payload, encode_block
+from .codec import EPOCH, MAX_CUT, MAX_POINTERS, MAX_TAGS, Block, EpochMsg, Payload, encode_block
 from .lace import Lace
 from .reasons import BlocklaceReject
 
@@ -85,12 +91,20 @@ def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
 def complete_block(lace: Lace, pool: bytes, seq: int, parent: bytes | None, block: Block) -> Block | Reject:
     """The block ``pool`` makes of the draft ``block`` as its number ``seq`` after ``parent``:
     pointers, epoch and floor bits from ``lace``, an Epoch message completed (5.7, 5.8)."""
-    payload = block.payload
+    payload, tags = block.payload, block.tags
+    if seq == 0 and pool not in tags:
+        # A first block has no self-parent: two pools acknowledging one proposal over the same
+        # leaves in the same second would sign identical bodies, hence one DMQ id (it does not
+        # cover the signer) for two blocks. The pool's id as a tag tells them apart.
+        if len(tags) >= MAX_TAGS:
+            return Reject(MALFORMED, f"the pool's first block in a topic carries its pool id as a tag: "
+                                     f"at most {MAX_TAGS - 1} tags of its own")
+        tags = tags + (pool,)
     acked = payload.epoch.acked if payload.type == EPOCH and not payload.epoch.is_proposal else None
     if acked is not None and acked not in lace.blocks:
         return Reject(MALFORMED, "the acknowledged proposal is not held here")
     ptrs = _pointers(lace, block.topic, parent, () if acked is None else (acked,))
-    draft = Block(block.topic, seq, 0, tuple(ptrs), 0, payload, block.tags)
+    draft = Block(block.topic, seq, 0, tuple(ptrs), 0, payload, tags)
     _, _, epoch, _ = lace.summarize(draft, pool, None)
     opening = parent is None or not lace.holds(parent) or lace.epoch_of(parent) < epoch
     if not opening:
@@ -101,13 +115,13 @@ def complete_block(lace: Lace, pool: bytes, seq: int, parent: bytes | None, bloc
             if not lace.holds(p) or lace.epoch_of(p) < epoch:
                 mask |= 1 << i
     if payload.type == EPOCH:
-        _, ads, _, _ = lace.summarize(Block(block.topic, seq, epoch, tuple(ptrs), mask, payload, block.tags),
+        _, ads, _, _ = lace.summarize(Block(block.topic, seq, epoch, tuple(ptrs), mask, payload, tags),
                                       pool, None)
         filled = _epoch_message(lace, block.topic, pool, payload.epoch, ptrs, epoch, ads)
         if isinstance(filled, Reject):
             return filled
         payload = Payload(EPOCH, epoch=filled)
-    return Block(block.topic, seq, epoch, tuple(ptrs), mask, payload, block.tags)
+    return Block(block.topic, seq, epoch, tuple(ptrs), mask, payload, tags)
 
 
 def _epoch_message(lace: Lace, topic: bytes, pool: bytes, message: EpochMsg, ptrs: list[bytes], epoch: int,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from dmq.clock import ManualClock
 from topics.adapter import ITEM_EPOCH_FINAL
@@ -19,7 +20,6 @@ from topics.blocklace.creator import draft_body
 from .cluster import Cluster, TopicNode, open_node, pools_for
 from .world import ALL, NOW, TOPIC, ad_payload, advertisement, event, pool
 
-pytestmark = pytest.mark.trio
 
 INTERVAL, TIMEOUT = 100, 30
 
@@ -70,6 +70,7 @@ def _final(node: TopicNode) -> int:
     return node.blocklace.lace.topic(TOPIC).final
 
 
+@pytest.mark.trio
 async def test_an_epoch_closes_when_the_interval_has_passed_and_the_proposer_rotates(tmp_path):
     async def scenario(nodes, clock):
         cluster = Cluster(nodes)
@@ -99,6 +100,7 @@ async def test_an_epoch_closes_when_the_interval_has_passed_and_the_proposer_rot
     await _cluster(tmp_path, 4, scenario)
 
 
+@pytest.mark.trio
 async def test_a_silent_proposer_is_replaced_after_the_attempt_timeout(tmp_path):
     async def scenario(nodes, clock):
         electors = sorted(pool(i).id for i in range(4))
@@ -124,6 +126,7 @@ async def test_a_silent_proposer_is_replaced_after_the_attempt_timeout(tmp_path)
     await _cluster(tmp_path, 4, scenario)
 
 
+@pytest.mark.trio
 async def test_attempts_without_a_quorum_are_retried_until_enough_electors_are_back(tmp_path):
     """Two of four electors cannot close an epoch: they go through the attempts, one vote each
     per attempt (never two: a double vote would be proven), a new proposal whenever the
@@ -155,6 +158,7 @@ async def test_attempts_without_a_quorum_are_retried_until_enough_electors_are_b
     await _cluster(tmp_path, 4, scenario)
 
 
+@pytest.mark.trio
 async def test_the_stake_rule_weighs_acknowledgements_in_the_snapshot(tmp_path):
     """Pools 0 and 1 hold 98 % of the stake: with pools 2 and 3 down, their two votes are a
     stake quorum though two of four electors are no count quorum."""
@@ -178,6 +182,7 @@ async def test_the_stake_rule_weighs_acknowledgements_in_the_snapshot(tmp_path):
     await _cluster(tmp_path, 4, scenario, stakes)
 
 
+@pytest.mark.trio
 async def test_without_the_stake_majority_no_epoch_is_final(tmp_path):
     """Pool 3 holds 97 % of the stake and is down: three of four electors vote in every
     attempt (a count quorum) and the epoch is never final under the stake rule."""
@@ -204,3 +209,40 @@ async def test_without_the_stake_majority_no_epoch_is_final(tmp_path):
             assert node.blocklace.equivocations() == []
 
     await _cluster(tmp_path, 4, scenario, stakes)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(steps=st.lists(st.tuples(st.sets(st.integers(0, 3), min_size=1), st.integers(1, 2 * INTERVAL)),
+                      min_size=1, max_size=5))
+def test_partitions_and_delays_never_split_an_epoch(tmp_path_factory, steps):
+    """B5 with the nodes' own drivers: whatever subsets of the electors talk, and for however
+    long, no pool votes twice in an attempt, every node that finalized an epoch holds the same
+    certificate for it, and once all talk again the topic goes on changing epochs."""
+    tmp_path = tmp_path_factory.mktemp("partitions")
+
+    async def scenario(nodes, clock):
+        cluster = Cluster(nodes)
+        await _open_topic(cluster, 4, TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        for number, (talking, seconds) in enumerate(steps):
+            cluster.nodes = [nodes[i] for i in sorted(talking)]
+            await _event(cluster, cluster.nodes[0], b"step %d" % number)
+            clock.advance(seconds)
+            await cluster.settle()
+        cluster.nodes = nodes
+        await cluster.settle()
+        reached = max(_final(n) for n in nodes)
+        await _event(cluster, nodes[0], b"all together")
+        for _ in range(6):                                   # an interval, then attempts, at most
+            clock.advance(INTERVAL)
+            await cluster.settle()
+            if min(_final(n) for n in nodes) > reached:
+                break
+        assert min(_final(n) for n in nodes) > reached
+        reference = nodes[0].blocklace.lace.topic(TOPIC).certificates
+        for node in nodes:
+            assert node.blocklace.equivocations() == []
+            certificates = node.blocklace.lace.topic(TOPIC).certificates
+            assert set(certificates) == set(range(1, _final(node) + 1))
+            assert all(certificates[k] == reference[k] for k in set(certificates) & set(reference))
+
+    trio.run(_cluster, tmp_path, 4, scenario)
