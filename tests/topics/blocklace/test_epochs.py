@@ -211,7 +211,8 @@ async def test_without_the_stake_majority_no_epoch_is_final(tmp_path):
     await _cluster(tmp_path, 4, scenario, stakes)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])      # shrinking whole clusters takes minutes
 @given(steps=st.lists(st.tuples(st.sets(st.integers(0, 3), min_size=1), st.integers(1, 2 * INTERVAL)),
                       min_size=1, max_size=5))
 def test_partitions_and_delays_never_split_an_epoch(tmp_path_factory, steps):
