@@ -72,6 +72,7 @@ def topic_service_for(config: NodeConfig, mempool: Any, validator: Any, tracer: 
     publishers = config.topic_publishers
     adapters = [build_adapter(name, network_magic=config.network_magic, can_publish=signer is not None,
                               stake_of=stake_view.set_stake_at,
+                              stake_epochs=lambda: stake_view.snapshot_epochs,
                               services=publishers and publishers.upsycle_services,
                               allowed_keys=publishers and publishers.dmsg_static_keys)
                 for name in sorted(carried.adapters)]

@@ -33,11 +33,12 @@ def stake_pools(count: int = 4) -> list[Pool]:
     return [pool(i) for i in range(count)]
 
 
-def topic_node(workdir: Path, *, carried: list[str] | None = None, signer: int | None = 0,
+def topic_node(workdir: Path, *, carried: list[str] | None = None, signer: int | None = 0, pools: int = 4,
                **config: Any) -> NodeProcess:
-    """A node (not started) carrying ``carried`` (default: every adapter), signing as pool ``signer``."""
+    """A node (not started) carrying ``carried`` (default: every adapter), signing as pool
+    ``signer``, with pools 0 .. ``pools`` - 1 holding stake."""
     workdir.mkdir(parents=True, exist_ok=True)
-    stake, genesis = write_chain(workdir, stake_pools(), time.time())
+    stake, genesis = write_chain(workdir, stake_pools(pools), time.time())
     settings: dict[str, Any] = {
         "NetworkMagic": TOPIC_MAGIC,
         "StakeSource": stake.name,

@@ -14,6 +14,13 @@
   block enters the lace as a *solicited* arrival.
 * ``prune`` applies 5.8 retention: blocks below F past their expiry and epoch close become
   tombstones, tombstones go at F >= epoch + 3, expired needs go.
+* late joiners (5.8): a block pending with an epoch above F makes the node want anchors
+  (:mod:`.recovery`); carried anchors whose past is missing are held aside
+  (:class:`~topics.blocklace.lace.Candidate`) until they prove a certificate above F
+  (:meth:`Lace.checkpoint_from`). The node then takes it as its checkpoint, in the commit
+  transaction of the carry that completed it, delivers the anchors and the final epoch, and
+  releases the pending blocks the checkpoint satisfies (``provides``).
+* ``due_publications`` also returns the epoch changes this node takes part in (:mod:`.epochs`).
 
 The lace is a cache rebuilt from the databases at the first hook call after start.
 """
@@ -60,7 +67,8 @@ from . import store
 from .codec import AD, EPOCH, KIND_BLOCK, KIND_CARRY, KIND_NEED, KIND_PROOF_NOTICE, Block, Carry, Need, Proof, \
     ProofNotice, decode_body
 from .creator import build_own_block
-from .lace import Lace, StakeOf
+from .epochs import EpochDriver, StakeEpochs
+from .lace import Candidate, Lace, Outcome, StakeOf
 from .metrics import BlocklaceMetrics
 from .node import PENDING_PER_CREATOR
 from .proofs import carried_block
@@ -74,6 +82,7 @@ ADAPTER_NUMBER = 2
 REQUESTS_PER_WINDOW = 6          # (P) needs per pool per topic ...
 REQUEST_WINDOW = 600             # ... per 10 minutes
 CARRY_WAIT = 30.0                # (P) an answer that overtook its need waits this long
+ANCHORS_HELD = 256               # (P) carried anchors held aside per topic, oldest dropped first
 SKEW = 30                        # S (P)
 
 #: Refusals that depend on when or how a block arrived, not on the block: never memoized.
@@ -106,19 +115,27 @@ class BlocklaceAdapter(TopicAdapter):
     pending_per_key = PENDING_PER_CREATOR
     convergent = True
 
-    def __init__(self, *, stake_of: StakeOf | None = None, max_kes_evolutions: int = MAINNET_MAX_KES_EVOLUTIONS,
-                 seed: int | None = None, pending_wait: float | None = None) -> None:
+    def __init__(self, *, stake_of: StakeOf | None = None, stake_epochs: StakeEpochs | None = None,
+                 max_kes_evolutions: int = MAINNET_MAX_KES_EVOLUTIONS, seed: int | None = None,
+                 pending_wait: float | None = None) -> None:
         self.lace = Lace(stake_of)
         self.max_kes_evolutions = max_kes_evolutions
         options = {} if pending_wait is None else {"pending_wait": pending_wait}
         self.recovery = Recovery(self.lace, seed=seed, **options)
+        self.epochs = EpochDriver(self.lace, stake_epochs)
         self.runtime: AdapterRuntime | None = None
         self._loaded = False
+        #: late joining (5.8): anchors held aside per topic, the ids pending blocks wait for
+        #: per topic, and those a new checkpoint satisfies (handed to ``provides``)
+        self._candidates: dict[bytes, dict[bytes, Candidate]] = {}
+        self._waiting_on: dict[bytes, set[bytes]] = {}
+        self._released: list[bytes] = []
 
     def start(self, runtime: AdapterRuntime) -> None:
         self.runtime = runtime
-        self.recovery.can_publish = runtime.has_signer
-        self.recovery.pool_id = runtime.pool_id
+        for planner in (self.recovery, self.epochs):
+            planner.can_publish = runtime.has_signer
+            planner.pool_id = runtime.pool_id
 
     # -- the lace as a cache of the store ---------------------------------------------------
 
@@ -134,6 +151,8 @@ class BlocklaceAdapter(TopicAdapter):
             state.certificates[epoch] = proposal
             state.final_times[epoch] = final_time
             state.final = max(state.final, epoch)
+        for topic, checkpoint in store.checkpoints(view):
+            self.lace.checkpoints[topic] = checkpoint
         for row in store.blocks(view):
             message = decode_message(row.raw)
             _, block = decode_body(message.body)
@@ -172,8 +191,11 @@ class BlocklaceAdapter(TopicAdapter):
         return inner.carried.message_id if inner.carried is not None else None
 
     def provides(self, inner: BlocklaceInner) -> Iterable[bytes]:
-        """A carry makes its block available to blocks deferred on it."""
-        return () if inner.carried is None else (inner.carried.message_id,)
+        """A carry makes its block available to blocks deferred on it; a carry that completed
+        a checkpoint also releases the blocks of its topic that were waiting, to be checked
+        again under it (those still missing something wait again)."""
+        released, self._released = self._released, []
+        return ([] if inner.carried is None else [inner.carried.message_id]) + released
 
     # -- validation ---------------------------------------------------------------------------
 
@@ -194,12 +216,19 @@ class BlocklaceAdapter(TopicAdapter):
 
     def _own_equivocation(self, view: StoreView, ident: bytes, block: Block) -> Reject | None:
         """A block of this node's pool, from a local client or the node itself, is refused when
-        the pool already has another block with its sequence number: the node never makes
-        its own pool equivocate (a peer's copy is evidence and goes through as usual)."""
+        the pool already has another block with its sequence number, or another Epoch vote in
+        its ``(epoch, attempt)``: the node never makes its own pool equivocate (a peer's copy
+        is evidence and goes through as usual)."""
         taken = [i for i in store.chain_ids(view, block.topic, self.recovery.pool_id, block.seq) if i != ident]
-        if not taken:
-            return None
-        return Reject(CONFLICT, f"this node's pool already made block {block.seq} of the topic")
+        if taken:
+            return Reject(CONFLICT, f"this node's pool already made block {block.seq} of the topic")
+        state = self.lace.topics.get(block.topic)
+        if block.payload.type == EPOCH and state is not None:
+            vote = block.payload.epoch
+            voted = state.votes.get((self.recovery.pool_id, vote.number, vote.attempt))
+            if voted is not None and voted != (ident if vote.is_proposal else vote.acked):
+                return Reject(CONFLICT, f"this node's pool already voted in epoch {vote.number} attempt {vote.attempt}")
+        return None
 
     def pending_key(self, inner: BlocklaceInner, facts: DmqFacts) -> bytes | None:
         """The creator of the block that waits (a carry's carried block, else the block)."""
@@ -218,6 +247,7 @@ class BlocklaceAdapter(TopicAdapter):
         """The lace is rebuilt from the databases at the next hook call."""
         self.lace.clear()
         self._loaded = False
+        self._candidates, self._released = {}, []
 
     def _check_block(self, ident: bytes, creator: bytes, block: Block, solicited: bool, now: float) -> Verdict:
         if ident in self.lace.blocks:
@@ -233,6 +263,14 @@ class BlocklaceAdapter(TopicAdapter):
             return Reject(exc.reason, exc.detail)
         if missing:
             self.recovery.want(block.topic, missing, now)
+            self._waiting_on.setdefault(block.topic, set()).update(missing)
+            state = self.lace.topics.get(block.topic)
+            final = 0 if state is None else state.final
+            if block.epoch > final:
+                # F = 0 and no checkpoint: the node never saw the topic change epoch, so it
+                # has no history to lose and nothing but anchors will justify the block
+                joining = final == 0 and block.topic not in self.lace.checkpoints
+                self.recovery.want_anchors(block.topic, block.epoch, now, joining=joining)
             return Defer(missing)
         return OK
 
@@ -259,7 +297,23 @@ class BlocklaceAdapter(TopicAdapter):
             return Reject(UNSOLICITED, "the carried block was not requested")
         if store.answers(ctx.store, carry.need, item) >= ANSWERS_PER_ITEM:
             return Reject(ANSWER_QUOTA, f"{ANSWERS_PER_ITEM} answers already accepted")
+        if block.topic in self.recovery.anchors_wanted and self._is_candidate(item, block):
+            return self._check_anchor(inner.carried.pool_id, block)
         return self._check_block(item, inner.carried.pool_id, block, True, ctx.now)
+
+    def _is_candidate(self, item: bytes, block: Block) -> bool:
+        """A carried anchor whose past is missing here (5.8). Validation lets one through only
+        while the node wants anchors for its topic; the commit holds aside what got through."""
+        return block.payload.type in (AD, EPOCH) and not self.lace.holds(item) and bool(self.lace.missing(block))
+
+    def _check_anchor(self, creator: bytes, block: Block) -> Verdict:
+        """An anchor passes the checks that need no past (an advertisement's owner signatures);
+        its certificate is checked once the anchors are together (:meth:`Lace.checkpoint_from`)."""
+        try:
+            self.lace.check_ingress(block, creator, True)
+        except BlocklaceReject as exc:
+            return Reject(exc.reason, exc.detail)
+        return OK
 
     def rediffuse(self, inner: BlocklaceInner) -> Iterable[DmqMessage]:
         """A carried block goes back into the store while its own lifetime lasts."""
@@ -292,6 +346,9 @@ class BlocklaceAdapter(TopicAdapter):
             return self._accept_block(txn, message.message, inner.content, message.arrival, False, flags)
         if inner.kind == KIND_CARRY:
             store.count_answer(txn, inner.content.need, inner.carried.message_id)
+            if self._is_candidate(inner.carried.message_id, inner.carried_block):
+                return self._anchor_arrived(txn, inner.carried, inner.carried_block, message.arrival,
+                                            flags | FLAG_ANSWER)
             return self._accept_block(txn, inner.carried, inner.carried_block, message.arrival, True,
                                       flags | FLAG_ANSWER)
         if inner.kind == KIND_NEED:
@@ -316,15 +373,66 @@ class BlocklaceAdapter(TopicAdapter):
         if message.message_id in self.lace.blocks:
             return []
         outcome = self.lace.accept(message, block, arrival, solicited)
-        store.write_accepted(txn, outcome.held, outcome.finals, outcome.proofs)
-        self.recovery.arrived(message.message_id)
-        items = [self._block_item(message.raw, outcome.held.creator, block, message.message_id, arrival, flags)]
+        return self._recorded(txn, outcome, flags)
+
+    def _recorded(self, txn: AdapterTxn, outcome: Outcome, flags: int) -> list[Delivery]:
+        """Write an acceptance and return its items: the block, its proofs, its final epochs."""
+        held = outcome.held
+        store.write_accepted(txn, held, outcome.finals, outcome.proofs)
+        self.recovery.arrived(held.id)
+        items = [self._block_item(held.raw, held.creator, held.block, held.id, held.arrival, flags)]
         for proof in outcome.proofs:
-            self.recovery.proven(proof, arrival)
+            self.recovery.proven(proof, held.arrival)
             items.append(self._proof_item(proof))
         for epoch, proposal in outcome.finals:
-            items.append(Delivery(ADAPTER_NUMBER, [ITEM_EPOCH_FINAL, {0: block.topic, 1: epoch, 2: proposal}],
-                                  facets={3: frozenset({block.topic})}))
+            items.append(Delivery(ADAPTER_NUMBER, [ITEM_EPOCH_FINAL, {0: held.block.topic, 1: epoch, 2: proposal}],
+                                  facets={3: frozenset({held.block.topic})}))
+        return items
+
+    def _anchor_arrived(self, txn: AdapterTxn, message: DmqMessage, block: Block, arrival: int,
+                        flags: int) -> list[Delivery]:
+        """Hold a carried anchor aside; when the anchors held prove a certificate above F,
+        take it as the checkpoint (5.8) and deliver the anchors and the final epoch."""
+        topic = block.topic
+        held = self._candidates.setdefault(topic, {})
+        held[message.message_id] = Candidate(message, block, arrival)
+        while len(held) > ANCHORS_HELD:
+            del held[next(iter(held))]
+        wanted = self.recovery.anchors_wanted.get(topic)
+        found = self.lace.checkpoint_from(topic, list(held.values()), 0 if wanted is None else wanted.asked)
+        if found is None:
+            return []
+        checkpoint, anchors = found
+        items = []
+        for outcome in self.lace.install_checkpoint(topic, checkpoint, anchors, arrival):
+            items += self._recorded(txn, outcome, flags)
+        store.put_checkpoint(txn, topic, checkpoint)
+        self.recovery.checkpointed(topic)
+        items += self._accept_rest(txn, list(self._candidates.pop(topic).values()), flags)
+        self._released = sorted(self._waiting_on.pop(topic, set()))
+        return items
+
+    def _accept_rest(self, txn: AdapterTxn, rest: list[Candidate], flags: int) -> list[Delivery]:
+        """Carried blocks held aside that the checkpoint lets pass closure now; the others are
+        dropped (blocks that point to them ask for them again)."""
+        items: list[Delivery] = []
+        progress = True
+        while progress:
+            progress = False
+            for candidate in list(rest):
+                message, block = candidate.message, candidate.block
+                if message.message_id in self.lace.blocks:
+                    rest.remove(candidate)
+                    continue
+                try:
+                    if self.lace.check(block, message.pool_id, True):
+                        continue
+                except BlocklaceReject:
+                    rest.remove(candidate)
+                    continue
+                rest.remove(candidate)
+                items += self._recorded(txn, self.lace.accept(message, block, candidate.arrival, True), flags)
+                progress = True
         return items
 
     @staticmethod
@@ -366,7 +474,7 @@ class BlocklaceAdapter(TopicAdapter):
     def due_publications(self, view: StoreView, now: float) -> list[bytes]:
         """Bodies this node should publish now (carries, needs, proof notices)."""
         self._ensure_loaded(view)
-        return self.recovery.due(view, now)
+        return self.recovery.due(view, now) + self.epochs.due(now)
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -387,6 +495,8 @@ class BlocklaceAdapter(TopicAdapter):
                 store.write_tombs(txn, topic, gone, dropped)
         for need_id in store.expired_requests(txn, now):
             store.drop_request(txn, need_id)
+        for topic in [t for t in self._waiting_on if t not in self.recovery.anchors_wanted]:
+            del self._waiting_on[topic]             # only a checkpoint to come releases them
 
 
 def _reason_named(name: str) -> RejectReason:

@@ -22,7 +22,7 @@ from .reasons import TOO_MANY_POINTERS, BlocklaceReject
 __all__ = [
     "KIND_BLOCK", "KIND_NEED", "KIND_CARRY", "KIND_PROOF_NOTICE",
     "EVENT", "ACK", "EPOCH", "AD", "PERM_EVENT", "PERM_ACK", "PERM_EPOCH", "PERMISSION_OF",
-    "MAX_BLOCK_BODY", "MAX_POINTERS", "MAX_TAGS", "MAX_NEED_IDS",
+    "MAX_BLOCK_BODY", "MAX_POINTERS", "MAX_TAGS", "MAX_NEED_IDS", "MAX_ATTEMPT", "MAX_CUT",
     "Owner", "TopicParams", "AdBody", "TopicAd", "EpochMsg", "Payload", "Block",
     "Need", "Carry", "ProofNotice", "Proof",
     "topic_id_of", "decode_body", "encode_block", "encode_need", "encode_carry",
@@ -40,6 +40,7 @@ MAX_POINTERS = 16
 MAX_TAGS = 8
 MAX_NEED_IDS = 16
 MAX_ATTEMPT = 15
+MAX_CUT = 16                # ids in a proposal's cut
 ID_SIZE, POOL_SIZE, KEY_SIZE, SIG_SIZE = 32, 28, 32, 64
 
 
@@ -317,7 +318,7 @@ def _decode_epoch(value: Any) -> EpochMsg:
         raise _fail("an epoch message is either a proposal (3) or an acknowledgement (5)")
     if 4 in m and not proposal:
         raise _fail("a stake snapshot (4) belongs to a proposal")
-    cut = tuple(_bstr(i, "cut id", ID_SIZE) for i in _list(m[3], "cut", 1, 16)) if proposal else None
+    cut = tuple(_bstr(i, "cut id", ID_SIZE) for i in _list(m[3], "cut", 1, MAX_CUT)) if proposal else None
     if cut is not None and len(set(cut)) != len(cut):
         raise _fail("duplicate cut ids")
     return EpochMsg(_uint(m[0], "epoch number"), attempt, _uint(m[2], "ad version"), cut,

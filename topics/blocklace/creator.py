@@ -11,11 +11,24 @@ its committed state:
 * ``seq``: one more than the highest sequence number the pool has used in the topic, as the
   ``chain`` database records it (never pruned, so a pool silent for many epochs still counts
   on); its block with that number is the self-parent;
-* the other pointers: up to ``maxPointers - 1`` current leaves of the topic, oldest first,
-  then in ascending order;
+* the other pointers: up to ``maxPointers - 1`` current leaves of the topic, Epoch blocks
+  first (they carry the certificate that puts the block in the latest final epoch), then
+  the oldest, written in ascending order;
 * ``epoch``: the highest epoch certified in the causal past of those pointers, and the floor
   bits the epoch rule asks for (5.7): an opening block marks its older pointers; any other
   block keeps only pointers of its own epoch.
+
+The pool's first block in a topic (``seq`` 0, no self-parent) also carries the pool id as a
+content tag, after the client's: without it two pools could sign byte-identical first blocks
+(acknowledgements of one proposal over the same leaves, in the same second), and the DMQ id,
+which does not cover the signer, would name two blocks. Later blocks differ by their
+self-parents.
+
+An Epoch draft (docs/topics-design.md 5.7) is completed to agree with the block it is in: a
+proposal opens the epoch after the block's own, names the advertisement in force and cuts
+the pointers of the block's epoch; an acknowledgement points to the proposal it names and
+copies its number, attempt and advertisement version. One Epoch block per ``(epoch,
+attempt)`` and pool: a second one is ``conflict``, since it would be a double vote (5.5).
 
 The sequence number is taken from the state committed with the pool's previous block, in
 the same transaction that stored it, so a crash or restart resumes after it. A built block
@@ -35,16 +48,21 @@ from topics.adapter import AlreadyPublished, Reject, StoreView
 from topics.reasons import CONFLICT, MALFORMED
 
 from . import store
-from .codec import MAX_POINTERS, Block, encode_block
+from .codec import EPOCH, MAX_CUT, MAX_POINTERS, MAX_TAGS, Block, EpochMsg, Payload, encode_block
 from .lace import Lace
 from .reasons import BlocklaceReject
 
-__all__ = ["is_draft", "build_own_block"]
+__all__ = ["is_draft", "draft_body", "build_own_block", "complete_block"]
 
 
 def is_draft(block: Block) -> bool:
     """A block whose creator fields are left to the node: ``seq, epoch, ptrs, floorMask = 0, 0, [], 0``."""
     return block.seq == 0 and block.epoch == 0 and not block.ptrs and block.floor_mask == 0
+
+
+def draft_body(topic: bytes, payload: Payload, tags: tuple[bytes, ...] = ()) -> bytes:
+    """The body of a draft of ``payload`` in ``topic``: the node fills in the rest."""
+    return encode_block(Block(topic, 0, 0, (), 0, payload, tags))
 
 
 def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
@@ -61,8 +79,32 @@ def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
                                  "(seq 0, epoch 0, no pointers, floorMask 0)")
     last = store.last_seq(view, block.topic, pool)
     seq, parent = (0, None) if last is None else (last[0] + 1, last[1][0])
-    ptrs = _pointers(lace, block.topic, parent)
-    draft = Block(block.topic, seq, 0, tuple(ptrs), 0, block.payload, block.tags)
+    built = complete_block(lace, pool, seq, parent, block)
+    if isinstance(built, Reject):
+        return built
+    try:
+        return encode_block(built)
+    except BlocklaceReject as exc:
+        return Reject(exc.reason, exc.detail)
+
+
+def complete_block(lace: Lace, pool: bytes, seq: int, parent: bytes | None, block: Block) -> Block | Reject:
+    """The block ``pool`` makes of the draft ``block`` as its number ``seq`` after ``parent``:
+    pointers, epoch and floor bits from ``lace``, an Epoch message completed (5.7, 5.8)."""
+    payload, tags = block.payload, block.tags
+    if seq == 0 and pool not in tags:
+        # A first block has no self-parent: two pools acknowledging one proposal over the same
+        # leaves in the same second would sign identical bodies, hence one DMQ id (it does not
+        # cover the signer) for two blocks. The pool's id as a tag tells them apart.
+        if len(tags) >= MAX_TAGS:
+            return Reject(MALFORMED, f"the pool's first block in a topic carries its pool id as a tag: "
+                                     f"at most {MAX_TAGS - 1} tags of its own")
+        tags = tags + (pool,)
+    acked = payload.epoch.acked if payload.type == EPOCH and not payload.epoch.is_proposal else None
+    if acked is not None and acked not in lace.blocks:
+        return Reject(MALFORMED, "the acknowledged proposal is not held here")
+    ptrs = _pointers(lace, block.topic, parent, () if acked is None else (acked,))
+    draft = Block(block.topic, seq, 0, tuple(ptrs), 0, payload, tags)
     _, _, epoch, _ = lace.summarize(draft, pool, None)
     opening = parent is None or not lace.holds(parent) or lace.epoch_of(parent) < epoch
     if not opening:
@@ -72,18 +114,48 @@ def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
         for i, p in enumerate(ptrs):
             if not lace.holds(p) or lace.epoch_of(p) < epoch:
                 mask |= 1 << i
-    try:
-        return encode_block(Block(block.topic, seq, epoch, tuple(ptrs), mask, block.payload, block.tags))
-    except BlocklaceReject as exc:
-        return Reject(exc.reason, exc.detail)
+    if payload.type == EPOCH:
+        _, ads, _, _ = lace.summarize(Block(block.topic, seq, epoch, tuple(ptrs), mask, payload, tags),
+                                      pool, None)
+        filled = _epoch_message(lace, block.topic, pool, payload.epoch, ptrs, epoch, ads)
+        if isinstance(filled, Reject):
+            return filled
+        payload = Payload(EPOCH, epoch=filled)
+    return Block(block.topic, seq, epoch, tuple(ptrs), mask, payload, tags)
 
 
-def _pointers(lace: Lace, topic: bytes, parent: bytes | None) -> list[bytes]:
-    """The self-parent, then the oldest current leaves of ``topic`` in ascending order."""
+def _epoch_message(lace: Lace, topic: bytes, pool: bytes, message: EpochMsg, ptrs: list[bytes], epoch: int,
+                   ads: frozenset[bytes]) -> EpochMsg | Reject:
+    """The Epoch message of a block of ``epoch`` with pointers ``ptrs`` (5.7), or why the pool
+    may not send it."""
+    state = lace.topic(topic)
+    if message.is_proposal:
+        ad = lace.ad_in_force(topic, ads)
+        if ad is None:
+            return Reject(MALFORMED, "no advertisement in the block's causal past")
+        cut = sorted(p for p in ptrs if lace.holds(p) and lace.epoch_of(p) == epoch)[:MAX_CUT]
+        if not cut:
+            return Reject(MALFORMED, f"no block of epoch {epoch} to cut")
+        filled = EpochMsg(epoch + 1, message.attempt, ad.version, tuple(cut), message.stake_epoch)
+        if filled.number <= state.final:
+            return Reject(CONFLICT, f"epoch {filled.number} is final here already")
+    else:
+        proposal = lace.blocks[message.acked].block.payload.epoch
+        filled = EpochMsg(proposal.number, proposal.attempt, proposal.ad_version, acked=message.acked)
+    if (pool, filled.number, filled.attempt) in state.votes:
+        return Reject(CONFLICT, f"this node's pool already voted in epoch {filled.number} attempt {filled.attempt}")
+    return filled
+
+
+def _pointers(lace: Lace, topic: bytes, parent: bytes | None, required: tuple[bytes, ...] = ()) -> list[bytes]:
+    """The self-parent, then ``required`` and the current leaves of ``topic`` (Epoch blocks
+    first, then the oldest), in ascending order."""
     state = lace.topic(topic)
     ad = lace.ad_version(topic, max(state.ads, default=-1))
     room = (ad.params.max_pointers if ad is not None else MAX_POINTERS) - (parent is not None)
     in_topic = [h for h in lace.blocks.values() if h.block.topic == topic]
     pointed = {p for h in in_topic for p in h.block.ptrs}
-    leaves = [h.id for h in in_topic if h.id not in pointed and h.id != parent][:max(0, room)]
-    return ([] if parent is None else [parent]) + sorted(leaves)
+    leaves = [h for h in in_topic if h.id not in pointed and h.id != parent and h.id not in required]
+    leaves.sort(key=lambda h: h.block.payload.type != EPOCH)       # stable: the oldest first within each
+    chosen = [r for r in required if r != parent] + [h.id for h in leaves]
+    return ([] if parent is None else [parent]) + sorted(chosen[:max(0, room)])

@@ -31,7 +31,7 @@ from .reasons import (
     STALE_STAKE_SNAPSHOT, TOO_MANY_POINTERS, TOPIC_CONFLICTED, UNJUSTIFIED_EPOCH, BlocklaceReject,
 )
 
-__all__ = ["Held", "Tomb", "Lace", "Outcome", "StakeOf"]
+__all__ = ["Held", "Tomb", "Lace", "Outcome", "StakeOf", "Checkpoint", "Candidate"]
 
 #: ``stake_of(cardano_epoch, pool) -> lovelace | None``: None when the snapshot is not held,
 #: 0 for a pool without stake in a held snapshot.
@@ -65,6 +65,25 @@ class Tomb:
     seq: int
 
 
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Where a late joiner's history starts (docs/topics-design.md 5.8): the certificate of
+    ``epoch`` (its proposal) and the advertisement that certificate names."""
+
+    epoch: int
+    proposal: bytes
+    ad: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An anchor received in answer to an anchors need, held aside until it makes a certificate."""
+
+    message: DmqMessage
+    block: Block
+    arrival: int
+
+
 @dataclass(slots=True)
 class Outcome:
     """What one acceptance produced."""
@@ -84,6 +103,8 @@ class _Topic:
     excluded: dict[bytes, int] = field(default_factory=dict)       # creator -> seq of its proven pair
     votes: dict[tuple[bytes, int, int], bytes] = field(default_factory=dict)  # (creator, epoch, attempt) -> proposal
     acks: dict[bytes, set[bytes]] = field(default_factory=dict)    # proposal -> acknowledging creators
+    #: (epoch number, attempt) -> proposals delivered for it, as (arrival, id)
+    proposals: dict[tuple[int, int], list[tuple[int, bytes]]] = field(default_factory=dict)
     conflicted: bool = False
 
 
@@ -102,8 +123,8 @@ class Lace:
         self.invalid: dict[bytes, str] = {}        # id -> reason name (blocks refused at closure)
         self.proofs: dict[bytes, Proof] = {}       # key -> proof, see proof_key
         self.stake_of = stake_of
-        #: late joiners: topic -> (epoch F, ids of the certificate) accepted as a checkpoint
-        self.checkpoints: dict[bytes, int] = {}
+        #: late joiners: topic -> the certificate accepted as the start of its history (5.8)
+        self.checkpoints: dict[bytes, Checkpoint] = {}
 
     def clear(self) -> None:
         """Forget every block and summary (the adapter then replays its databases)."""
@@ -129,8 +150,8 @@ class Lace:
         return [p for p in block.ptrs if not self.holds(p) and not self._checkpoint_floor(block, p)]
 
     def _checkpoint_floor(self, block: Block, pointer: bytes) -> bool:
-        f = self.checkpoints.get(block.topic)
-        if f is None or block.epoch != f:
+        checkpoint = self.checkpoints.get(block.topic)
+        if checkpoint is None or block.epoch != checkpoint.epoch:
             return False
         index = block.ptrs.index(pointer)
         return bool(block.floor_mask >> index & 1)
@@ -155,6 +176,9 @@ class Lace:
         final = state.final if state is not None else 0
         if block.epoch < final - 1:
             raise BlocklaceReject(EPOCH_CLOSED, f"epoch {block.epoch} below F - 1 = {final - 1}")
+        checkpoint = self.checkpoints.get(block.topic)
+        if checkpoint is not None and block.epoch < checkpoint.epoch:
+            raise BlocklaceReject(EPOCH_CLOSED, f"epoch {block.epoch} below this node's checkpoint {checkpoint.epoch}")
         if state is not None and not solicited:
             proven = state.excluded.get(creator)
             if proven is not None and block.seq > proven:
@@ -172,7 +196,13 @@ class Lace:
         vc: dict[bytes, int] = {}
         ads: set[bytes] = set()
         votes: set[bytes] = set()
-        cert = self.checkpoints.get(block.topic, 0) if block.topic in self.checkpoints else 0
+        cert = 0
+        checkpoint = self.checkpoints.get(block.topic)
+        if checkpoint is not None:
+            # Every block above the floor has the certificate, hence its advertisement, in
+            # its past, though the path there was pruned before this node joined (5.8).
+            cert = checkpoint.epoch
+            ads.add(checkpoint.ad)
         for p in block.ptrs:
             held = self.blocks.get(p)
             if held is None:
@@ -204,7 +234,9 @@ class Lace:
         return held.creator, held.block.payload.epoch, _named_proposal(held)
 
     def _certify(self, topic: bytes, cert: int, votes: set[bytes], block_id, block, creator) -> tuple[int, frozenset]:
-        """Raise ``cert`` while the votes hold a quorum for the next epoch; drop certified votes."""
+        """Raise ``cert`` while the votes hold a quorum for the next epoch; drop certified votes
+        (and votes pruned since: their epoch is below F, so certified here already)."""
+        votes = {v for v in votes if v == block_id or v in self.blocks}
         while True:
             proposals: dict[bytes, set[bytes]] = {}
             for v in votes:
@@ -225,8 +257,10 @@ class Lace:
     def quorum(self, topic: bytes, proposal, voters: set[bytes]) -> bool:
         """Whether ``voters`` are a quorum for a proposal (docs/topics-design.md 5.7)."""
         ad = self.ad_version(topic, proposal.ad_version)
-        if ad is None:
-            return False
+        return ad is not None and self.quorum_under(ad, proposal, voters)
+
+    def quorum_under(self, ad: AdBody, proposal, voters: set[bytes]) -> bool:
+        """The quorum rule of ``ad`` (the advertisement the proposal names) over ``voters``."""
         electors = [p for p, perms in ad.publishers.items() if perms & PERMISSION_OF[EPOCH]]
         rule, num, den = ad.params.quorum
         counted = [p for p in electors if p in voters]
@@ -305,6 +339,8 @@ class Lace:
     def _check_authorization(self, block: Block, creator: bytes, ads: frozenset[bytes], state: _Topic) -> AdBody | None:
         versions: dict[int, bytes] = {}
         for ad_id in ads:
+            if ad_id not in self.blocks:
+                continue                    # pruned: an older version than the anchors kept (5.8)
             body = self.blocks[ad_id].block.payload.ad.body
             other = versions.get(body.version)
             if other is not None and other != body.raw:
@@ -315,7 +351,7 @@ class Lace:
             version = block.payload.ad.body.version
             if version > 0:
                 previous = self.ad_in_force(block.topic, frozenset(
-                    a for a in ads if self.blocks[a].block.payload.ad.body.version == version - 1))
+                    a for a in ads if a in self.blocks and self.blocks[a].block.payload.ad.body.version == version - 1))
                 if previous is None or previous.owner != block.payload.ad.body.owner:
                     raise BlocklaceReject(BAD_AD_VERSION, f"version {version} without version {version - 1} in the past")
             return block.payload.ad.body
@@ -377,7 +413,7 @@ class Lace:
         if block.payload.type == AD:
             body = block.payload.ad.body
             first = state.ads.setdefault(body.version, held.id)
-            if first != held.id and self.blocks[first].block.payload.ad.body.raw != body.raw:
+            if first != held.id and first in self.blocks and self.blocks[first].block.payload.ad.body.raw != body.raw:
                 outcome.proofs.append(self._proof(2, block.topic, block.topic, body.version, first, held.id))
         if block.payload.type == EPOCH:
             self._count_vote(held, state, outcome)
@@ -394,6 +430,8 @@ class Lace:
                                               earlier, held.id))
             return                                  # a double voter counts once
         state.votes[key] = named
+        if epoch.is_proposal and epoch.number > state.final:
+            state.proposals.setdefault((epoch.number, epoch.attempt), []).append((held.arrival, held.id))
         voters = state.acks.setdefault(named, set())
         voters.add(held.creator)
         proposal = self.blocks.get(named)
@@ -404,6 +442,7 @@ class Lace:
         if chosen is None and number == state.final + 1:
             state.certificates[number] = named
             state.final = number
+            state.proposals = {k: v for k, v in state.proposals.items() if k[0] > number}
             state.final_times[number] = held.arrival
             outcome.finals.append((number, named))
         elif chosen is not None and chosen != named:
@@ -424,9 +463,79 @@ class Lace:
         self.proofs[proof_key(proof)] = proof
         return proof
 
+    # -- late joiners (docs/topics-design.md 5.8) --------------------------------------------------
+
+    def checkpoint_from(self, topic: bytes, candidates: list[Candidate],
+                        at_least: int = 0) -> tuple[Checkpoint, list[Candidate]] | None:
+        """The highest certificate above F, and of epoch ``at_least`` or more, that the anchors
+        received prove, and the anchors to install for it (advertisements, the proposal, its
+        acknowledgements), or None. ``at_least`` is the epoch of the blocks that wait: an
+        older certificate (its blocks may be carried as asked-for ids) would not justify them.
+
+        An anchor's causal past was pruned where it came from, so it cannot pass closure here;
+        what it proves is checked from the anchors alone: the advertisement by its owner
+        signatures (checked on arrival), the proposal and acknowledgements by their KES
+        signatures (the carry's checks) and the quorum rule of the advertisement the proposal
+        names (5.7)."""
+        state = self.topic(topic)
+        ads: dict[int, tuple[bytes, AdBody]] = {}
+        for version, ad_id in state.ads.items():
+            if ad_id in self.blocks:
+                ads[version] = (ad_id, self.blocks[ad_id].block.payload.ad.body)
+        for c in sorted(candidates, key=lambda c: c.message.message_id):
+            if c.block.payload.type == AD:
+                body = c.block.payload.ad.body
+                ads.setdefault(body.version, (c.message.message_id, body))
+        epochs = [c for c in candidates if c.block.payload.type == EPOCH and c.block.topic == topic]
+        best: tuple[tuple[int, bytes], Checkpoint, list[Candidate]] | None = None
+        for c in epochs:
+            proposal, ident = c.block.payload.epoch, c.message.message_id
+            named = ads.get(proposal.ad_version)
+            if (not proposal.is_proposal or proposal.number <= max(state.final, at_least - 1) or named is None
+                    or proposal.number != c.block.epoch + 1):
+                continue
+            ad_id, ad = named
+            if not (ad.perms_of(c.message.pool_id) or 0) & PERMISSION_OF[EPOCH]:
+                continue
+            acks = [a for a in epochs if a.block.payload.epoch.acked == ident
+                    and _same_vote(a.block.payload.epoch, proposal)]
+            voters = {c.message.pool_id} | {a.message.pool_id for a in acks}
+            if not self.quorum_under(ad, proposal, voters):
+                continue
+            rank = (proposal.number, bytes(b ^ 0xFF for b in ident))     # highest epoch, then lowest id
+            if best is None or rank > best[0]:
+                kept = {ad_id, ads[max(ads)][0]}           # the named and the latest advertisement
+                install = sorted((x for x in candidates if x.message.message_id in kept),
+                                 key=lambda x: x.block.payload.ad.body.version)
+                install += [c] + sorted(acks, key=lambda a: a.message.message_id)
+                best = (rank, Checkpoint(proposal.number, ident, ad_id), install)
+        return None if best is None else (best[1], best[2])
+
+    def install_checkpoint(self, topic: bytes, checkpoint: Checkpoint, anchors: list[Candidate],
+                           now: int) -> list[Outcome]:
+        """Take ``checkpoint`` as the justification of its epoch and hold its anchors; the
+        outcome of the proposal carries the final epoch."""
+        state = self.topic(topic)
+        state.final = max(state.final, checkpoint.epoch)
+        state.certificates[checkpoint.epoch] = checkpoint.proposal
+        state.final_times[checkpoint.epoch] = now
+        state.proposals = {k: v for k, v in state.proposals.items() if k[0] > state.final}
+        self.checkpoints[topic] = checkpoint
+        outcomes = []
+        for anchor in anchors:
+            if anchor.message.message_id in self.blocks:
+                continue
+            outcome = self.accept(anchor.message, anchor.block, anchor.arrival, solicited=True)
+            if anchor.message.message_id == checkpoint.proposal:
+                outcome.finals.append((checkpoint.epoch, checkpoint.proposal))
+            outcomes.append(outcome)
+        return outcomes
+
     # -- retention ---------------------------------------------------------------------------------
 
     def anchors(self, topic: bytes) -> set[bytes]:
+        """What 5.8 never prunes while current and hands a late joiner: the latest
+        advertisement, the certificate of F and the advertisement that certificate names."""
         state = self.topic(topic)
         keep = set()
         if state.ads:
@@ -434,6 +543,10 @@ class Lace:
         proposal = state.certificates.get(state.final)
         if proposal is not None:
             keep.add(proposal)
+            held = self.blocks.get(proposal)
+            version = held.block.payload.epoch.ad_version if held is not None else None
+            if version in state.ads:
+                keep.add(state.ads[version])
             keep |= {h.id for h in self.blocks.values() if h.block.payload.type == EPOCH
                      and h.block.topic == topic and _named_proposal(h) == proposal}
         return keep
@@ -466,6 +579,10 @@ class Lace:
         for i in gone:
             del self.tombs[i]
         return gone
+
+
+def _same_vote(ack, proposal) -> bool:
+    return (ack.number, ack.attempt, ack.ad_version) == (proposal.number, proposal.attempt, proposal.ad_version)
 
 
 def proof_key(proof: Proof) -> bytes:

@@ -7,6 +7,13 @@ DMQ cannot address a request to one node, so history travels by solicited re-pub
 * a node holding a needed block answers with a ``carry`` of the complete original message
   after a uniform delay in [0, 5 s) (no delay for relays named in the advertisement), unless
   R = 2 answers for that (need, id) were already accepted;
+* a node that lacks history asks for **anchors** (5.8): a block pending with an epoch above
+  the node's F means final epochs it holds no certificate for, whose past holders may have
+  pruned. It publishes a ``need`` with field 2 (and the ids it misses, up to 16): after
+  JOIN_WAIT when it never saw the topic change epoch (a late joiner: waiting longer cannot
+  help, diffusion only brings unexpired blocks), after T otherwise (the missing blocks are
+  usually on their way), retried like any need while F stays below that epoch; holders
+  answer with the latest advertisement and the certificate of their F;
 * a node that proves an equivocation announces it once with a ``proofNotice`` after a
   random delay, unless a notice for the same pair was accepted meanwhile; a receiver missing
   one of the two blocks wants it like any missing pointer, but at once.
@@ -27,10 +34,11 @@ from . import store
 from .codec import MAX_NEED_IDS, Carry, Need, Proof, ProofNotice, encode_carry, encode_need, encode_proof_notice
 from .lace import Lace
 
-__all__ = ["Recovery", "PENDING_WAIT", "RETRY_AFTER", "RETRIES", "ANSWER_DELAY", "ANSWERS_PER_ITEM",
+__all__ = ["Recovery", "PENDING_WAIT", "JOIN_WAIT", "RETRY_AFTER", "RETRIES", "ANSWER_DELAY", "ANSWERS_PER_ITEM",
            "REQUEST_LIFETIME", "notice_key"]
 
 PENDING_WAIT = 15.0        # T (P)
+JOIN_WAIT = 2.0            # (P) a node holding nothing of the topic asks for anchors after this
 RETRY_AFTER = 60.0         # (P)
 RETRIES = 3                # (P)
 ANSWER_DELAY = 5.0         # (P)
@@ -48,6 +56,16 @@ class _Wanted:
     since: float
     sent: int = 0
     last: float = float("-inf")
+
+
+@dataclass(slots=True)
+class _Anchors:
+    epoch: int                  # the highest epoch seen on a pending block
+    since: float
+    joining: bool               # the topic never changed epoch here when first wanted
+    sent: int = 0
+    last: float = float("-inf")
+    asked: int = 0              # ``epoch`` when the last need went out: what its answers must reach
 
 
 @dataclass(order=True, slots=True)
@@ -69,6 +87,7 @@ class Recovery:
         self.pool_id: bytes | None = None
         self._rng = random.Random(seed)
         self.wanted: dict[bytes, _Wanted] = {}
+        self.anchors_wanted: dict[bytes, _Anchors] = {}
         self._answers: list[_Answer] = []
         self._notices: dict[bytes, tuple[float, ProofNotice]] = {}
         self._noticed: set[bytes] = set()
@@ -81,6 +100,21 @@ class Recovery:
         for ident in ids:
             if not self.lace.holds(ident) and ident not in self.wanted:
                 self.wanted[ident] = _Wanted(topic, since)
+
+    def want_anchors(self, topic: bytes, epoch: int, now: float, joining: bool) -> None:
+        """A block of ``epoch``, above this node's F, waits for pointers (5.8)."""
+        wanted = self.anchors_wanted.get(topic)
+        if wanted is None:
+            self.anchors_wanted[topic] = _Anchors(epoch, now, joining)
+        elif epoch > wanted.epoch:
+            wanted.epoch = epoch
+
+    def checkpointed(self, topic: bytes) -> None:
+        """A checkpoint was taken: what the topic's blocks missed below it is no longer wanted
+        (blocks checked again want what they still miss)."""
+        self.anchors_wanted.pop(topic, None)
+        for ident in [i for i, w in self.wanted.items() if w.topic == topic]:
+            del self.wanted[ident]
 
     def arrived(self, ident: bytes) -> None:
         self.wanted.pop(ident, None)
@@ -119,7 +153,7 @@ class Recovery:
         """Bodies to publish now, answers first (docs/topics-design.md 2.7 priorities), then needs, then notices."""
         if not self.can_publish:
             return []
-        return self._due_answers(view, now) + self._due_needs(now) + self._due_notices(now)
+        return self._due_answers(view, now) + self._due_anchors(now) + self._due_needs(now) + self._due_notices(now)
 
     def _due_answers(self, view: StoreView, now: float) -> list[bytes]:
         out, waiting = [], []
@@ -139,14 +173,33 @@ class Recovery:
         self._answers = waiting
         return out
 
+    def _due_anchors(self, now: float) -> list[bytes]:
+        """Needs with field 2, each with the topic's missing ids that fit (5.8)."""
+        out = []
+        for topic, w in list(self.anchors_wanted.items()):
+            if self.lace.topic(topic).final >= w.epoch or w.sent > RETRIES:
+                del self.anchors_wanted[topic]
+                continue
+            wait = JOIN_WAIT if w.joining else self.pending_wait
+            if now - w.since < wait or now - w.last < RETRY_AFTER:
+                continue
+            ids = sorted(i for i, x in self.wanted.items() if x.topic == topic and not self.lace.holds(i))
+            ids = ids[:MAX_NEED_IDS]
+            out.append(encode_need(Need(topic, tuple(ids), anchors=True)))
+            w.sent, w.last, w.asked = w.sent + 1, now, w.epoch
+            for ident in ids:
+                self.wanted[ident].sent += 1
+                self.wanted[ident].last = now
+        return out
+
     def _due_needs(self, now: float) -> list[bytes]:
         by_topic: dict[bytes, list[bytes]] = {}
         for ident, w in list(self.wanted.items()):
             if self.lace.holds(ident):
                 del self.wanted[ident]
                 continue
-            if now - w.since < self.pending_wait or now - w.last < RETRY_AFTER:
-                continue
+            if now - w.since < self.pending_wait or now - w.last < RETRY_AFTER or w.topic in self.anchors_wanted:
+                continue                    # (while anchors are wanted, ids ride in their need)
             if w.sent > RETRIES:
                 del self.wanted[ident]
                 continue

@@ -19,6 +19,8 @@ req        ``r`` need id                                [topic, ids, anchors, ex
            ``a`` need id, item id                       answers accepted (uint)
            ``p`` pool, topic, arrival (8), need id      empty: the per-pool request budget
 meta       ``order``                                    next acceptance number
+           ``ckpt`` topic                               [epoch, proposal id, advertisement id]: the
+                                                        checkpoint a late joiner started from (5.8)
 =========  ==========================================  ==========================================
 """
 
@@ -32,15 +34,16 @@ from topics import cbor
 from topics.adapter import AdapterTxn, StoreView
 
 from .codec import Proof, decode_proof, encode_proof
-from .lace import Held, Tomb, proof_key
+from .lace import Checkpoint, Held, Tomb, proof_key
 
 __all__ = ["DATABASES", "Request", "BlockRow", "write_accepted", "write_tombs", "blocks", "tombs",
-           "epochs", "proofs", "chain_ids", "last_seq", "request", "put_request", "answers", "count_answer", "requests_since",
+           "epochs", "proofs", "checkpoints", "put_checkpoint", "chain_ids", "last_seq", "request", "put_request", "answers", "count_answer", "requests_since",
            "drop_request", "expired_requests"]
 
 DATABASES = ("block", "chain", "tomb", "ad", "epoch", "proof", "req", "meta")
 _U64 = struct.Struct(">Q")
 _ORDER = b"order"
+_CHECKPOINT = b"ckpt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +134,17 @@ def epochs(view: StoreView) -> Iterator[tuple[bytes, int, bytes, int]]:
     for key, value in view.scan("epoch"):
         proposal, final_time = cbor.decode(value)
         yield key[:32], _U64.unpack(key[32:])[0], proposal, final_time
+
+
+def put_checkpoint(txn: AdapterTxn, topic: bytes, checkpoint: Checkpoint) -> None:
+    txn.put("meta", _CHECKPOINT + topic, cbor.encode([checkpoint.epoch, checkpoint.proposal, checkpoint.ad]))
+
+
+def checkpoints(view: StoreView) -> Iterator[tuple[bytes, Checkpoint]]:
+    """``(topic, checkpoint)`` of every topic this node joined late."""
+    for key, value in view.scan("meta", _CHECKPOINT):
+        epoch, proposal, ad = cbor.decode(value)
+        yield key[len(_CHECKPOINT):], Checkpoint(epoch, proposal, ad)
 
 
 def proofs(view: StoreView) -> Iterator[Proof]:

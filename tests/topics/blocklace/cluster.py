@@ -24,7 +24,7 @@ from dmq.stake import PoolStake, StakeView
 from dmq.trace import Tracer
 from dmq.validation import Validator
 from topics import cbor
-from topics.adapter import AdapterRuntime, ITEM_MESSAGE, Priority, PublishOutcome, Reject
+from topics.adapter import AdapterRuntime, AlreadyPublished, ITEM_MESSAGE, Priority, PublishOutcome, Reject
 from topics.classify import TAG_BLOCKLACE, tag_of
 from topics.reasons import RejectReason, reason_by_code
 from topics.blocklace.adapter import BlocklaceAdapter
@@ -83,12 +83,20 @@ class TopicNode:
         self.mempool.close()
 
     async def publish(self, body: bytes, priority: Priority = Priority.CLIENT) -> PublishOutcome:
-        """What the node's publisher does (docs/topics-design.md 2.7): wrap, sign, run the pipeline."""
+        """What the node's publisher does (docs/topics-design.md 2.7): the adapter's body for
+        signing (a Blocklace draft becomes the pool's block), wrap, sign, run the pipeline."""
         adapter = self.blocklace if tag_of(body) == TAG_BLOCKLACE else self.dmsg
         inner = adapter.decode(body)
         if isinstance(inner, Reject):
             return PublishOutcome(None, inner)
         now = self.clock.now()
+        with self.ingress.dbs.reading(adapter.name) as view:
+            built = adapter.for_signing(body, inner, view, now)
+        if isinstance(built, Reject):
+            return PublishOutcome(None, built)
+        if isinstance(built, AlreadyPublished):
+            return PublishOutcome(built.dmq_id)
+        body = built
         expires_at = adapter.expires_at(inner, now)
         message = build_message(body, 0, expires_at, self.signer.kes, self.signer.opcert, self.signer.cold_vk)
         outcome = await self.ingress.submit_own(message.raw)
@@ -107,12 +115,15 @@ class TopicNode:
 
 
 def open_node(path: Path, name: str, signer: Pool, clock: ManualClock, pools: list[Pool],
-              seed: int = 0) -> TopicNode:
+              seed: int = 0, stakes: dict[bytes, int] | None = None) -> TopicNode:
+    """A node signing as ``signer``; ``stakes`` (default 10^12 each) is every pool's stake in
+    the ``set`` snapshot of Cardano epoch 500, the one the stake view holds."""
     stake = StakeView(clock)
-    stake.update({p.id: PoolStake(10**12, 10**12, 10**12) for p in pools}, epoch=500)
+    amounts = {p.id: (stakes or {}).get(p.id, 10**12) for p in pools}
+    stake.update({pool_id: PoolStake(s, s, s) for pool_id, s in amounts.items()}, epoch=500)
     validator = Validator(stake, clock, min_sig_delay=0)
     mempool = DurableMempool(path, clock)
-    blocklace = BlocklaceAdapter(seed=seed)
+    blocklace = BlocklaceAdapter(seed=seed, stake_of=stake.set_stake_at, stake_epochs=lambda: stake.snapshot_epochs)
     dmsg = DmsgAdapter(allow_local_addresses=True)
     ingress = TopicIngress(mempool, validator, Tracer(clock.now), adapters=[blocklace, dmsg],
                            carried=CarriedSet(frozenset({"blocklace", "dmsg"})), dbs=for_store(mempool.store),

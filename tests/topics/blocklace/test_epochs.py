@@ -1,0 +1,249 @@
+"""Epochs change by themselves (docs/topics-design.md 5.7): every node whose pool holds the Epoch
+permission proposes or acknowledges when the topic's interval has passed, the next attempt
+follows the attempt timeout, and the epoch is final on the count or the stake quorum.
+
+Nodes run the real pipeline (:mod:`.cluster`) on a manual clock; nothing here builds an Epoch
+block by hand: the nodes' drivers plan them and the nodes sign them as their pools' blocks.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from dmq.clock import ManualClock
+from topics.adapter import ITEM_EPOCH_FINAL
+from topics.blocklace.codec import EPOCH, TopicParams
+from topics.blocklace.creator import draft_body
+
+from .cluster import Cluster, TopicNode, open_node, pools_for
+from .world import ALL, NOW, TOPIC, ad_payload, advertisement, event, pool
+
+
+INTERVAL, TIMEOUT = 100, 30
+
+
+async def _cluster(tmp_path, count: int, body, stakes: dict[bytes, int] | None = None) -> None:
+    clock = ManualClock(NOW)
+    nodes = [open_node(tmp_path / f"n{i}", f"n{i}", pool(i), clock, pools_for(8), seed=i, stakes=stakes)
+             for i in range(count)]
+    try:
+        async with trio.open_nursery() as nursery:
+            for node in nodes:
+                await nursery.start(node.mempool.run)
+            await body(nodes, clock)
+            nursery.cancel_scope.cancel()
+    finally:
+        for node in nodes:
+            node.mempool.close()
+
+
+async def _open_topic(cluster: Cluster, electors: int, params: TopicParams) -> None:
+    """Node 0 publishes the advertisement naming pools 0..electors-1 (every permission)."""
+    ad = advertisement(0, {pool(i).id: ALL for i in range(electors)}, params)
+    assert (await cluster.nodes[0].publish(draft_body(TOPIC, ad_payload(ad)))).accepted
+    await cluster.settle()
+
+
+async def _event(cluster: Cluster, node: TopicNode, data: bytes) -> bytes:
+    outcome = await node.publish(draft_body(TOPIC, event(data)))
+    assert outcome.accepted, outcome.reject
+    await cluster.settle()
+    return outcome.dmq_id
+
+
+def _epoch_blocks(node: TopicNode) -> list:
+    """``(creator, epoch message)`` of every Epoch block the node holds, in acceptance order."""
+    out = []
+    for held in node.blocklace.lace.blocks.values():
+        if held.block.payload.type == EPOCH:
+            out.append((held.creator, held.block.payload.epoch))
+    return out
+
+
+def _finals(node: TopicNode) -> list[tuple[int, bytes]]:
+    return [(item[1][1], item[1][2]) for item in node.items() if item[0] == ITEM_EPOCH_FINAL]
+
+
+def _final(node: TopicNode) -> int:
+    return node.blocklace.lace.topic(TOPIC).final
+
+
+@pytest.mark.trio
+async def test_an_epoch_closes_when_the_interval_has_passed_and_the_proposer_rotates(tmp_path):
+    async def scenario(nodes, clock):
+        cluster = Cluster(nodes)
+        await _open_topic(cluster, 4, TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        electors = sorted(pool(i).id for i in range(4))
+        for number in (1, 2, 3):
+            await _event(cluster, nodes[number % 4], b"event %d" % number)
+            clock.advance(INTERVAL - 1)
+            await cluster.settle()
+            assert [_final(n) for n in nodes] == [number - 1] * 4
+            assert not [e for _, e in _epoch_blocks(nodes[0]) if e.number == number], "an Epoch block too early"
+            clock.advance(1)
+            await cluster.settle()
+            assert [_final(n) for n in nodes] == [number] * 4
+            votes = [(c, e) for c, e in _epoch_blocks(nodes[0]) if e.number == number]
+            proposals = [(c, e) for c, e in votes if e.is_proposal]
+            # one proposal, by the elector whose turn (number + attempt) it is, acknowledged by all
+            assert [(c, e.attempt) for c, e in proposals] == [(electors[number % 4], 0)]
+            assert sorted(c for c, _ in votes) == electors
+            proposal_id = nodes[0].blocklace.lace.topic(TOPIC).certificates[number]
+            for node in nodes:
+                assert _finals(node)[-1] == (number, proposal_id)
+        # what each proposal cut is the epoch it closed; every node keeps one chain per pool
+        for node in nodes:
+            assert node.blocklace.equivocations() == []
+
+    await _cluster(tmp_path, 4, scenario)
+
+
+@pytest.mark.trio
+async def test_a_silent_proposer_is_replaced_after_the_attempt_timeout(tmp_path):
+    async def scenario(nodes, clock):
+        electors = sorted(pool(i).id for i in range(4))
+        silent = next(i for i in range(4) if pool(i).id == electors[1])     # proposer of epoch 1, attempt 0
+        up = [n for i, n in enumerate(nodes) if i != silent]
+        cluster = Cluster(up)
+        await _open_topic(cluster, 4, TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        await _event(cluster, up[0], b"before the first epoch")
+        clock.advance(INTERVAL)
+        await cluster.settle()
+        assert _epoch_blocks(up[0]) == []                   # attempt 0's proposer is down
+        clock.advance(TIMEOUT - 1)
+        await cluster.settle()
+        assert _epoch_blocks(up[0]) == [] and _final(up[0]) == 0
+        clock.advance(1)                                    # attempt 1 opens: its proposer steps in
+        await cluster.settle()
+        # 3 of 4 electors are more than 2/3 of them: final without the silent one
+        assert [_final(n) for n in up] == [1, 1, 1]
+        votes = _epoch_blocks(up[0])
+        assert {(c, e.attempt, e.is_proposal) for c, e in votes if e.is_proposal} == {(electors[2], 1, True)}
+        assert len(votes) == 3 and {e.attempt for _, e in votes} == {1}
+
+    await _cluster(tmp_path, 4, scenario)
+
+
+@pytest.mark.trio
+async def test_attempts_without_a_quorum_are_retried_until_enough_electors_are_back(tmp_path):
+    """Two of four electors cannot close an epoch: they go through the attempts, one vote each
+    per attempt (never two: a double vote would be proven), a new proposal whenever the
+    attempt's proposer is one of them; with the two others back the epoch is final."""
+    async def scenario(nodes, clock):
+        electors = sorted(pool(i).id for i in range(4))
+        by_pool = {n.signer.id: n for n in nodes}
+        cluster = Cluster(nodes)
+        await _open_topic(cluster, 4, TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        await _event(cluster, nodes[0], b"before the first epoch")
+        live = [by_pool[electors[1]], by_pool[electors[2]]]      # the proposers of attempts 0 and 1
+        cluster.nodes = live
+        clock.advance(INTERVAL)
+        for _ in range(3):                                        # attempts 0, 1 and 2
+            await cluster.settle()
+            clock.advance(TIMEOUT)
+        assert [_final(n) for n in live] == [0, 0]
+        votes = _epoch_blocks(live[0])
+        proposals = {e.attempt: c for c, e in votes if e.is_proposal}
+        assert proposals == {0: electors[1], 1: electors[2]}     # attempt 2's proposer is down
+        assert sorted((c, e.attempt) for c, e in votes) == sorted(
+            (c, a) for c in (electors[1], electors[2]) for a in (0, 1))
+        cluster.nodes = nodes                                     # the others are back
+        await cluster.settle()
+        assert [_final(n) for n in nodes] == [1] * 4
+        for node in nodes:
+            assert node.blocklace.equivocations() == []
+
+    await _cluster(tmp_path, 4, scenario)
+
+
+@pytest.mark.trio
+async def test_the_stake_rule_weighs_acknowledgements_in_the_snapshot(tmp_path):
+    """Pools 0 and 1 hold 98 % of the stake: with pools 2 and 3 down, their two votes are a
+    stake quorum though two of four electors are no count quorum."""
+    stakes = {pool(0).id: 49, pool(1).id: 49, pool(2).id: 1, pool(3).id: 1}
+
+    async def scenario(nodes, clock):
+        cluster = Cluster(nodes[:2])
+        await _open_topic(cluster, 4, TopicParams(quorum=(1, 2, 3), epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        await _event(cluster, nodes[1], b"before the first epoch")
+        clock.advance(INTERVAL)
+        for _ in range(4):                                   # proposers 2 and 3 are down: attempts go by
+            await cluster.settle()
+            if _final(nodes[0]) == 1:
+                break
+            clock.advance(TIMEOUT)
+        assert [_final(n) for n in nodes[:2]] == [1, 1]
+        proposal = nodes[0].blocklace.lace.blocks[nodes[0].blocklace.lace.topic(TOPIC).certificates[1]]
+        assert proposal.block.payload.epoch.stake_epoch == 500          # the snapshot the stake view holds
+        assert len([e for _, e in _epoch_blocks(nodes[0])]) == 2
+
+    await _cluster(tmp_path, 4, scenario, stakes)
+
+
+@pytest.mark.trio
+async def test_without_the_stake_majority_no_epoch_is_final(tmp_path):
+    """Pool 3 holds 97 % of the stake and is down: three of four electors vote in every
+    attempt (a count quorum) and the epoch is never final under the stake rule."""
+    stakes = {pool(0).id: 1, pool(1).id: 1, pool(2).id: 1, pool(3).id: 97}
+
+    async def scenario(nodes, clock):
+        cluster = Cluster(nodes[:3])
+        await _open_topic(cluster, 4, TopicParams(quorum=(1, 2, 3), epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        await _event(cluster, nodes[1], b"before the first epoch")
+        clock.advance(INTERVAL)
+        for _ in range(6):
+            await cluster.settle()
+            clock.advance(TIMEOUT)
+        await cluster.settle()
+        assert [_final(n) for n in nodes[:3]] == [0, 0, 0]
+        attempts = {e.attempt for _, e in _epoch_blocks(nodes[0])}
+        assert len(attempts) >= 4                             # proposals were retried
+        # every attempt with a proposal got the three live votes: a count quorum, not a stake one
+        by_attempt: dict[int, set[bytes]] = {}
+        for creator, e in _epoch_blocks(nodes[0]):
+            by_attempt.setdefault(e.attempt, set()).add(creator)
+        assert all(len(voters) == 3 for voters in by_attempt.values())
+        for node in nodes[:3]:
+            assert node.blocklace.equivocations() == []
+
+    await _cluster(tmp_path, 4, scenario, stakes)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])      # shrinking whole clusters takes minutes
+@given(steps=st.lists(st.tuples(st.sets(st.integers(0, 3), min_size=1), st.integers(1, 2 * INTERVAL)),
+                      min_size=1, max_size=5))
+def test_partitions_and_delays_never_split_an_epoch(tmp_path_factory, steps):
+    """B5 with the nodes' own drivers: whatever subsets of the electors talk, and for however
+    long, no pool votes twice in an attempt, every node that finalized an epoch holds the same
+    certificate for it, and once all talk again the topic goes on changing epochs."""
+    tmp_path = tmp_path_factory.mktemp("partitions")
+
+    async def scenario(nodes, clock):
+        cluster = Cluster(nodes)
+        await _open_topic(cluster, 4, TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        for number, (talking, seconds) in enumerate(steps):
+            cluster.nodes = [nodes[i] for i in sorted(talking)]
+            await _event(cluster, cluster.nodes[0], b"step %d" % number)
+            clock.advance(seconds)
+            await cluster.settle()
+        cluster.nodes = nodes
+        await cluster.settle()
+        reached = max(_final(n) for n in nodes)
+        await _event(cluster, nodes[0], b"all together")
+        for _ in range(6):                                   # an interval, then attempts, at most
+            clock.advance(INTERVAL)
+            await cluster.settle()
+            if min(_final(n) for n in nodes) > reached:
+                break
+        assert min(_final(n) for n in nodes) > reached
+        reference = nodes[0].blocklace.lace.topic(TOPIC).certificates
+        for node in nodes:
+            assert node.blocklace.equivocations() == []
+            certificates = node.blocklace.lace.topic(TOPIC).certificates
+            assert set(certificates) == set(range(1, _final(node) + 1))
+            assert all(certificates[k] == reference[k] for k in set(certificates) & set(reference))
+
+    trio.run(_cluster, tmp_path, 4, scenario)
