@@ -34,6 +34,7 @@ from dmq.ingress import Ingress
 from dmq.kes import kes_verify
 from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
+from dmq.mempool.memory import DEFAULT_EXPIRY_INTERVAL
 from dmq.mempool.integrity import DamagedDatabase, check_readable
 from dmq.metrics import NodeMetrics
 from dmq.node import Node, NodeStartError
@@ -62,8 +63,8 @@ def load_stake_view(config: NodeConfig, clock: Clock) -> StakeView:
                                           with_genesis_stake=False)
 
 
-def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., Awaitable[Any]] | None
-                  ) -> DurableMempool:
+def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., Awaitable[Any]] | None,
+                  expiry_interval: float | None) -> DurableMempool:
     path = Path(config.database_path)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -71,7 +72,8 @@ def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., 
         # Stored messages are read back with the decoder that accepted them: with
         # LegacyMessageFormat on, acknowledged legacy messages survive a restart too.
         decode = partial(decode_message, allow_legacy=config.legacy_message_format)
-        return DurableMempool(path, clock, decode=decode, run_blocking=run_blocking or trio.to_thread.run_sync)
+        return DurableMempool(path, clock, decode=decode, run_blocking=run_blocking or trio.to_thread.run_sync,
+                              expiry_interval=expiry_interval or DEFAULT_EXPIRY_INTERVAL)
     except OSError as exc:
         raise NodeStartError(f"database {path}: {exc.strerror or exc}") from None
     except (DamagedDatabase, lmdb.Error) as exc:
@@ -95,12 +97,13 @@ def _open_recorder(config: NodeConfig, tracer: Tracer, mempool: DurableMempool) 
 def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock: Clock | None = None,
                   tracer: Tracer | None = None, diffusion_policy: DiffusionPolicy | None = None,
                   transport: Transport | None = None, run_blocking: Callable[..., Awaitable[Any]] | None = None,
-                  kes_verifier: KesVerifier | None = None) -> Node:
+                  kes_verifier: KesVerifier | None = None, expiry_interval: float | None = None) -> Node:
     """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
 
-    ``transport``, ``run_blocking`` (how the mempool runs its blocking commits) and
-    ``kes_verifier`` are what a simulated network replaces (``integrations.simnet``); a
-    running node keeps the defaults: TCP, a worker thread, the Sum6KES verifier.
+    ``transport``, ``run_blocking`` (how the mempool runs its blocking commits),
+    ``kes_verifier`` and ``expiry_interval`` (how often the mempool sweeps expired messages)
+    are what a simulated network replaces (``integrations.simnet``); a running node keeps the
+    defaults: TCP, a worker thread, the Sum6KES verifier, a sweep every 50 ms.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.
@@ -117,7 +120,7 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
         stake_link = CardanoNodeLink.from_config(config, stake_view, tracer=tracer, clock=clock,
                                                  registry=metrics.registry)
         services.append(stake_link.run)
-    mempool = _open_mempool(config, clock, run_blocking)
+    mempool = _open_mempool(config, clock, run_blocking, expiry_interval)
     kes_verifier = kes_verifier or kes_verify
     recorder: TrafficRecorder | NullRecorder = NO_RECORDER
     try:

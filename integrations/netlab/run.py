@@ -27,7 +27,7 @@ import trio
 from rich.console import Console
 
 from dmq.clock import SystemClock
-from dmq.config import DEFAULT_MIN_SIG_DELAY, MAX_UNIX_SOCKET_PATH_BYTES
+from dmq.config import MAX_UNIX_SOCKET_PATH_BYTES
 from dmq.networks import DEVNET
 from dmq.stake import load_shelley_genesis
 from integrations.devnet.aggregator import Aggregator
@@ -41,9 +41,9 @@ from integrations.devnet.stats import LatencyRecorder
 from integrations.mithril import GenesisClockKesPeriod
 
 from .addresses import MAX_NODES, node_address
-from .faults import FaultPlan, await_recovery, choose_victims, kill_and_restart, partition_and_heal
+from .faults import FaultPlan, await_recovery, kill_and_restart, partition_and_heal, plan_faults
 from .namespaces import Lab, check_available, remove_leftovers
-from .plan import node_files
+from .plan import min_sig_delay_for, node_files, workload_problem
 from .report import REPORT_FILE, FaultRecord, NetlabReport, NodeDelivery, load_average
 
 __all__ = ["NetlabOptions", "Netlab", "run_netlab"]
@@ -75,20 +75,17 @@ class NetlabOptions:
         object.__setattr__(self, "directory", Path(self.directory))
         if not 2 <= self.nodes <= MAX_NODES:
             raise DevnetError(f"a netlab has 2..{MAX_NODES} nodes, got --nodes {self.nodes}")
-        if self.pools < 1 or not self.period > 0 or not self.duration > 0:
-            raise DevnetError("--pools, --period and --duration must be positive")
-        for name in ("kill_fraction", "partition_fraction"):
-            if not 0 <= getattr(self, name) < 1:
-                raise DevnetError(f"--{name.replace('_', '-')} is a fraction in [0, 1), got {getattr(self, name)}")
+        problem = workload_problem(self.pools, self.period, self.duration, self.kill_fraction,
+                                   self.partition_fraction)
+        if problem is not None:
+            raise DevnetError(problem)
 
     @property
     def min_sig_delay(self) -> float:
-        return min(DEFAULT_MIN_SIG_DELAY, self.period / 2)
+        return min_sig_delay_for(self.period)
 
     def fault_plan(self) -> FaultPlan:
-        kill, partition = choose_victims(self.nodes, self.kill_fraction, self.partition_fraction, self.seed)
-        return FaultPlan(kill, 0.15 * self.duration, max(3.0, 0.15 * self.duration),
-                         partition, 0.5 * self.duration, max(3.0, 0.2 * self.duration))
+        return plan_faults(self.nodes, self.duration, self.kill_fraction, self.partition_fraction, self.seed)
 
     def settings(self) -> dict[str, object]:
         values = asdict(self)
