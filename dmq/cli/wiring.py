@@ -84,9 +84,12 @@ def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., 
 def _open_recorder(config: NodeConfig, tracer: Tracer, mempool: DurableMempool) -> TrafficRecorder | NullRecorder:
     if config.record_traffic is None:
         return NO_RECORDER
+    # The node's own address names it when it has one: nodes sharing a host name and a port
+    # (netlab's namespaces, a simulated network) must not merge into one node in the recording.
+    address = config.ipv4 or config.ipv6
+    host = str(address) if address is not None and not address.is_unspecified else socket.gethostname()
     try:
-        recorder = TrafficRecorder(config.record_traffic, node_label(socket.gethostname(), config.port_number),
-                                   now=tracer.now)
+        recorder = TrafficRecorder(config.record_traffic, node_label(host, config.port_number), now=tracer.now)
     except RecorderError as exc:
         raise NodeStartError(str(exc)) from None
     recorder.bind_holdings(lambda: len(mempool), lambda: mempool.bytes_held)

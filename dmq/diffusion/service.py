@@ -129,12 +129,15 @@ class Diffusion:
     async def run(self, *, task_status: trio.TaskStatus[Diffusion] = trio.TASK_STATUS_IGNORED) -> None:
         config = self.config
         listeners = await self._bind() if self.responder else []
+        # One generator from the policy's seed for every random choice of diffusion (the governor's
+        # jitter, keep-alive cookies): a seeded policy makes a node's behaviour repeatable.
+        rng = random.Random(self.policy.seed)
         self.governor = Governor(
             self.topology,
             target_active=config.target_number_of_active_peers,
             target_known=config.target_number_of_known_peers,
             backoff=self.policy.backoff,
-            rng=random.Random(self.policy.seed),
+            rng=rng,
             own_addresses=self._own_addresses(),
         )
         self.outbound = OutboundGovernor(self.governor, self.peers, self.tracer, self.policy, self.versions,
@@ -152,6 +155,7 @@ class Diffusion:
             blocking_reply_timeout=self.policy.blocking_reply_timeout,
             peer_share_interval=self.policy.peer_share_interval,
             protocol_idle_timeout=config.protocol_idle_timeout,
+            rng=rng,
         )
         recorder = self.recorder
         ctx.watch = recorder.watching
