@@ -104,6 +104,18 @@ class Deliveries:
         """Deliveries still missing: (message, node) pairs not accepted."""
         return sum(self.nodes - record.reached for record in self.published.values())
 
+    def missing_examples(self, hosts: list[str], limit: int = 10) -> list[dict[str, object]]:
+        """Up to ``limit`` missing deliveries: which node lacks which message (its home, when published)."""
+        found: list[dict[str, object]] = []
+        for message_id, record in self.published.items():
+            for node, hop in enumerate(record.hops):
+                if hop == UNSEEN:
+                    found.append({"node": hosts[node], "message": message_id.hex()[:16], "home": hosts[record.home],
+                                  "published_at": round(record.sent_at, 3)})
+                    if len(found) >= limit:
+                        return found
+        return found
+
     def latency_summary(self, outside: list[tuple[float, float]] = ()) -> tuple[dict, dict, dict]:
         """Every delivery; those of messages published outside every ``(begin, end)`` window; and by hop."""
         steady = [latency for latency, sent in zip(self.latencies, self.sent)

@@ -59,6 +59,8 @@ class SimnetReport:
     rejections: dict[str, int] = field(default_factory=dict)
     kes_checks: dict[str, int] = field(default_factory=dict)
     regions: dict[str, int] = field(default_factory=dict)
+    #: Up to ten missing deliveries (node, message, its home node, publication time), for a diagnosis.
+    missing_examples: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -100,6 +102,8 @@ class SimnetReport:
                        f"{fault.ended_at} s: {recovery}")
         for attack in self.attacks:
             out.append(f"  {attack.kind} on {attack.target}: {attack.outcome}")
+        for example in self.missing_examples:
+            out.append(f"  missing: {example}")
         verdict = "COMPLETE" if self.complete else "INCOMPLETE"
         out.append(f"{verdict}: {self.missing} deliveries missing, {self.duplicates} duplicated")
         return out

@@ -211,7 +211,9 @@ class Simnet:
             if kind is MessageAccepted:
                 deliveries.accepted(index, event.message_id, event.origin, trio.current_time())
             elif kind is MessageRejected:
-                rejections[event.reason] = rejections.get(event.reason, 0) + 1
+                # Counted by error, without its details (pool, seconds), which differ on every rejection.
+                reason = event.reason.split(" ", 1)[0]
+                rejections[reason] = rejections.get(reason, 0) + 1
         return sink
 
     def _build(self, sim: SimNode) -> Node:
@@ -427,7 +429,8 @@ class Simnet:
             mean_connections=round(sum(degree) / len(degree), 2) if degree else 0.0,
             message_size=self._message_size, faults=self.faults, attacks=self.attacks,
             rejections=dict(sorted(self.rejections.items())), kes_checks=self.checks.stats(),
-            regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)})
+            regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
+            missing_examples=deliveries.missing_examples(self.hosts))
 
 
 def _eclipse_outcome(victim: SimNode, attackers: list[SimNode], deliveries: Deliveries) -> dict[str, Any]:
