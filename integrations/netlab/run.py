@@ -44,7 +44,7 @@ from .addresses import MAX_NODES, node_address
 from .faults import FaultPlan, await_recovery, kill_and_restart, partition_and_heal, plan_faults
 from .namespaces import Lab, check_available, remove_leftovers
 from .plan import min_sig_delay_for, node_files, workload_problem
-from .report import REPORT_FILE, FaultRecord, NetlabReport, NodeDelivery, load_average
+from .report import REPORT_FILE, FaultRecord, NetlabReport, NodeDelivery, fault_windows, load_average
 
 __all__ = ["NetlabOptions", "Netlab", "run_netlab"]
 
@@ -251,20 +251,10 @@ class Netlab:
         report.write(self.layout.root / REPORT_FILE)
         return report
 
-    def _fault_windows(self) -> list[tuple[float, float]]:
-        """Wall-clock spans from each fault's start to its recovery (open-ended if it never recovered)."""
-        windows = []
-        for fault in self.faults:
-            end = float("inf")
-            if fault.ended_at is not None and fault.recovery_seconds is not None:
-                end = self._started_wall + fault.ended_at + fault.recovery_seconds
-            windows.append((self._started_wall + fault.began_at, end))
-        return windows
-
     def report(self) -> NetlabReport:
         expected = self.tally.accepted
         everything, steady = LatencyRecorder(), LatencyRecorder()
-        disturbed = self._fault_windows()
+        disturbed = fault_windows(self.faults, self._started_wall)
         deliveries = []
         for index, (process, aggregator) in enumerate(zip(self.processes, self.aggregators)):
             for message_id, arrived in aggregator.arrivals.items():

@@ -47,7 +47,7 @@ from dmq.trace import MessageAccepted, MessageRejected, TraceEvent, Tracer
 from integrations.netlab.addresses import MAX_NODES, node_address
 from integrations.netlab.faults import plan_faults
 from integrations.netlab.plan import NODE_PORT, RELAY_TARGETS, min_sig_delay_for, public_roots, workload_problem
-from integrations.netlab.report import FaultRecord
+from integrations.netlab.report import FaultRecord, fault_windows
 
 from .attacks import AttackRecord, Flooder, eclipse_topology
 from .checks import SharedKesChecks, deterministic_scheduling, run_inline
@@ -358,7 +358,7 @@ class Simnet:
                     work.start_soon(self._publish, pools, started, work)
                     names = lambda victims: [self.hosts[i] for i in victims]  # noqa: E731
                     if plan.kill:
-                        record = FaultRecord("kill and restart", names(plan.kill), plan.kill_at)
+                        record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at)
                         self.faults.append(record)
                         work.start_soon(self._kill_and_restart, plan.kill, plan.kill_at, plan.kill_seconds, started,
                                         record, nursery, recoveries)
@@ -390,19 +390,10 @@ class Simnet:
             nursery.cancel_scope.cancel()
         return report
 
-    def _fault_windows(self) -> list[tuple[float, float]]:
-        windows = []
-        for fault in self.faults:
-            end = float("inf")
-            if fault.ended_at is not None and fault.recovery_seconds is not None:
-                end = self._started + fault.ended_at + fault.recovery_seconds
-            windows.append((self._started + fault.began_at, end))
-        return windows
-
     def report(self, wall: float, attackers: list[SimNode]) -> SimnetReport:
         options = self.options
         deliveries = self.deliveries
-        everything, steady, by_hop = deliveries.latency_summary(self._fault_windows())
+        everything, steady, by_hop = deliveries.latency_summary(fault_windows(self.faults, self._started))
         degree = []
         for sim in self.nodes:
             if sim.running and sim.node is not None and sim.node.diffusion is not None:

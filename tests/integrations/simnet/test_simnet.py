@@ -34,7 +34,7 @@ def test_every_node_gets_every_message_exactly_once_through_a_kill_and_a_partiti
     assert report.accepted > 0.9 * report.attempted
     assert report.missing == 0 and report.duplicates == 0 and report.unknown_hops == 0, report.lines()
     kinds = {fault.kind: fault for fault in report.faults}
-    assert len(kinds["kill and restart"].nodes) == 1
+    assert len(kinds["kill -9 and restart"].nodes) == 1
     assert len(kinds["partition and heal"].nodes) == round(nodes / 3)
     assert all(fault.recovery_seconds is not None for fault in report.faults), report.lines()
     # The flooder got connections and was dropped on each, and every forged message was refused.
