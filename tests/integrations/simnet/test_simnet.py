@@ -37,11 +37,12 @@ def test_every_node_gets_every_message_exactly_once_through_a_kill_and_a_partiti
     assert len(kinds["kill -9 and restart"].nodes) == 1
     assert len(kinds["partition and heal"].nodes) == round(nodes / 3)
     assert all(fault.recovery_seconds is not None for fault in report.faults), report.lines()
-    # The flooder got connections and was dropped on each, and every forged message was refused.
+    # The flooder got connections, and every forged message it served was refused (and nothing else was).
     flood = report.attacks[0].outcome
     assert flood["connections"] > 0 and flood["invalid_messages_served"] > 0
     assert report.rejections == {"InvalidKESSignature": flood["invalid_messages_served"]}
-    # Messages crossed several hops, and every node sent each about as many bytes as the degree implies.
+    # Messages crossed several hops, and each node sent more bytes per message than the message itself
+    # (announcements to each peer, the body to some).
     assert report.hops["max"] >= 2
     assert report.bytes_per_message_per_node > report.message_size
 
