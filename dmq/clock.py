@@ -11,7 +11,9 @@ from __future__ import annotations
 import time
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "SystemClock", "ManualClock"]
+import trio
+
+__all__ = ["Clock", "SystemClock", "ManualClock", "TrioClock"]
 
 
 @runtime_checkable
@@ -55,3 +57,21 @@ class ManualClock:
     def set_wall(self, now: float) -> None:
         """Jump the wall clock (forward or back) without touching monotonic time."""
         self._now = float(now)
+
+
+class TrioClock:
+    """Time as the running trio loop keeps it, with the wall clock ``epoch`` seconds ahead.
+
+    Under ``trio.testing.MockClock`` this is virtual time: a simulated network's nodes then
+    expire messages, rate-limit pools and time out peers on the same clock that delays
+    their links and wakes their sleeps, and time jumps whenever every task waits.
+    """
+
+    def __init__(self, epoch: float) -> None:
+        self.epoch = float(epoch)
+
+    def now(self) -> float:
+        return self.epoch + trio.current_time()
+
+    def monotonic(self) -> float:
+        return trio.current_time()

@@ -19,7 +19,7 @@ import trio
 
 from dmq.clock import Clock, SystemClock
 from dmq.config import NodeConfig
-from dmq.diffusion import Diffusion, DiffusionPolicy
+from dmq.diffusion import Diffusion, DiffusionPolicy, TcpTransport, Transport
 from dmq.errors import OperatorError
 from dmq.ingress import Ingress
 from dmq.local_service import LocalService
@@ -65,6 +65,8 @@ class Node:
     services: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
     #: Timings of node-to-node diffusion (started when the configuration names an IPv4 or IPv6 address).
     diffusion_policy: DiffusionPolicy = field(default_factory=DiffusionPolicy)
+    #: How diffusion listens and dials: TCP, unless a simulated network supplies in-memory links.
+    transport: Transport = field(default_factory=TcpTransport)
     #: The link feeding ``stake_view`` when the stake comes from cardano-node (also among ``services``).
     stake_link: StakeLink | None = None
     #: The topic service when the configuration carries an adapter (``topics.service``).
@@ -81,7 +83,8 @@ class Node:
 
     def _start_diffusion(self) -> Diffusion:
         return Diffusion(self.config, self.topology, ingress=self.ingress, mempool=self.mempool, tracer=self.tracer,
-                         metrics=self.metrics, recorder=self.recorder, policy=self.diffusion_policy)
+                         metrics=self.metrics, recorder=self.recorder, policy=self.diffusion_policy,
+                         transport=self.transport)
 
     async def run(self, *, task_status: trio.TaskStatus["Node"] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled; the database is closed on the way out."""

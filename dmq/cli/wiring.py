@@ -16,8 +16,10 @@ from __future__ import annotations
 import signal
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import lmdb
 import trio
@@ -25,12 +27,14 @@ import trio
 from dmq.clock import Clock, SystemClock
 from dmq.codec import decode_message
 from dmq.config import NodeConfig, StakeSourceKind
-from dmq.diffusion import DiffusionPolicy
+from dmq.diffusion import DiffusionPolicy, TcpTransport, Transport
 from dmq.errors import OperatorError
 from dmq.gc_tuning import tune_for_serving
 from dmq.ingress import Ingress
+from dmq.kes import kes_verify
 from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
+from dmq.mempool.memory import DEFAULT_EXPIRY_INTERVAL
 from dmq.mempool.integrity import DamagedDatabase, check_readable
 from dmq.metrics import NodeMetrics
 from dmq.node import Node, NodeStartError
@@ -40,6 +44,7 @@ from dmq.stake import StakeView
 from dmq.topology import Topology
 from dmq.trace import LogSink, MessageExpired, Tracer
 from dmq.validation import PoolState, ReactionPolicy, Validator
+from dmq.validation.pipeline import KesVerifier
 from integrations.cardano_node import CardanoNodeLink
 
 __all__ = ["assemble_node", "run_node", "load_stake_view"]
@@ -58,7 +63,8 @@ def load_stake_view(config: NodeConfig, clock: Clock) -> StakeView:
                                           with_genesis_stake=False)
 
 
-def _open_mempool(config: NodeConfig, clock: Clock) -> DurableMempool:
+def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., Awaitable[Any]] | None,
+                  expiry_interval: float | None) -> DurableMempool:
     path = Path(config.database_path)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -66,7 +72,8 @@ def _open_mempool(config: NodeConfig, clock: Clock) -> DurableMempool:
         # Stored messages are read back with the decoder that accepted them: with
         # LegacyMessageFormat on, acknowledged legacy messages survive a restart too.
         decode = partial(decode_message, allow_legacy=config.legacy_message_format)
-        return DurableMempool(path, clock, decode=decode)
+        return DurableMempool(path, clock, decode=decode, run_blocking=run_blocking or trio.to_thread.run_sync,
+                              expiry_interval=expiry_interval or DEFAULT_EXPIRY_INTERVAL)
     except OSError as exc:
         raise NodeStartError(f"database {path}: {exc.strerror or exc}") from None
     except (DamagedDatabase, lmdb.Error) as exc:
@@ -77,9 +84,12 @@ def _open_mempool(config: NodeConfig, clock: Clock) -> DurableMempool:
 def _open_recorder(config: NodeConfig, tracer: Tracer, mempool: DurableMempool) -> TrafficRecorder | NullRecorder:
     if config.record_traffic is None:
         return NO_RECORDER
+    # The node's own address names it when it has one: nodes sharing a host name and a port
+    # (netlab's namespaces, a simulated network) must not merge into one node in the recording.
+    address = config.ipv4 or config.ipv6
+    host = str(address) if address is not None and not address.is_unspecified else socket.gethostname()
     try:
-        recorder = TrafficRecorder(config.record_traffic, node_label(socket.gethostname(), config.port_number),
-                                   now=tracer.now)
+        recorder = TrafficRecorder(config.record_traffic, node_label(host, config.port_number), now=tracer.now)
     except RecorderError as exc:
         raise NodeStartError(str(exc)) from None
     recorder.bind_holdings(lambda: len(mempool), lambda: mempool.bytes_held)
@@ -88,8 +98,15 @@ def _open_recorder(config: NodeConfig, tracer: Tracer, mempool: DurableMempool) 
 
 
 def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock: Clock | None = None,
-                  tracer: Tracer | None = None, diffusion_policy: DiffusionPolicy | None = None) -> Node:
+                  tracer: Tracer | None = None, diffusion_policy: DiffusionPolicy | None = None,
+                  transport: Transport | None = None, run_blocking: Callable[..., Awaitable[Any]] | None = None,
+                  kes_verifier: KesVerifier | None = None, expiry_interval: float | None = None) -> Node:
     """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
+
+    ``transport``, ``run_blocking`` (how the mempool runs its blocking commits),
+    ``kes_verifier`` and ``expiry_interval`` (how often the mempool sweeps expired messages)
+    are what a simulated network replaces (``integrations.simnet``); a running node keeps the
+    defaults: TCP, a worker thread, the Sum6KES verifier, a sweep every 50 ms.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.
@@ -106,7 +123,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
         stake_link = CardanoNodeLink.from_config(config, stake_view, tracer=tracer, clock=clock,
                                                  registry=metrics.registry)
         services.append(stake_link.run)
-    mempool = _open_mempool(config, clock)
+    mempool = _open_mempool(config, clock, run_blocking, expiry_interval)
+    kes_verifier = kes_verifier or kes_verify
     recorder: TrafficRecorder | NullRecorder = NO_RECORDER
     try:
         recorder = _open_recorder(config, tracer, mempool)
@@ -123,7 +141,7 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
             from topics.raw import is_raw_message
 
             # On a topic network the per-pool token bucket replaces the spacing rule (docs/topics-design.md 2.1.4).
-            validator = Validator(stake_view, clock, min_sig_delay=0, state=state)
+            validator = Validator(stake_view, clock, min_sig_delay=0, state=state, kes_verifier=kes_verifier)
             topics = topic_service_for(config, mempool, validator, tracer, clock=clock, stake_view=stake_view,
                                        allow_legacy=config.legacy_message_format, reactions=reactions)
             ingress = topics.ingress
@@ -135,7 +153,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
         else:
             # Raw only (every Mithril network): nothing is classified, every message the
             # reference accepts is accepted, stored, relayed and notified (docs/topics-design.md 2.1).
-            validator = Validator(stake_view, clock, min_sig_delay=config.min_sig_delay, state=state)
+            validator = Validator(stake_view, clock, min_sig_delay=config.min_sig_delay, state=state,
+                                  kes_verifier=kes_verifier)
             ingress = Ingress(mempool, validator, tracer, allow_legacy=config.legacy_message_format,
                               reactions=reactions)
             local_service = LocalService(ingress, mempool, tracer, config.network_magic, recorder=recorder,
@@ -156,7 +175,7 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
     return Node(config=config, topology=topology, clock=clock, tracer=tracer, stake_view=stake_view, metrics=metrics,
                 mempool=mempool, ingress=ingress, local_service=local_service, recorder=recorder, services=services,
                 diffusion_policy=diffusion_policy if diffusion_policy is not None else DiffusionPolicy(),
-                stake_link=stake_link, topics=topics)
+                stake_link=stake_link, topics=topics, transport=transport or TcpTransport())
 
 
 async def run_node(config: NodeConfig, topology: Topology | None) -> int:

@@ -19,6 +19,7 @@ from .plan import INGRESS_LIMITS, Instance, Protocol, connection_plan
 from .policy import BackoffPolicy, DiffusionPolicy
 from .prometheus import PeerCollector
 from .service import Diffusion, ListenError
+from .transport import TcpTransport, Transport
 
 __all__ = [
     "Diffusion",
@@ -53,4 +54,6 @@ __all__ = [
     "PeersShared",
     "InboundRefused",
     "InboundDelayed",
+    "Transport",
+    "TcpTransport",
 ]

@@ -26,6 +26,7 @@ from dmq.trace import ConnectionClosed, ConnectionOpened, Tracer
 from .events import InboundDelayed, InboundRefused
 from .n2n_connection import N2NContext, run_n2n_connection
 from .peers import PeerTable
+from .transport import TCP, Transport
 
 __all__ = ["InboundServer", "LINK", "soft_limit_delay"]
 
@@ -45,34 +46,27 @@ def soft_limit_delay(limit: AcceptedConnectionsLimit, connections: int) -> float
     return min(limit.delay, limit.delay * (connections - limit.soft_limit) / span)
 
 
-def peer_label(stream: trio.SocketStream) -> str:
-    try:
-        host, port, *_ = stream.socket.getpeername()
-    except OSError:
-        return "unknown"
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 class InboundServer:
     """Serves every inbound connection of the node's listeners."""
 
     def __init__(self, ctx: N2NContext, peers: PeerTable, tracer: Tracer, versions: VersionTable,
-                 limit: AcceptedConnectionsLimit) -> None:
+                 limit: AcceptedConnectionsLimit, transport: Transport = TCP) -> None:
         self.ctx = ctx
         self.peers = peers
         self.tracer = tracer
         self.versions = versions
         self.limit = limit
+        self.transport = transport
         #: Inbound connections open now (handshaking or running).
         self.connections = 0
         self.refused = 0
 
-    async def serve(self, listeners: list[trio.SocketListener]) -> None:
+    async def serve(self, listeners: list[trio.abc.Listener[trio.abc.Stream]]) -> None:
         async with trio.open_nursery() as nursery:
             for listener in listeners:
                 nursery.start_soon(self._accept_loop, listener, nursery)
 
-    async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+    async def _accept_loop(self, listener: trio.abc.Listener[trio.abc.Stream], nursery: trio.Nursery) -> None:
         while True:
             try:
                 stream = await listener.accept()
@@ -83,7 +77,7 @@ class InboundServer:
                 raise
             if self.connections >= self.limit.hard_limit:
                 self.refused += 1
-                self.tracer.emit(InboundRefused(self.tracer.now(), peer_label(stream), self.connections,
+                self.tracer.emit(InboundRefused(self.tracer.now(), self.transport.peer_label(stream), self.connections,
                                                 self.limit.hard_limit))
                 await stream.aclose()
                 continue
@@ -94,8 +88,8 @@ class InboundServer:
                 self.tracer.emit(InboundDelayed(self.tracer.now(), self.connections, delay))
                 await trio.sleep(delay)
 
-    async def _handle(self, stream: trio.SocketStream) -> None:
-        label = peer_label(stream)
+    async def _handle(self, stream: trio.abc.Stream) -> None:
+        label = self.transport.peer_label(stream)
         bearer = Bearer(stream)
         stats = self.peers.inbound(label)
         stats.attach(bearer)

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from itertools import count
+import random
 import time
 
 import trio
@@ -98,6 +99,8 @@ class N2NContext:
     #: The traffic recorder's sink for offered and sent messages, and its clock (None: not recording).
     record: Callable[[TraceEvent], None] | None = None
     now: Callable[[], float] = time.time
+    #: Draws the keep-alive cookies (the diffusion's seeded generator when the policy has a seed).
+    rng: random.Random = field(default_factory=random.Random)
 
 
 async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeResult, stats: PeerStats, *,
@@ -168,7 +171,7 @@ async def _keep_alive(ctx: N2NContext, channel: MessageChannel, initiator: bool,
     def on_rtt(rtt: float) -> None:
         stats.keep_alive_rtt = rtt
 
-    await keep_alive.KeepAliveClient(channel, interval=ctx.keep_alive_interval, on_rtt=on_rtt).run()
+    await keep_alive.KeepAliveClient(channel, interval=ctx.keep_alive_interval, on_rtt=on_rtt, rng=ctx.rng).run()
 
 
 async def _peer_sharing(ctx: N2NContext, channel: MessageChannel, initiator: bool, stats: PeerStats) -> None:

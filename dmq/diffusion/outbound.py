@@ -1,6 +1,6 @@
 """The governor's trio loop: dial what the :class:`Governor` picks, report back what happened.
 
-Each dial is its own task: TCP connect (bounded by the policy's connect timeout), the
+Each dial is its own task: a TCP connect through the transport (bounded by the policy's connect timeout), the
 DMQ node-to-node handshake as client, then the connection until it ends. Whatever ends
 it (a refused connect, a refused handshake, a protocol error, a disconnect verdict, the
 peer going away) is one :meth:`Governor.failed`, which sets the peer's back-off and lets
@@ -18,7 +18,6 @@ import trio
 from handshake.driver import run_client
 from handshake.errors import HandshakeError, HandshakeQueryResult
 from handshake.links import DMQ_NODE_TO_NODE, VersionTable
-from ouroboros_mux.bearer import connect_tcp
 from ouroboros_mux.errors import MuxError
 
 from dmq.trace import ConnectionClosed, ConnectionOpened, Tracer
@@ -28,6 +27,7 @@ from .governor import Governor, KnownPeer
 from .n2n_connection import N2NContext, run_n2n_connection
 from .peers import PeerState, PeerTable
 from .policy import DiffusionPolicy
+from .transport import TCP, Transport
 
 __all__ = ["OutboundGovernor", "LINK"]
 
@@ -38,13 +38,14 @@ class OutboundGovernor:
     """Runs the governor's decisions until cancelled."""
 
     def __init__(self, governor: Governor, peers: PeerTable, tracer: Tracer, policy: DiffusionPolicy,
-                 versions_for: Callable[[bool], VersionTable]) -> None:
+                 versions_for: Callable[[bool], VersionTable], transport: Transport = TCP) -> None:
         self.governor = governor
         self.peers = peers
         self.tracer = tracer
         self.policy = policy
         #: The version table to propose, given whether the peer's group is dialled InitiatorOnly.
         self.versions_for = versions_for
+        self.transport = transport
         self.ctx: N2NContext | None = None
         self._changed = trio.Event()
         self._peers_wanted = trio.Event()
@@ -99,7 +100,7 @@ class OutboundGovernor:
         bearer = None
         try:
             with trio.fail_after(self.policy.connect_timeout):
-                bearer = await connect_tcp(host, port)
+                bearer = await self.transport.connect(host, port)
             stats.attach(bearer)
             result = await run_client(bearer, self.versions_for(peer.initiator_only), DMQ_NODE_TO_NODE)
         except (OSError, MuxError, HandshakeError, HandshakeQueryResult, trio.TooSlowError) as exc:

@@ -43,6 +43,7 @@ from .peers import PeerTable
 from .policy import DiffusionPolicy
 from .prometheus import PeerCollector
 from .sig_submission import InFlightRegistry
+from .transport import TCP, Transport
 
 __all__ = ["Diffusion", "ListenError"]
 
@@ -56,7 +57,7 @@ class Diffusion:
 
     def __init__(self, config: NodeConfig, topology: Topology | None, *, ingress: Ingress, mempool: DurableMempool,
                  tracer: Tracer, metrics: NodeMetrics, recorder: TrafficRecorder | NullRecorder = NO_RECORDER,
-                 policy: DiffusionPolicy | None = None) -> None:
+                 policy: DiffusionPolicy | None = None, transport: Transport = TCP) -> None:
         self.config = config
         #: The topology the governor follows (replaced by :meth:`update_topology`).
         self.topology = topology
@@ -66,6 +67,8 @@ class Diffusion:
         self.metrics = metrics
         self.recorder = recorder
         self.policy = policy or DiffusionPolicy()
+        #: How the node listens and dials (real TCP unless a simulated network supplies its own).
+        self.transport = transport
         self.peers = PeerTable()
         self.registry = InFlightRegistry()
         self.source = MempoolSigSource(mempool)
@@ -98,24 +101,23 @@ class Diffusion:
         self.governor.set_topology(topology)
         self.outbound.poke()
 
-    async def _bind(self) -> list[trio.SocketListener]:
-        listeners: list[trio.SocketListener] = []
+    async def _bind(self) -> list[trio.abc.Listener[trio.abc.Stream]]:
+        listeners: list[trio.abc.Listener[trio.abc.Stream]] = []
         port = self.config.port_number
         for address in (self.config.ipv4, self.config.ipv6):
             if address is None:
                 continue
             try:
-                bound = await trio.open_tcp_listeners(port, host=str(address))
+                bound = await self.transport.listen(str(address), port)
             except OSError as exc:
                 for listener in listeners:
                     await listener.aclose()
                 raise ListenError(f"node-to-node address {address} port {port}: cannot listen: "
                                   f"{exc.strerror or exc}") from None
-            for listener in bound:
-                host, bound_port, *_ = listener.socket.getsockname()
+            for listener, (host, bound_port) in bound:
                 self.addresses.append((host, bound_port))
                 port = bound_port  # with port 0, both families share the port the first got
-            listeners.extend(bound)
+                listeners.append(listener)
         return listeners
 
     def _own_addresses(self) -> set[Address]:
@@ -127,15 +129,19 @@ class Diffusion:
     async def run(self, *, task_status: trio.TaskStatus[Diffusion] = trio.TASK_STATUS_IGNORED) -> None:
         config = self.config
         listeners = await self._bind() if self.responder else []
+        # One generator from the policy's seed for every random choice of diffusion (the governor's
+        # jitter, keep-alive cookies): a seeded policy makes a node's behaviour repeatable.
+        rng = random.Random(self.policy.seed)
         self.governor = Governor(
             self.topology,
             target_active=config.target_number_of_active_peers,
             target_known=config.target_number_of_known_peers,
             backoff=self.policy.backoff,
-            rng=random.Random(self.policy.seed),
+            rng=rng,
             own_addresses=self._own_addresses(),
         )
-        self.outbound = OutboundGovernor(self.governor, self.peers, self.tracer, self.policy, self.versions)
+        self.outbound = OutboundGovernor(self.governor, self.peers, self.tracer, self.policy, self.versions,
+                                         self.transport)
         ctx = N2NContext(
             ingress=self.ingress,
             mempool=self.mempool,
@@ -149,6 +155,7 @@ class Diffusion:
             blocking_reply_timeout=self.policy.blocking_reply_timeout,
             peer_share_interval=self.policy.peer_share_interval,
             protocol_idle_timeout=config.protocol_idle_timeout,
+            rng=rng,
         )
         recorder = self.recorder
         ctx.watch = recorder.watching
@@ -156,7 +163,7 @@ class Diffusion:
             ctx.record, ctx.now = recorder, self.tracer.now
         self.outbound.ctx = ctx
         self.inbound = InboundServer(ctx, self.peers, self.tracer, self.versions(),
-                                     config.accepted_connections_limit)
+                                     config.accepted_connections_limit, self.transport)
         collector = PeerCollector(self.peers, self.metrics.names)
         registry = self.metrics.registry
         registry.register(collector)

@@ -8,7 +8,10 @@ writes them all in ONE transaction with one fsync, then wakes every submitter at
 
 The blocking commit runs in a worker thread (``trio.to_thread.run_sync``): LMDB's fsync
 blocks, and that must not stall the event loop. Only the writer task ever dispatches
-writes, so there is exactly one writer at a time.
+writes, so there is exactly one writer at a time. A simulated network on trio's virtual
+clock runs the commit in the loop's own thread instead (``run_blocking``): a worker thread
+would let virtual time jump while the commit runs, by however long the thread happened to
+take, and the run would no longer follow from its seed.
 
 Readers never see a message before it is on disk: entries are held (they count as
 duplicates at once, so a concurrent second copy is refused) but are published to cursors
@@ -22,7 +25,7 @@ batched transactions by the same writer, after any pending append that wrote the
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Callable
 
@@ -71,8 +74,10 @@ class DurableMempool(Mempool):
         decode: Callable[[bytes], DmqMessage] | None = None,
         commit_window: float = DEFAULT_COMMIT_WINDOW,
         expiry_interval: float = DEFAULT_EXPIRY_INTERVAL,
+        run_blocking: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
     ) -> None:
         super().__init__(clock, expiry_interval=expiry_interval)
+        self._run_blocking = run_blocking
         self._store = MempoolStore(path, map_size=map_size)
         try:
             loaded = self._store.load(decode or default_decoder(), clock.now())
@@ -220,7 +225,7 @@ class DurableMempool(Mempool):
                 # submitters are answered, even if the writer is being cancelled.
                 with trio.CancelScope(shield=True):
                     try:
-                        await trio.to_thread.run_sync(self._store.write, entries, updates, self._log.next_index, hooks)
+                        await self._run_blocking(self._store.write, entries, updates, self._log.next_index, hooks)
                     except Exception as exc:
                         error = exc
                     finally:
@@ -228,7 +233,7 @@ class DurableMempool(Mempool):
                 self._finish(batch, error)
             if deletes:
                 with trio.CancelScope(shield=True):
-                    await trio.to_thread.run_sync(self._store.delete, deletes)
+                    await self._run_blocking(self._store.delete, deletes)
 
     @staticmethod
     def _merge(batch: list[_PendingAppend]) -> tuple[list[StoredMessage], dict[Any, Any], list[InTxn]]:

@@ -22,7 +22,7 @@ from integrations.devnet.publisher import PublishingTally
 from .namespaces import Lab
 from .report import FaultRecord
 
-__all__ = ["FaultPlan", "choose_victims", "kill_and_restart", "partition_and_heal", "await_recovery"]
+__all__ = ["FaultPlan", "choose_victims", "plan_faults", "kill_and_restart", "partition_and_heal", "await_recovery"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,16 @@ def choose_victims(nodes: int, kill_fraction: float, partition_fraction: float, 
     kill = order[:killed]
     rest = order[killed:] if len(order) - killed >= isolated else order
     return tuple(sorted(kill)), tuple(sorted(rest[:isolated]))
+
+
+def plan_faults(nodes: int, duration: float, kill_fraction: float, partition_fraction: float,
+                seed: int) -> FaultPlan:
+    """The run's faults: the kill 15 % into publishing for 15 % of it (at least 3 s), the
+    partition half-way for 20 % of it (at least 3 s); the victims from ``seed``. The real and
+    the simulated network (``integrations.simnet``) share this plan."""
+    kill, partition = choose_victims(nodes, kill_fraction, partition_fraction, seed)
+    return FaultPlan(kill, 0.15 * duration, max(3.0, 0.15 * duration),
+                     partition, 0.5 * duration, max(3.0, 0.2 * duration))
 
 
 async def await_recovery(record: FaultRecord, tally: PublishingTally,

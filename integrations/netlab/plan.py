@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dmq.config import DEFAULT_MIN_SIG_DELAY
 from dmq.networks import DEVNET
 from integrations.devnet.node_process import SOCKET_FILE, NodeFiles
 from integrations.devnet.orchestrator import node_name
 
 from .addresses import node_address
 
-__all__ = ["NODE_PORT", "METRICS_PORT", "RELAY_TARGETS", "NamespacedNodeFiles", "public_roots", "node_files"]
+__all__ = ["NODE_PORT", "METRICS_PORT", "RELAY_TARGETS", "NamespacedNodeFiles", "public_roots", "node_files",
+           "min_sig_delay_for", "workload_problem"]
 
 NODE_PORT = 3001
 #: Each node serves its metrics on 127.0.0.1 of its own namespace (the reference's default
@@ -34,6 +36,22 @@ RELAY_TARGETS = {
     "TargetNumberOfEstablishedPeers": 30,
     "TargetNumberOfActivePeers": 20,
 }
+
+
+def min_sig_delay_for(period: float) -> float:
+    """The nodes' ``MinSigDelay``: the reference's, or half a period when pools sign faster (a short run)."""
+    return min(DEFAULT_MIN_SIG_DELAY, period / 2)
+
+
+def workload_problem(pools: int, period: float, duration: float, kill_fraction: float,
+                     partition_fraction: float) -> str | None:
+    """What is wrong with a run's workload and faults (the real and the simulated network's), or None."""
+    if pools < 1 or not period > 0 or not duration > 0:
+        return "--pools, --period and --duration must be positive"
+    for name, value in (("kill-fraction", kill_fraction), ("partition-fraction", partition_fraction)):
+        if not 0 <= value < 1:
+            return f"--{name} is a fraction in [0, 1), got {value}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-__all__ = ["REPORT_FILE", "FaultRecord", "AttackRecord", "NodeDelivery", "NetlabReport"]
+__all__ = ["REPORT_FILE", "FaultRecord", "AttackRecord", "NodeDelivery", "NetlabReport", "fault_windows"]
 
 REPORT_FILE = "netlab-report.json"
 
@@ -49,6 +49,18 @@ class AttackRecord:
     @property
     def held(self) -> bool:
         return bool(self.outcome.get("held"))
+
+
+def fault_windows(faults: list[FaultRecord], origin: float) -> list[tuple[float, float]]:
+    """Each fault's span from its start to its recovery (open-ended if it never recovered), its
+    times counted from ``origin`` (the clock's reading when publishing started)."""
+    windows = []
+    for fault in faults:
+        end = float("inf")
+        if fault.ended_at is not None and fault.recovery_seconds is not None:
+            end = origin + fault.ended_at + fault.recovery_seconds
+        windows.append((origin + fault.began_at, end))
+    return windows
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import trio
 from rich.console import Console
 
 from dmq.clock import SystemClock
-from dmq.config import DEFAULT_MIN_SIG_DELAY, MAX_UNIX_SOCKET_PATH_BYTES, AcceptedConnectionsLimit
+from dmq.config import MAX_UNIX_SOCKET_PATH_BYTES, AcceptedConnectionsLimit
 from dmq.networks import DEVNET
 from dmq.stake import load_shelley_genesis
 from dmq.trace import ROUTES
@@ -50,10 +50,10 @@ from integrations.mithril import GenesisClockKesPeriod
 from .addresses import MAX_NODES, node_address
 from .attacks import (FLOOD, IDS_FILE, RESULT_FILE, STAKELESS, AdversaryFiles, AttackPlan, choose_attack_nodes, connections_per_peer,
                       flood_verdict, read_offered_ids, read_result, run_adversaries)
-from .faults import FaultPlan, await_recovery, choose_victims, kill_and_restart, partition_and_heal
+from .faults import FaultPlan, await_recovery, kill_and_restart, partition_and_heal, plan_faults
 from .namespaces import Lab, NeighbourTable, check_available, remove_leftovers
-from .plan import METRICS_PORT, NODE_PORT, node_files
-from .report import REPORT_FILE, AttackRecord, FaultRecord, NetlabReport, NodeDelivery, load_average
+from .plan import METRICS_PORT, NODE_PORT, min_sig_delay_for, node_files, workload_problem
+from .report import REPORT_FILE, AttackRecord, FaultRecord, NetlabReport, NodeDelivery, fault_windows, load_average
 from .resources import ResourceSampler
 
 __all__ = ["NetlabOptions", "Netlab", "run_netlab"]
@@ -111,11 +111,10 @@ class NetlabOptions:
         object.__setattr__(self, "directory", Path(self.directory))
         if not 2 <= self.nodes <= MAX_NODES:
             raise DevnetError(f"a netlab has 2..{MAX_NODES} nodes, got --nodes {self.nodes}")
-        if self.pools < 1 or not self.period > 0 or not self.duration > 0:
-            raise DevnetError("--pools, --period and --duration must be positive")
-        for name in ("kill_fraction", "partition_fraction"):
-            if not 0 <= getattr(self, name) < 1:
-                raise DevnetError(f"--{name.replace('_', '-')} is a fraction in [0, 1), got {getattr(self, name)}")
+        problem = workload_problem(self.pools, self.period, self.duration, self.kill_fraction,
+                                   self.partition_fraction)
+        if problem is not None:
+            raise DevnetError(problem)
         object.__setattr__(self, "faults", tuple(self.faults))
         unknown = [name for name in self.faults if name not in FAULT_NAMES]
         if unknown:
@@ -125,13 +124,11 @@ class NetlabOptions:
 
     @property
     def min_sig_delay(self) -> float:
-        return min(DEFAULT_MIN_SIG_DELAY, self.period / 2)
+        return min_sig_delay_for(self.period)
 
     def fault_plan(self) -> FaultPlan:
-        kill, partition = choose_victims(self.nodes, self.kill_fraction if KILL in self.faults else 0,
-                                         self.partition_fraction if PARTITION in self.faults else 0, self.seed)
-        return FaultPlan(kill, 0.15 * self.duration, max(3.0, 0.15 * self.duration),
-                         partition, 0.5 * self.duration, max(3.0, 0.2 * self.duration))
+        return plan_faults(self.nodes, self.duration, self.kill_fraction if KILL in self.faults else 0,
+                           self.partition_fraction if PARTITION in self.faults else 0, self.seed)
 
     @property
     def hard_limit(self) -> int:
@@ -425,13 +422,7 @@ class Netlab:
 
     def _fault_windows(self) -> list[tuple[float, float]]:
         """Wall-clock spans from each fault's start to its recovery (open-ended if it never recovered)."""
-        windows = []
-        for fault in self.faults:
-            end = float("inf")
-            if fault.ended_at is not None and fault.recovery_seconds is not None:
-                end = self._started_wall + fault.ended_at + fault.recovery_seconds
-            windows.append((self._started_wall + fault.began_at, end))
-        return windows
+        return fault_windows(self.faults, self._started_wall)
 
     def _window_latency(self, nodes: list[int], began: float, ended: float | None) -> dict[str, float | None]:
         """Latency at ``nodes`` of the messages published while an attack ran (seconds into publishing)."""
@@ -478,7 +469,7 @@ class Netlab:
     def report(self) -> NetlabReport:
         expected = self.tally.accepted
         everything, steady = LatencyRecorder(), LatencyRecorder()
-        disturbed = self._fault_windows()
+        disturbed = fault_windows(self.faults, self._started_wall)
         deliveries = []
         for index, (process, aggregator) in enumerate(zip(self.processes, self.aggregators)):
             for message_id, arrived in aggregator.arrivals.items():

@@ -1,0 +1,113 @@
+"""Delivery, latency, bytes and recovery of thousands of simulated DMQ nodes, and what it costs to run.
+
+Runs ``dmq simnet`` (:mod:`integrations.simnet`): N full nodes in one process on trio's
+virtual clock, over links with inter-region round-trip times, jitter and bandwidth;
+mainnet's load (3,000 pools, 1,500 signing a minute); netlab's kill-and-restart and
+partition, a flooding peer. Prints the report, writes it as JSON, and says how long the
+simulation took (wall and CPU seconds per simulated minute), which is the figure to watch
+when changing the simulation itself.
+
+    .venv/bin/python bench/network_simulated.py [--nodes 100] [--duration 60] [--seed 0] [--output FILE]
+
+With ``--series 100,300`` it runs one simulation per node count and writes one JSON list;
+``--plots DIR`` draws that list (or the one ``--from FILE`` names, without running anything)
+as PNG files: cost, latency and bytes per message against the node count, latency by hop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dmq.cli.wiring import assemble_node  # noqa: E402
+from integrations.simnet import SimnetOptions, run_simnet  # noqa: E402
+
+
+def plot(reports: list[dict], directory: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    nodes = [r["settings"]["nodes"] for r in reports]
+    figures = {
+        "simnet-cost.png": ("simulation cost", "seconds per simulated minute",
+                            {"CPU": [r["cpu_per_simulated_minute"] for r in reports],
+                             "wall": [r["wall_per_simulated_minute"] for r in reports]}),
+        "simnet-latency.png": ("publication to acceptance, every node", "milliseconds (virtual)",
+                               {f"{q} (outside faults)": [r["steady_latency"][f"{q}_ms"] for r in reports]
+                                for q in ("p50", "p90", "p99")}),
+        "simnet-bytes.png": ("bytes sent per message per node", "bytes",
+                             {"all node-to-node bytes": [r["bytes_per_message_per_node"] for r in reports],
+                              "one message": [r["message_size"] for r in reports]}),
+    }
+    for name, (title, unit, series) in figures.items():
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for label, values in series.items():
+            ax.plot(nodes, values, marker="o", label=label)
+        ax.set(title=title, xlabel="nodes", ylabel=unit)
+        ax.legend()
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(directory / name, dpi=100)
+        plt.close(fig)
+    largest = max(reports, key=lambda r: r["settings"]["nodes"])
+    by_hop = {int(hop): values for hop, values in largest["latency_by_hop"].items() if values["count"]}
+    fig, ax = plt.subplots(figsize=(6, 4))
+    hops = sorted(by_hop)
+    for q in ("p50", "p99"):
+        ax.plot(hops, [by_hop[h][f"{q}_ms"] for h in hops], marker="o", label=q)
+    ax.set(title=f"latency by hop count, {largest['settings']['nodes']} nodes", xlabel="hops from the home node",
+           ylabel="milliseconds (virtual)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(directory / "simnet-hops.png", dpi=100)
+    plt.close(fig)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--series", type=str, default=None, help="comma-separated node counts, one run each")
+    parser.add_argument("--pools", type=int, default=3000)
+    parser.add_argument("--period", type=float, default=120.0)
+    parser.add_argument("--duration", type=float, default=60.0, help="virtual seconds of publishing")
+    parser.add_argument("--warmup", type=float, default=60.0)
+    parser.add_argument("--drain", type=float, default=300.0)
+    parser.add_argument("--kill-fraction", type=float, default=0.1)
+    parser.add_argument("--partition-fraction", type=float, default=1 / 3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--active-peers", type=int, default=20)
+    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--plots", type=Path, default=None, help="draw the series as PNG files here")
+    parser.add_argument("--from", type=Path, default=None, dest="source", help="plot this series, run nothing")
+    args = parser.parse_args()
+    if args.source is not None:
+        loaded = json.loads(args.source.read_text())
+        plot(loaded if isinstance(loaded, list) else [loaded], args.plots or Path("."))
+        return 0
+    counts = [int(n) for n in args.series.split(",")] if args.series else [args.nodes]
+    reports = []
+    for nodes in counts:
+        options = SimnetOptions(nodes=nodes, pools=args.pools, period=args.period, duration=args.duration,
+                                warmup=args.warmup, drain=args.drain, kill_fraction=args.kill_fraction,
+                                partition_fraction=args.partition_fraction, seed=args.seed,
+                                active_peers=args.active_peers)
+        report = run_simnet(options, assemble_node, say=lambda text: print(text, flush=True))
+        print("\n".join(report.lines()), flush=True)
+        reports.append(report.to_json())
+        if args.output is not None:
+            args.output.write_text(json.dumps(reports if args.series else reports[0], indent=2) + "\n")
+    if args.plots is not None:
+        plot(reports, args.plots)
+    return 0 if all(report["complete"] for report in reports) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""``dmq simnet``: thousands of DMQ nodes in one process on a virtual clock, over simulated links.
+
+The same node code as ``dmq netlab`` (the composition root builds every node with
+:func:`dmq.cli.wiring.assemble_node`), the same workload, topology and faults, but the
+nodes share one trio run on ``trio.testing.MockClock`` and talk over in-memory links with
+the round-trip times of real regions, jitter, loss and bandwidth
+(:mod:`integrations.simnet`, docs/network-scale.md "Simulated time"). Needs no privileges.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dmq.cli.netlab import _number
+from dmq.errors import OperatorError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simnet", help="simulate N DMQ nodes in one process on a virtual clock, with faults, and check delivery",
+        description="Run N full DMQ nodes in one process on trio's virtual clock, linked by simulated links "
+                    "(inter-region round-trip times, jitter, loss, bandwidth); pools publish to their home "
+                    "nodes, some nodes are killed and restarted, a third of the network is partitioned and "
+                    "healed, a peer floods one node with invalid messages; report whether every accepted "
+                    "message reached every node exactly once, the latencies and the bytes per message.")
+    parser.add_argument("--nodes", type=_number(int, low=2, low_inclusive=True), default=200,
+                        help="number of nodes (default: 200)")
+    parser.add_argument("--pools", type=_number(int, low=1, low_inclusive=True), default=3000,
+                        help="stake pools, spread over the nodes (default: 3000)")
+    parser.add_argument("--period", type=_number(float, low=0), default=120.0,
+                        help="seconds between two messages of one pool (default: 120, i.e. 1,500 a minute)")
+    parser.add_argument("--duration", type=_number(float, low=0), default=600.0,
+                        help="virtual seconds of publishing (default: 600)")
+    parser.add_argument("--roots", type=_number(int, low=1, low_inclusive=True), default=3,
+                        help="public roots in each node's topology (default: 3)")
+    parser.add_argument("--active-peers", type=_number(int, low=1, low_inclusive=True), default=20,
+                        help="TargetNumberOfActivePeers of every node (default: 20, the reference relay's)")
+    parser.add_argument("--kill-fraction", type=_number(float, low=0, low_inclusive=True, high=1), default=0.1,
+                        help="fraction of nodes killed and restarted (default: 0.1)")
+    parser.add_argument("--partition-fraction", type=_number(float, low=0, low_inclusive=True, high=1),
+                        default=1 / 3, help="fraction of nodes cut off and reconnected (default: a third)")
+    parser.add_argument("--no-flood", dest="flood", action="store_false",
+                        help="no peer flooding a node with invalid messages")
+    parser.add_argument("--eclipse", type=_number(int, low=0, low_inclusive=True), default=0,
+                        help="stake-less nodes dialling one victim only (default: 0)")
+    parser.add_argument("--jitter", type=_number(float, low=0, low_inclusive=True), default=0.1,
+                        help="extra one-way delay, as a fraction of the one-way latency (default: 0.1)")
+    parser.add_argument("--loss", type=_number(float, low=0, low_inclusive=True, high=1), default=0.0,
+                        help="probability a write is lost once and retransmitted (default: 0)")
+    parser.add_argument("--rate-mbit", type=_number(float, low=0), default=100.0,
+                        help="each node's uplink and downlink in Mbit/s (default: 100)")
+    parser.add_argument("--warmup", type=_number(float, low=0, low_inclusive=True), default=60.0,
+                        help="virtual seconds for the nodes to find peers before publishing (default: 60)")
+    parser.add_argument("--drain", type=_number(float, low=0, low_inclusive=True), default=300.0,
+                        help="virtual seconds allowed after publishing for delivery and recovery (default: 300)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of everything random in the run")
+    parser.add_argument("--dir", type=Path, default=None, dest="directory",
+                        help="where the nodes' databases go (default: a temporary directory, in a tmpfs if any)")
+    parser.add_argument("--record", type=Path, default=None,
+                        help="record every node's traffic into this directory (for dmq capacity-report)")
+    parser.add_argument("--report", type=Path, default=Path("simnet-report.json"),
+                        help="where the JSON report goes (default: simnet-report.json)")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless every node got every accepted message exactly once")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from dmq.cli.wiring import assemble_node
+    from integrations.simnet import SimnetOptions, run_simnet
+
+    console = Console(soft_wrap=True)
+    say = lambda text: console.print(text, highlight=False)  # noqa: E731
+    try:
+        options = SimnetOptions(
+            nodes=args.nodes, pools=args.pools, period=args.period, duration=args.duration, seed=args.seed,
+            roots=args.roots, active_peers=args.active_peers, kill_fraction=args.kill_fraction,
+            partition_fraction=args.partition_fraction,
+            flood=args.flood, eclipse=args.eclipse, jitter=args.jitter, loss=args.loss, rate_mbit=args.rate_mbit,
+            warmup=args.warmup, drain=args.drain, directory=args.directory, record=args.record)
+    except ValueError as exc:
+        raise OperatorError(str(exc)) from None
+    report = run_simnet(options, assemble_node, say=say)
+    for line in report.lines():
+        say(line)
+    report.write(args.report)
+    say(f"report written to {args.report}")
+    if args.check and not report.complete:
+        raise OperatorError(f"the run was not complete: {report.missing} deliveries missing, "
+                            f"{report.duplicates} duplicated")
+    return 0

@@ -1,0 +1,69 @@
+"""What the simulation shares or runs differently from a node on its own machine, and why.
+
+* :class:`SharedKesChecks`: check 10 (the Sum6KES signature) of one message gives the same
+  answer at every node, since every node checks the same received bytes. Thousands of
+  simulated nodes in one process would otherwise spend most of the run repeating it, so
+  the answer is computed once per ``(verification key, evolution, signed bytes,
+  signature)`` and remembered; every other check, and everything around it, runs at every
+  node. What the check costs a real node is measured by the real-process part
+  (``dmq netlab``, ``bench/validation_throughput.py``).
+* :func:`run_inline`: the mempool's blocking commit in the loop's own thread. A worker
+  thread would let the virtual clock jump while the commit runs, by however long the
+  thread happened to take, and a run would not follow from its seed.
+* :func:`deterministic_scheduling`: trio breaks ties between tasks woken together at
+  random (and between equal deadlines by object address); with this on, each batch of
+  woken tasks is ordered by creation and then shuffled by a generator seeded from the run's
+  seed, so the same seed schedules the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from dmq.kes import kes_verify
+
+__all__ = ["SharedKesChecks", "run_inline", "deterministic_scheduling"]
+
+
+class SharedKesChecks:
+    """A :data:`dmq.validation.pipeline.KesVerifier` that verifies each distinct input once."""
+
+    def __init__(self, verify: Callable[[bytes, int, bytes, bytes], bool] = kes_verify) -> None:
+        self._verify = verify
+        self._answers: dict[tuple[bytes, int, bytes, bytes], bool] = {}
+        self.verified = 0
+        self.remembered = 0
+
+    def __call__(self, hot_vk: bytes, evolution: int, message: bytes, signature: bytes) -> bool:
+        key = (hot_vk, evolution, message, signature)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = self._verify(hot_vk, evolution, message, signature)
+            self.verified += 1
+        else:
+            self.remembered += 1
+        return answer
+
+    def stats(self) -> dict[str, int]:
+        return {"verified": self.verified, "remembered": self.remembered}
+
+
+async def run_inline(function: Callable[..., Any], *args: Any) -> Any:
+    """``trio.to_thread.run_sync``'s signature, run in the calling thread (a checkpoint first)."""
+    await trio.lowlevel.checkpoint()
+    return function(*args)
+
+
+def deterministic_scheduling(seed: int) -> None:
+    """Make trio's choice among runnable tasks follow ``seed`` (for the rest of the process).
+
+    trio's run loop has this switch for Hypothesis (``_ALLOW_DETERMINISTIC_SCHEDULING`` and
+    its generator ``_r``); it is private, hence the lookups by name.
+    """
+    from trio._core import _run
+
+    setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", True)
+    _run._r.seed(f"dmq-simnet-scheduling/{seed}")
