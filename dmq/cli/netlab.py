@@ -52,6 +52,28 @@ def _inbound_limit(text: str) -> tuple[int, int, float]:
     return hard, soft, delay
 
 
+
+def add_workload_arguments(parser: argparse.ArgumentParser, *, nodes: int, pools: int, period: float,
+                           duration: float, partition_fraction: float, partition_default: str,
+                           period_note: str = "", time_word: str = "seconds") -> None:
+    """The workload and fault options the real (``dmq netlab``) and the simulated (``dmq simnet``)
+    network share, with each command's defaults: the two runs take the same plan."""
+    parser.add_argument("--nodes", type=_number(int, low=2, low_inclusive=True), default=nodes,
+                        help=f"number of nodes (default: {nodes})")
+    parser.add_argument("--pools", type=_number(int, low=1, low_inclusive=True), default=pools,
+                        help=f"stake pools, spread over the nodes (default: {pools})")
+    parser.add_argument("--period", type=_number(float, low=0), default=period,
+                        help=f"seconds between two messages of one pool (default: {period:g}{period_note})")
+    parser.add_argument("--duration", type=_number(float, low=0), default=duration,
+                        help=f"{time_word} of publishing (default: {duration:g})")
+    parser.add_argument("--roots", type=_number(int, low=1, low_inclusive=True), default=3,
+                        help="public roots in each node's topology (default: 3)")
+    parser.add_argument("--kill-fraction", type=_number(float, low=0, low_inclusive=True, high=1), default=0.1,
+                        help="fraction of nodes killed with SIGKILL and restarted (default: 0.1; 0: none)")
+    parser.add_argument("--partition-fraction", type=_number(float, low=0, low_inclusive=True, high=1),
+                        default=partition_fraction,
+                        help=f"fraction of nodes cut off and reconnected (default: {partition_default}; 0: none)")
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "netlab", help="run N dmq-node processes in network namespaces with faults, and check delivery",
@@ -59,20 +81,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "bridge, publish from simulated stake pools, kill and restart some nodes, partition and "
                     "heal others, and report whether every accepted message reached every node exactly once. "
                     "Needs root. Every namespace is removed at the end, also on Ctrl-C.")
-    parser.add_argument("--nodes", type=_number(int, low=2, low_inclusive=True), default=50,
-                        help="number of nodes (default: 50)")
-    parser.add_argument("--pools", type=_number(int, low=1, low_inclusive=True), default=100,
-                        help="simulated stake pools, spread over the nodes (default: 100)")
-    parser.add_argument("--period", type=_number(float, low=0), default=10.0,
-                        help="seconds between two messages of one pool (default: 10)")
-    parser.add_argument("--duration", type=_number(float, low=0), default=60.0,
-                        help="seconds of publishing (default: 60)")
-    parser.add_argument("--roots", type=_number(int, low=1, low_inclusive=True), default=3,
-                        help="public roots in each node's topology file (default: 3)")
-    parser.add_argument("--kill-fraction", type=_number(float, low=0, low_inclusive=True, high=1), default=0.1,
-                        help="fraction of nodes killed with SIGKILL and restarted (default: 0.1; 0: none)")
-    parser.add_argument("--partition-fraction", type=_number(float, low=0, low_inclusive=True, high=1),
-                        default=0.2, help="fraction of nodes cut off and reconnected (default: 0.2; 0: none)")
+    add_workload_arguments(parser, nodes=50, pools=100, period=10.0, duration=60.0, partition_fraction=0.2,
+                           partition_default="0.2")
     parser.add_argument("--faults", type=_faults, default=("kill", "partition"),
                         help="comma-separated faults and attacks: kill, partition, flood (a peer offering invalid "
                              "messages to --flood-targets nodes), stakeless (a cluster of stake-less peers filling "

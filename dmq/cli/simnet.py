@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dmq.cli.netlab import _number
+from dmq.cli.netlab import _number, add_workload_arguments
 from dmq.errors import OperatorError
 
 __all__ = ["add_parser", "run"]
@@ -26,22 +26,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "nodes, some nodes are killed and restarted, a third of the network is partitioned and "
                     "healed, a peer floods one node with invalid messages; report whether every accepted "
                     "message reached every node exactly once, the latencies and the bytes per message.")
-    parser.add_argument("--nodes", type=_number(int, low=2, low_inclusive=True), default=200,
-                        help="number of nodes (default: 200)")
-    parser.add_argument("--pools", type=_number(int, low=1, low_inclusive=True), default=3000,
-                        help="stake pools, spread over the nodes (default: 3000)")
-    parser.add_argument("--period", type=_number(float, low=0), default=120.0,
-                        help="seconds between two messages of one pool (default: 120, i.e. 1,500 a minute)")
-    parser.add_argument("--duration", type=_number(float, low=0), default=600.0,
-                        help="virtual seconds of publishing (default: 600)")
-    parser.add_argument("--roots", type=_number(int, low=1, low_inclusive=True), default=3,
-                        help="public roots in each node's topology (default: 3)")
+    add_workload_arguments(parser, nodes=200, pools=3000, period=120.0, duration=600.0, partition_fraction=1 / 3,
+                           partition_default="a third", period_note=", i.e. 1,500 a minute", time_word="virtual seconds")
     parser.add_argument("--active-peers", type=_number(int, low=1, low_inclusive=True), default=20,
                         help="TargetNumberOfActivePeers of every node (default: 20, the reference relay's)")
-    parser.add_argument("--kill-fraction", type=_number(float, low=0, low_inclusive=True, high=1), default=0.1,
-                        help="fraction of nodes killed and restarted (default: 0.1)")
-    parser.add_argument("--partition-fraction", type=_number(float, low=0, low_inclusive=True, high=1),
-                        default=1 / 3, help="fraction of nodes cut off and reconnected (default: a third)")
     parser.add_argument("--no-flood", dest="flood", action="store_false",
                         help="no peer flooding a node with invalid messages")
     parser.add_argument("--eclipse", type=_number(int, low=0, low_inclusive=True), default=0,
