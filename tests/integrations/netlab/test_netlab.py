@@ -242,12 +242,14 @@ def test_every_node_records_its_traffic_under_its_own_name(lab_run):
     directory, report = lab_run
     manifests = [decode_manifest(path.read_text(), str(path)) for path in (directory / "traffic").glob("manifest.*.json")]
     killed = next(f for f in report.faults if f.kind.startswith("kill")).nodes
-    # One recording session per node start (the killed node started twice), each under the node's host name.
+    # One recording session per node start (the killed node started twice), each under the node's own
+    # address (its configured host address and port), so no two nodes merge in the capacity report.
+    address = {node.node: node.address for node in report.nodes}
     assert sorted(m["node"] for m in manifests) == sorted(
-        [f"{node.node}:3001" for node in report.nodes] + [f"{name}:3001" for name in killed])
+        [f"{node.address}:3001" for node in report.nodes] + [f"{address[name]}:3001" for name in killed])
     for kind in ("message_events", "connection_samples", "node_samples"):
         files = list((directory / "traffic" / kind).glob("*.jsonl"))
-        assert {parse_data_file_name(f.name)[0] for f in files} == {safe_name(f"{n.node}:3001") for n in report.nodes}
+        assert {parse_data_file_name(f.name)[0] for f in files} == {safe_name(f"{n.address}:3001") for n in report.nodes}
     # The flood's rejections are in the targets' recordings: what the capacity report measures.
     events = "".join(p.read_text() for p in (directory / "traffic" / "message_events").glob("*.jsonl"))
     assert "InvalidKESSignature" in events and "UnrecognizedPool" in events
