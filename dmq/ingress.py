@@ -27,10 +27,12 @@ from dataclasses import dataclass
 import trio
 
 from dmq.codec import MessageDecodeError, decode_message
+from dmq.held_back import HeldBack
 from dmq.mempool import DurableMempool, Mempool
 from dmq.message import DmqMessage
 from dmq.trace import MessageAccepted, MessageRejected, Tracer
-from dmq.validation import Outcome, PeerReaction, ReactionPolicy, Screen, SigValidationError, Validator
+from dmq.validation import (Outcome, PeerReaction, ReactionPolicy, Screen, SigTooFrequent, SigValidationError,
+                            Validator)
 
 __all__ = ["Ingress", "IngressStages", "RoundGuard", "BatchVerdict", "LOCAL_ORIGINS"]
 
@@ -140,6 +142,9 @@ class Ingress:
         self.allow_legacy = allow_legacy
         self.reactions = reactions
         self.stages = stages if stages is not None else IngressStages(mempool, validator)
+        #: Peers' messages refused only for their pool's spacing, admitted again when it allows
+        #: them; the node runs ``held_back.run(ingress.admit)``.
+        self.held_back = HeldBack(validator, tracer)
 
     def decode(self, raw: bytes) -> DmqMessage:
         """Strict decode (docs/protocol/message.md 5.2); a failure is a protocol error for the caller."""
@@ -158,15 +163,20 @@ class Ingress:
 
         Decode failures raise :class:`~dmq.codec.MessageDecodeError` (a protocol error:
         the connection closes). The verdict names the first error whose reaction is to
-        disconnect; accepted messages of the batch are kept either way.
+        disconnect; accepted messages of the batch are kept either way, and a message refused
+        only for its pool's spacing is held for later (:mod:`dmq.held_back`).
         """
         messages = [self.decode(raw) for raw in raws]
         outcomes = await self.admit(messages, origin=peer)
         disconnect = None
         for outcome in outcomes:
-            if outcome.error is not None and self.reactions.peer_reaction(outcome.error) is PeerReaction.DISCONNECT:
-                disconnect = outcome.error
-                break
+            error = outcome.error
+            if error is None:
+                continue
+            if isinstance(error, SigTooFrequent):
+                self.held_back.offer(outcome.message, peer)
+            if disconnect is None and self.reactions.peer_reaction(error) is PeerReaction.DISCONNECT:
+                disconnect = error
         return BatchVerdict(outcomes, disconnect)
 
     async def admit(self, messages: list[DmqMessage], origin: str) -> list[Outcome]:

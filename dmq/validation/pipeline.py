@@ -169,11 +169,12 @@ class Validator:
     # -- the checks ----------------------------------------------------------------------
 
     def _first_failure(self, msg: DmqMessage, now: float, monotonic: float,
-                       screen: Screen | None = None) -> SigValidationError | None:
+                       screen: Screen | None = None, rate_limit: bool = True) -> SigValidationError | None:
         """Checks 1..10 in the reference order; the first failure wins. Changes no state.
 
         ``screen`` is check 3 when the ingress declares its own (a topic instance's token
-        bucket); None is the reference's spacing of ``min_sig_delay`` seconds.
+        bucket); None is the reference's spacing of ``min_sig_delay`` seconds. Without
+        ``rate_limit`` check 3 is left out (every other check still runs).
         """
         expires_at = msg.expires_at
         # 1, 2: now <= expiresAt < now + maxTTL, compared exactly (int against float).
@@ -185,7 +186,9 @@ class Validator:
         # 3: rate limit on the monotonic clock.
         pool_id = msg.pool_id
         state = self.state
-        if screen is None:
+        if not rate_limit:
+            pass
+        elif screen is None:
             last = state.last_accepted(pool_id)
             if last is not None:
                 since_last = monotonic - last
@@ -235,12 +238,14 @@ class Validator:
             return InvalidKESSignature(start, period, reason)
         return None
 
-    def check(self, msg: DmqMessage) -> SigValidationError | None:
+    def check(self, msg: DmqMessage, *, rate_limit: bool = True) -> SigValidationError | None:
         """Validate one message at the clocks' current reading without changing any state.
 
-        No duplicate check (that needs the mempool): see :meth:`process_batch`.
+        No duplicate check (that needs the mempool): see :meth:`process_batch`. Without
+        ``rate_limit``, every check but 3: would the message pass once its pool's spacing
+        allows it (``dmq.held_back``)?
         """
-        return self._first_failure(msg, self.clock.now(), self.clock.monotonic())
+        return self._first_failure(msg, self.clock.now(), self.clock.monotonic(), rate_limit=rate_limit)
 
     def process_batch(self, msgs: Iterable[DmqMessage], is_known: Callable[[bytes], bool], *,
                       seen: set[bytes] | None = None, screen: Screen | None = None,
