@@ -45,6 +45,7 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.local_service import cpu_seconds  # noqa: E402
 from bench.rawclient import RawConnection, connect_unix, sdu  # noqa: E402
 from dmq.codec import build_message, decode_message  # noqa: E402
 from dmq.kes import KesSigningKey  # noqa: E402
@@ -161,8 +162,7 @@ class NodeProcess:
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time the node process has used so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.process.pid)
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -52,6 +52,7 @@ from dmq.kes import KesSigningKey  # noqa: E402
 from dmq.message import pool_id_of  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
 from tests.e2e.node_process import NodeProcess, read_rss  # noqa: E402
+from integrations.netlab.resources import read_cpu_seconds  # noqa: E402
 
 MAGIC = 2147483690  # the DMQ devnet magic: MinSigDelay may be overridden there
 #: Non-minimal issue numbers and KES periods take 9 bytes each: that is how a message reaches
@@ -235,10 +236,11 @@ def scrape(port: int, name: str) -> float | None:
 
 
 def cpu_seconds(pid: int, thread: int | None = None) -> float:
-    """User + system CPU time a process (or one of its threads) has used so far (``/proc/.../stat``)."""
-    with open(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time a process (or one of its threads) has used so far; it must still run."""
+    seconds = read_cpu_seconds(pid, thread)
+    if seconds is None:
+        raise RuntimeError(f"process {pid} is gone: no CPU time to read")
+    return seconds
 
 
 def cpu_line(elapsed: float, node_cpu: float, client_cpu: float) -> str:

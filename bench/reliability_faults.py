@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 
+from bench.local_service import cpu_seconds  # noqa: E402
 from tests.e2e.messages import devnet_signers  # noqa: E402
 from tests.e2e.node_process import NodeExited  # noqa: E402
 from tests.e2e.raw_n2c import (  # noqa: E402
@@ -133,12 +134,6 @@ async def disk_full(root: Path, signers) -> None:
     lost = [raw for raw in acknowledged if raw not in set(served)]
     print(f"  acknowledged {len(acknowledged)}, refused (closed without a reply) {len(refused)}, node still running "
           f"{alive}, lost after restart {len(lost)}")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (``/proc/<pid>/stat`` fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def restart_time(root: Path, held: int, signers) -> None:

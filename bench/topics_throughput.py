@@ -28,17 +28,13 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.local_service import cpu_seconds  # noqa: E402
 from integrations.topics import TopicRequestRefused, TopicOwners, advertisement_draft, event_draft  # noqa: E402
 from integrations.topics import dmsg, open_topic_connection, upsycle  # noqa: E402
 from tests.e2e.topic_node import ALL_ADAPTERS, TOPIC_MAGIC, topic_node  # noqa: E402
 from tests.topics.blocklace.world import ALL, pool  # noqa: E402
 
 OPEN = {"Capacity": 1_000_000, "RefillSeconds": 0.000001}
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _load() -> str:
@@ -110,11 +106,11 @@ def main() -> None:
             print(f"{'topic':<10} {'accepted':>8} {'refused':>7} {'msg/s':>8} {'node CPU ms/msg':>15}")
             for topic in topics:
                 bodies = Bodies(topic, blocklace_topic)
-                cpu = _cpu_seconds(node.pid)
+                cpu = cpu_seconds(node.pid)
                 started = time.perf_counter()
                 accepted, refused = trio.run(publish_for, node.socket_path, topic, bodies, args.seconds, args.clients)
                 elapsed = time.perf_counter() - started
-                used = _cpu_seconds(node.pid) - cpu
+                used = cpu_seconds(node.pid) - cpu
                 per = f"{1000 * used / accepted:.2f}" if accepted else "-"
                 print(f"{topic:<10} {accepted:>8} {refused:>7} {accepted / elapsed:>8.1f} {per:>15}", flush=True)
             node.check_running()

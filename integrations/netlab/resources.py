@@ -24,10 +24,11 @@ __all__ = ["ProcessUsage", "ResourceSampler", "read_cpu_seconds", "read_rss_byte
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def read_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of ``pid`` so far; None once it is gone."""
+def read_cpu_seconds(pid: int, thread: int | None = None) -> float | None:
+    """User + system CPU seconds of ``pid`` (or of its ``thread``) so far; None once it is gone."""
     try:
-        text = open(f"/proc/{pid}/stat").read()
+        with open(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat") as stat:
+            text = stat.read()
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may hold spaces: split after it.
