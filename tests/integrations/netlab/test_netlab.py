@@ -136,6 +136,53 @@ def test_lab_joins_nodes_on_one_bridge_with_no_way_out():
     assert not [name for name in existing_namespaces() if name.startswith(lab.run_id)]
 
 
+_SINK = """import socket, time
+s = socket.socket()
+s.bind((%r, 7001))
+s.listen()
+print("up", flush=True)
+c, _ = s.accept()
+total, first = 0, None
+while chunk := c.recv(65536):
+    first = first or time.monotonic()
+    total += len(chunk)
+print(total, time.monotonic() - first)
+"""
+_SOURCE = "import socket\nc = socket.create_connection((%r, 7001))\nc.sendall(bytes(%d))\nc.close()"
+
+
+def _transfer_seconds(lab: Lab, sender: int, receiver: int, size: int) -> float:
+    """Seconds from the first to the last of ``size`` bytes sent over TCP from node ``sender`` to node ``receiver``."""
+    sink = subprocess.Popen([*lab.exec_prefix(receiver), sys.executable, "-c", _SINK % node_address(receiver)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert sink.stdout.readline().strip() == "up"
+        subprocess.run([*lab.exec_prefix(sender), sys.executable, "-c", _SOURCE % (node_address(receiver), size)],
+                       check=True, timeout=60)
+        received, seconds = sink.stdout.readline().split()
+        assert int(received) == size
+        return float(seconds)
+    finally:
+        sink.kill()
+        sink.wait()
+
+
+def test_a_rate_limit_holds_a_nodes_sending_to_its_rate():
+    # --rate-mbit: a token bucket on each node's own interface. 1 MB at 8 Mbit/s takes a second
+    # (less the 32 kbit burst); only the limited node's sending is slowed.
+    _require_namespaces()
+    lab = Lab(2)
+    try:
+        lab.build()
+        lab.limit_rate(1, 8)
+        limited = _transfer_seconds(lab, 1, 0, 1_000_000)
+        assert limited >= 0.9, limited
+        unlimited = _transfer_seconds(lab, 0, 1, 1_000_000)
+        assert unlimited < limited, (unlimited, limited)
+    finally:
+        assert lab.teardown() == []
+
+
 def test_leftovers_of_a_dead_run_are_removed_and_a_live_runs_kept():
     _require_namespaces()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
