@@ -46,10 +46,17 @@ def summarise(values: array | list[float]) -> dict[str, float | int | None]:
 
 
 class Deliveries:
-    """Acceptances of published messages at ``nodes`` nodes (attackers are not counted)."""
+    """Acceptances of published messages at ``nodes`` nodes.
 
-    def __init__(self, nodes: int, index_of_host: dict[str, int]) -> None:
+    ``relays`` more nodes (the stake-less ones of an eclipse attempt, numbered after the
+    nodes) are followed for their hop counts only: they run the node's code and pass on what
+    they accept, so a node may get a message through one of them, one hop further. They are not
+    counted in completeness, latency or hops.
+    """
+
+    def __init__(self, nodes: int, index_of_host: dict[str, int], relays: int = 0) -> None:
         self.nodes = nodes
+        self.width = nodes + relays
         self.index_of_host = index_of_host
         self.published: dict[bytes, Published] = {}
         #: (latency seconds, hop count, publication time) of every acceptance away from home.
@@ -61,7 +68,7 @@ class Deliveries:
         self.unknown_hops = 0
 
     def expect(self, message_id: bytes, home: int, sent_at: float) -> Published:
-        record = self.published[message_id] = Published(home, sent_at, self.nodes)
+        record = self.published[message_id] = Published(home, sent_at, self.width)
         return record
 
     def withdraw(self, message_id: bytes) -> None:
@@ -70,27 +77,30 @@ class Deliveries:
 
     def accepted(self, node: int, message_id: bytes, origin: str, at: float) -> None:
         record = self.published.get(message_id)
-        if record is None or node >= self.nodes:
+        if record is None or node >= self.width:
             return
         hops = record.hops
         if hops[node] != UNSEEN:
             self.duplicates += 1
             return
+        counted = node < self.nodes
         if origin == "local":
             hop = 0
         else:
             sender = self.index_of_host.get(origin.rpartition(":")[0], -1)
-            previous = hops[sender] if 0 <= sender < self.nodes else UNSEEN
+            previous = hops[sender] if 0 <= sender < self.width else UNSEEN
             if previous == UNSEEN:
                 self.unknown_hops += 1
                 hop = UNSEEN - 1
             else:
                 hop = min(previous + 1, UNSEEN - 1)
-            self.latencies.append(at - record.sent_at)
-            self.hops.append(hop)
-            self.sent.append(record.sent_at)
+            if counted:
+                self.latencies.append(at - record.sent_at)
+                self.hops.append(hop)
+                self.sent.append(record.sent_at)
         hops[node] = hop
-        record.reached += 1
+        if counted:
+            record.reached += 1
 
     def complete(self, message_id: bytes) -> bool:
         record = self.published.get(message_id)
@@ -108,7 +118,7 @@ class Deliveries:
         """Up to ``limit`` missing deliveries: which node lacks which message (its home, when published)."""
         found: list[dict[str, object]] = []
         for message_id, record in self.published.items():
-            for node, hop in enumerate(record.hops):
+            for node, hop in enumerate(record.hops[:self.nodes]):
                 if hop == UNSEEN:
                     found.append({"node": hosts[node], "message": message_id.hex()[:16], "home": hosts[record.home],
                                   "published_at": round(record.sent_at, 3)})

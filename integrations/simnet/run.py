@@ -165,7 +165,7 @@ class Simnet:
                           loss=options.loss, rate_bps=None if options.rate_mbit is None else options.rate_mbit * 1e6,
                           seed=options.seed)
         self.net = SimNetwork(model, self.hosts)
-        self.deliveries = Deliveries(options.nodes, self.net.index_of)
+        self.deliveries = Deliveries(options.nodes, self.net.index_of, relays=options.eclipse)
         self.checks = SharedKesChecks()
         self.clock = TrioClock(EPOCH)
         self.faults: list[FaultRecord] = []

@@ -59,3 +59,18 @@ def test_the_same_seed_gives_the_same_run():
     assert _seeded(first) == _seeded(second)
     other = run_simnet(replace(options, seed=6), assemble_node)
     assert _seeded(other) != _seeded(first)
+
+
+def test_a_stakeless_cluster_around_a_victim_leaves_it_complete_and_every_hop_known():
+    # Ten stake-less nodes whose only root is the victim: they connect to it, learn others through
+    # peer sharing and pass on what they accept, so some messages reach nodes through them.
+    options = SimnetOptions(nodes=10, pools=4, period=10.0, duration=20.0, active_peers=4, kill_fraction=0.0,
+                            partition_fraction=0.0, flood=False, eclipse=10, warmup=10.0, drain=60.0, seed=2)
+    report = run_simnet(options, assemble_node)
+    assert report.missing == 0 and report.duplicates == 0, report.lines()
+    # A message that came through a stake-less node still has its hop count (one more than there).
+    assert report.unknown_hops == 0 and report.hops["max"] < 20, report.hops
+    (eclipse,) = report.attacks
+    assert eclipse.kind == "eclipse"
+    assert eclipse.outcome["victim_missing"] == 0
+    assert eclipse.outcome["attacker_connections_at_end"] > 0
