@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import time
 from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,7 +51,7 @@ from integrations.mithril import GenesisClockKesPeriod
 from .addresses import MAX_NODES, node_address
 from .attacks import (FLOOD, IDS_FILE, RESULT_FILE, STAKELESS, AdversaryFiles, AttackPlan, choose_attack_nodes, connections_per_peer,
                       flood_verdict, read_offered_ids, read_result, run_adversaries)
-from .faults import FaultPlan, await_recovery, kill_and_restart, partition_and_heal, plan_faults
+from .faults import FaultPlan, await_delivered, await_recovery, kill_and_restart, partition_and_heal, plan_faults
 from .namespaces import Lab, NeighbourTable, check_available, remove_leftovers
 from .plan import METRICS_PORT, NODE_PORT, min_sig_delay_for, node_files, workload_problem
 from .report import REPORT_FILE, AttackRecord, FaultRecord, NetlabReport, NodeDelivery, fault_windows, load_average
@@ -97,11 +98,14 @@ class NetlabOptions:
     metrics_interval: float = 5.0
     #: Nodes starting (importing, opening their database) at the same time.
     start_concurrency: int = 4
-    #: How much lower the nodes' and attackers' scheduling priority is than the run's own (``nice``):
-    #: the run is one process that signs for every pool, aggregates for every node and keeps the
-    #: faults' clock, and among a hundred busy nodes at the same priority it got a hundredth of
-    #: the CPU, so that its timers fired minutes late. A node's CPU use is measured all the same.
-    niceness: int = 5
+    #: How much lower the nodes' and attackers' scheduling priority is than the run's own (``nice``
+    #: adds it to the run's niceness; the kernel stops at 19). The run is one process that signs
+    #: for every pool, aggregates for every node and keeps the faults' clock; the nodes are many.
+    #: The scheduler shares a busy core by weight (1024 at niceness 0, 335 at +5, 15 at +19, each
+    #: step about 1.25 times the next), so a hundred busy nodes at +5 outweigh the run 33 to 1 and
+    #: its timers fired minutes late; at +19 the run weighs 68 nodes' worth and gets the CPU it
+    #: asks for. The nodes still get every cycle the run leaves, and their use is measured as is.
+    niceness: int = 19
     start_timeout: float = 120.0
     connect_timeout: float = 60.0
     drain_timeout: float = 30.0
@@ -182,6 +186,10 @@ class Netlab:
         #: The wall-clock time publishing started (publications carry wall-clock send times).
         self._started_wall = 0.0
         self._ended: float | None = None
+        #: The run's CPU time at the start of publishing and at the end of the drain, and when that was.
+        self._cpu_started = self._cpu_ended = 0.0
+        self._waited_started = self._waited_ended = 0.0
+        self._drained: float | None = None
 
     def _say(self, text: str) -> None:
         self.console.print(text, highlight=False)
@@ -331,6 +339,7 @@ class Netlab:
             clients.start_soon(self._watch_metrics)
             start = self._started = trio.current_time()
             self._started_wall = self.clock.now()
+            self._cpu_started, self._waited_started = time.process_time(), _run_queue_wait()
             end = start + options.duration
             async with trio.open_nursery() as recoveries:
                 async with trio.open_nursery() as work:
@@ -339,23 +348,25 @@ class Netlab:
                                         end, self.tally)
                     names = lambda victims: [self.processes[i].name for i in victims]  # noqa: E731
                     if plan.kill:
-                        record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at)
+                        record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at, planned_at=plan.kill_at)
                         self.faults.append(record)
                         work.start_soon(kill_and_restart, self.processes, plan.kill, plan.kill_at, plan.kill_seconds,
                                         start, record, self._recovery(recoveries))
                     if plan.partition:
-                        record = FaultRecord("partition and heal", names(plan.partition), plan.partition_at)
+                        record = FaultRecord("partition and heal", names(plan.partition), plan.partition_at,
+                                             planned_at=plan.partition_at)
                         self.faults.append(record)
                         work.start_soon(partition_and_heal, self.lab, plan.partition, plan.partition_at,
                                         plan.partition_seconds, start, record, self._recovery(recoveries))
                     self._schedule_attacks(work, start, end)
                 self._ended = trio.current_time()
                 with trio.move_on_after(options.drain_timeout):
-                    while not all(a.missing(self.tally.accepted) == 0 for a in self.aggregators):
-                        await trio.sleep(0.1)
+                    await await_delivered(self.aggregators, self.tally.accepted)
                     while any(f.recovery_seconds is None for f in self.faults):
                         await trio.sleep(0.1)
                 recoveries.cancel_scope.cancel()
+            self._cpu_ended, self._drained = time.process_time(), trio.current_time()
+            self._waited_ended = _run_queue_wait()
             await self._read_all_metrics()
             clients.cancel_scope.cancel()
 
@@ -494,7 +505,20 @@ class Netlab:
             failed=dict(self.tally.failed), nodes=deliveries, latency=everything.summary(),
             steady_latency=steady.summary(), faults=self.faults, attacks=self.attacks,
             resources=self.sampler.summary(process.name for process in self.processes),
-            publishing_seconds=round(publishing, 3), interrupted=self.interrupted)
+            publishing_seconds=round(publishing, 3), harness=self._harness(), interrupted=self.interrupted)
+
+    def _harness(self) -> dict[str, object]:
+        """How the run's own process kept time (report field ``harness``)."""
+        wall = 0.0 if self._started is None or self._drained is None else self._drained - self._started
+        cpu = self._cpu_ended - self._cpu_started
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        return {"niceness": own, "nodes_niceness": min(19, own + self.options.niceness),
+                "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2),
+                "cpu_percent": round(100.0 * cpu / wall, 1) if wall > 0 else None,
+                "run_queue_wait_seconds": round(self._waited_ended - self._waited_started, 2),
+                "publish_lateness": {**self.tally.lateness.summary(), "count": len(self.tally.lateness)},
+                "faults_late_seconds": {f.kind: round(f.began_at - f.planned_at, 3) for f in self.faults
+                                        if f.planned_at is not None}}
 
 
 def _log_count(path: Path, namespace: str) -> int:
@@ -505,6 +529,15 @@ def _log_count(path: Path, namespace: str) -> int:
             return sum(1 for line in log if needle in line)
     except OSError:
         return 0
+
+
+def _run_queue_wait() -> float:
+    """Seconds this process's main thread (trio's) has so far spent runnable but waiting for a CPU
+    (``/proc/self/schedstat``, second field, in ns): time it was starved, whatever starved it."""
+    try:
+        return int(open("/proc/self/schedstat").read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _raise_open_file_limit() -> None:

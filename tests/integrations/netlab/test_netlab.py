@@ -238,6 +238,21 @@ def test_every_nodes_cpu_and_memory_are_sampled(lab_run):
     assert total["rss_mib_peak"] >= sum(u["rss_mib"]["min"] for u in processes.values())
 
 
+def test_the_nodes_run_below_the_run_and_the_run_reports_how_it_kept_time(lab_run):
+    _, report = lab_run
+    harness = report.harness
+    # Every node ran at the lowest priority the run gives it (19 below the run's own, at most 19).
+    assert harness["nodes_niceness"] == min(19, harness["niceness"] + 19)
+    assert {usage["niceness"] for usage in report.resources["processes"]} == {harness["nodes_niceness"]}
+    # Every submission's start was measured against its due time, and the faults' against the plan.
+    assert harness["publish_lateness"]["count"] == report.attempted > 0
+    assert 0 <= harness["publish_lateness"]["p50_ms"] <= harness["publish_lateness"]["max_ms"]
+    assert set(harness["faults_late_seconds"]) == {fault.kind for fault in report.faults}
+    assert all(late >= 0 for late in harness["faults_late_seconds"].values())
+    assert 0 < harness["cpu_seconds"] and harness["wall_seconds"] >= report.publishing_seconds
+    assert harness["run_queue_wait_seconds"] >= 0
+
+
 def test_every_node_records_its_traffic_under_its_own_name(lab_run):
     directory, report = lab_run
     manifests = [decode_manifest(path.read_text(), str(path)) for path in (directory / "traffic").glob("manifest.*.json")]
