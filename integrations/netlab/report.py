@@ -84,6 +84,10 @@ class NodeDelivery:
     foreign: int = 0
     #: The most inbound node-to-node connections its metrics showed (None: never read).
     inbound_peak: int | None = None
+    #: Messages the node itself accepted (from clients and from peers) since it last started, by its
+    #: metrics read after the drain: the node's own count, where a message accepted twice would
+    #: show as more than the distinct messages its aggregator got (None: never read).
+    node_accepted: int | None = None
 
 
 @dataclass
