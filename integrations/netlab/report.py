@@ -157,7 +157,8 @@ class NetlabReport:
             late = self.harness["publish_lateness"]
             say(f"the run's own process: {self.harness['cpu_seconds']} s of CPU ({self.harness['cpu_percent']} % of "
                 f"one core; {self.harness['run_queue_wait_seconds']} s waiting for a CPU) at niceness "
-                f"{self.harness['niceness']}, the nodes at {self.harness['nodes_niceness']}; "
+                f"{self.harness['niceness']} (autogroup {self.harness['autogroup_niceness']}), the nodes at "
+                f"{self.harness['nodes_niceness']}; "
                 f"submissions late by p50 {late['p50_ms']} ms, p99 {late['p99_ms']} ms, max {late['max_ms']} ms")
         for fault in self.faults:
             recovery = "not recovered" if fault.recovery_seconds is None else f"recovered in {fault.recovery_seconds:.2f} s"

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import trio
 
+from .priority import autogroup_niceness
+
 __all__ = ["ProcessUsage", "ResourceSampler", "read_cpu_seconds", "read_niceness", "read_rss_bytes"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -76,6 +78,8 @@ class ProcessUsage:
     #: The niceness it ran at, as last sampled (not at the first sample only: a process started
     #: through ``nice`` may be sampled before ``nice`` has lowered its priority and exec'd).
     niceness: int | None = None
+    #: Its session's autogroup niceness, likewise (None without autogroup scheduling).
+    autogroup_niceness: int | None = None
     _last: tuple[int, float, float] | None = field(default=None, repr=False)
 
     def add(self, pid: int, now: float) -> None:
@@ -83,7 +87,7 @@ class ProcessUsage:
         if cpu is None or rss is None:
             return
         self.rss_bytes.append(rss)
-        self.niceness = read_niceness(pid)
+        self.niceness, self.autogroup_niceness = read_niceness(pid), autogroup_niceness(pid)
         if self._last is not None and self._last[0] == pid and now > self._last[1]:
             used = max(0.0, cpu - self._last[2])
             self.cpu_percent.append(100.0 * used / (now - self._last[1]))
@@ -92,7 +96,7 @@ class ProcessUsage:
 
     def summary(self) -> dict[str, object]:
         return {"name": self.name, "samples": len(self.rss_bytes), "cpu_seconds": round(self.cpu_seconds, 2),
-                "niceness": self.niceness,
+                "niceness": self.niceness, "autogroup_niceness": self.autogroup_niceness,
                 "cpu_percent": _spread(self.cpu_percent, 1),
                 "rss_mib": _spread([b / 2**20 for b in self.rss_bytes], 1)}
 

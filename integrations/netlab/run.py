@@ -54,6 +54,7 @@ from .attacks import (FLOOD, IDS_FILE, RESULT_FILE, STAKELESS, AdversaryFiles, A
 from .faults import FaultPlan, await_delivered, await_recovery, kill_and_restart, partition_and_heal, plan_faults
 from .namespaces import Lab, NeighbourTable, check_available, remove_leftovers
 from .plan import METRICS_PORT, NODE_PORT, min_sig_delay_for, node_files, workload_problem
+from .priority import RunPriority, autogroup_niceness, lowered
 from .report import REPORT_FILE, AttackRecord, FaultRecord, NetlabReport, NodeDelivery, fault_windows, load_average
 from .resources import ResourceSampler
 
@@ -194,8 +195,9 @@ class Netlab:
         #: The run's CPU time at the start of publishing and at the end of the drain, and when that was.
         self._cpu_started = self._cpu_ended = 0.0
         self._waited_started = self._waited_ended = 0.0
-        #: The run's niceness while it published (it puts back the one it started with at the end).
-        self._niceness: int | None = None
+        #: The run's niceness and its session's autogroup niceness while it published (it puts
+        #: back the ones it started with at the end).
+        self._niceness: tuple[int | None, int | None] = (None, None)
         self._drained: float | None = None
 
     def _say(self, text: str) -> None:
@@ -240,10 +242,9 @@ class Netlab:
         return publishers
 
     def _prefix(self, index: int, name: str) -> list[str]:
-        """What runs process ``name`` in namespace ``index`` as host ``name``, at the lower
-        priority (``nice`` execs too: same pid)."""
-        lower = self.options.niceness - os.getpriority(os.PRIO_PROCESS, 0)
-        return [*self.lab.exec_prefix(index, name), *(["nice", "-n", str(lower)] if lower else [])]
+        """What runs process ``name`` in namespace ``index`` as host ``name``, at the nodes'
+        priority (:func:`.priority.lowered`; every part execs the next: same pid)."""
+        return [*self.lab.exec_prefix(index, name), *lowered(self.options.niceness, os.getpriority(os.PRIO_PROCESS, 0))]
 
     def _attacker(self, name: str, slot: int, arguments: list[str]) -> NodeProcess:
         index = self.options.nodes + slot
@@ -362,7 +363,7 @@ class Netlab:
             start = self._started = trio.current_time()
             self._started_wall = self.clock.now()
             self._cpu_started, self._waited_started = time.process_time(), _run_queue_wait()
-            self._niceness = os.getpriority(os.PRIO_PROCESS, 0)
+            self._niceness = os.getpriority(os.PRIO_PROCESS, 0), autogroup_niceness()
             end = start + options.duration
             async with trio.open_nursery() as recoveries:
                 async with trio.open_nursery() as work:
@@ -407,24 +408,10 @@ class Netlab:
 
     async def run(self) -> NetlabReport:
         check_available()
-        before = os.getpriority(os.PRIO_PROCESS, 0)
-        self._set_priority()
-        try:
+        with RunPriority(self.options.run_niceness) as priority:
+            if priority.problem:
+                self._say(f"warning: {priority.problem}; the nodes may starve the run")
             return await self._run()
-        finally:
-            os.setpriority(os.PRIO_PROCESS, 0, before)
-
-    def _set_priority(self) -> None:
-        """The run's own niceness (``run_niceness``), before it starts anything: nodes inherit
-        it, and ``nice`` sets theirs relative to it."""
-        wanted = self.options.run_niceness
-        if wanted is None or wanted == os.getpriority(os.PRIO_PROCESS, 0):
-            return
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, wanted)
-        except PermissionError:
-            self._say(f"warning: cannot set this process's niceness to {wanted} (needs root); keeping "
-                      f"{os.getpriority(os.PRIO_PROCESS, 0)}")
 
     async def _run(self) -> NetlabReport:
         _raise_open_file_limit()
@@ -556,7 +543,8 @@ class Netlab:
         """How the run's own process kept time (report field ``harness``)."""
         wall = 0.0 if self._started is None or self._drained is None else self._drained - self._started
         cpu = self._cpu_ended - self._cpu_started
-        return {"niceness": self._niceness, "nodes_niceness": self.options.niceness,
+        return {"niceness": self._niceness[0], "autogroup_niceness": self._niceness[1],
+                "nodes_niceness": self.options.niceness,
                 "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 3),
                 "cpu_percent": round(100.0 * cpu / wall, 1) if wall > 0 else None,
                 "run_queue_wait_seconds": round(self._waited_ended - self._waited_started, 2),

@@ -24,12 +24,14 @@ from integrations.netlab.invalid import FLOOD_CLASSES
 from integrations.netlab.namespaces import (PREFIX, Lab, NeighbourTable, check_available, existing_namespaces,
                                            remove_leftovers)
 from integrations.netlab.plan import public_roots
+from integrations.netlab.priority import autogroup_niceness
 from integrations.netlab.report import REPORT_FILE
 from tests.conftest import ROOT
 from tests.interop.conftest import missing_tool
 
 
 NICENESS_BEFORE_THE_RUN = os.getpriority(os.PRIO_PROCESS, 0)
+AUTOGROUP_BEFORE_THE_RUN = autogroup_niceness()
 
 
 def _require_namespaces() -> None:
@@ -247,10 +249,14 @@ def test_every_nodes_cpu_and_memory_are_sampled(lab_run):
 def test_the_nodes_run_below_the_run_and_the_run_reports_how_it_kept_time(lab_run):
     _, report = lab_run
     harness = report.harness
-    # The run (root) raised its own priority while it ran and put it back; every node ran at the lowest.
+    # The run (root) raised its own priority while it ran and put it back; every node ran at the
+    # lowest, in its session's autogroup as well where the kernel has autogroups.
     assert harness["niceness"] == -10 and os.getpriority(os.PRIO_PROCESS, 0) == NICENESS_BEFORE_THE_RUN
     assert harness["nodes_niceness"] == 19
     assert {usage["niceness"] for usage in report.resources["processes"]} == {19}
+    if AUTOGROUP_BEFORE_THE_RUN is not None:
+        assert harness["autogroup_niceness"] == -10 and autogroup_niceness() == AUTOGROUP_BEFORE_THE_RUN
+        assert {usage["autogroup_niceness"] for usage in report.resources["processes"]} == {19}
     # Every submission's start was measured against its due time, and the faults' against the plan.
     assert harness["publish_lateness"]["count"] == report.attempted > 0
     assert 0 <= harness["publish_lateness"]["p50_ms"] <= harness["publish_lateness"]["max_ms"]
