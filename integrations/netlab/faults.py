@@ -10,7 +10,7 @@ every aggregator holds every message accepted by the end of the fault.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import trio
@@ -88,8 +88,11 @@ async def await_recovery(record: FaultRecord, tally: PublishingTally,
 
 
 async def kill_and_restart(nodes: list[NodeProcess], victims: tuple[int, ...], at: float, down: float,
-                           started: float, record: FaultRecord, on_restart) -> None:
-    """At ``started + at``: SIGKILL the victims; ``down`` seconds later start them again."""
+                           started: float, record: FaultRecord, on_restart,
+                           on_listening: Callable[[NodeProcess], None] = lambda process: None,
+                           start_timeout: float = 60.0) -> None:
+    """At ``started + at``: SIGKILL the victims; ``down`` seconds later start them again, and
+    hand each to ``on_listening`` once it listens."""
     await trio.sleep_until(started + at)
     for index in victims:
         process = nodes[index].process
@@ -102,7 +105,8 @@ async def kill_and_restart(nodes: list[NodeProcess], victims: tuple[int, ...], a
         for index in victims:
             await nodes[index].start()
         for index in victims:
-            await nodes[index].wait_listening(60.0)
+            await nodes[index].wait_listening(start_timeout)
+            on_listening(nodes[index])
     except NodeProcessFailed as exc:
         raise DevnetError(f"a killed node did not come back: {exc}") from None
     record.ended_at = round(trio.current_time() - started, 3)

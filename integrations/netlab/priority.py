@@ -11,8 +11,12 @@ CPU. Two kernel settings weigh a process (docs/network-scale.md, "What it builds
   (:class:`integrations.devnet.node_process.NodeProcess`), so a node's niceness alone changed
   nothing against the run, and a hundred nodes weighed a hundred times the run.
 
-So each node sets both before it execs (:func:`lowered`), and the run sets both for itself for
-as long as it runs (:class:`RunPriority`).
+So the run lowers both for each node once it listens (:func:`lower`): a node that starts, or
+restarts after a kill, while a hundred others are busy would take minutes to import and load
+its stake at the lowest priority (a killed node of the 100-node run did not listen within 60 s).
+Attackers keep the run's priority: they are a few, and at the lowest one they were not in place
+within their attack's window. The run sets both for itself for as long as it runs
+(:class:`RunPriority`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["AUTOGROUP", "RunPriority", "autogroup_niceness", "lowered"]
+__all__ = ["AUTOGROUP", "RunPriority", "autogroup_niceness", "lower"]
 
 AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
@@ -40,13 +44,24 @@ def autogroup_niceness(pid: int | str = "self") -> int | None:
         return None
 
 
-def lowered(niceness: int, own: int) -> list[str]:
-    """The command prefix that runs a process at ``niceness`` (given the run's ``own``), and its
-    session's autogroup as well; each part execs the next, so the pid stays the process's."""
-    prefix = ["nice", "-n", str(niceness - own)] if niceness != own else []
+def lower(pid: int, niceness: int) -> None:
+    """Every thread of ``pid`` to ``niceness`` (Linux keeps a niceness per thread; threads made
+    later inherit their maker's), and its session's autogroup too; a process already gone is
+    left alone."""
+    try:
+        threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, niceness)
+        except ProcessLookupError:
+            pass
     if _autogroup_enabled():
-        prefix += ["sh", "-c", f'echo {niceness} > /proc/self/autogroup; exec "$@"', "sh"]
-    return prefix
+        try:
+            Path(f"/proc/{pid}/autogroup").write_text(str(niceness))
+        except (FileNotFoundError, ProcessLookupError):
+            pass
 
 
 class RunPriority:

@@ -54,7 +54,7 @@ from .attacks import (FLOOD, IDS_FILE, RESULT_FILE, STAKELESS, AdversaryFiles, A
 from .faults import FaultPlan, await_delivered, await_recovery, kill_and_restart, partition_and_heal, plan_faults
 from .namespaces import Lab, NeighbourTable, check_available, remove_leftovers
 from .plan import METRICS_PORT, NODE_PORT, min_sig_delay_for, node_files, workload_problem
-from .priority import RunPriority, autogroup_niceness, lowered
+from .priority import RunPriority, autogroup_niceness, lower
 from .report import REPORT_FILE, AttackRecord, FaultRecord, NetlabReport, NodeDelivery, fault_windows, load_average
 from .resources import ResourceSampler
 
@@ -242,9 +242,14 @@ class Netlab:
         return publishers
 
     def _prefix(self, index: int, name: str) -> list[str]:
-        """What runs process ``name`` in namespace ``index`` as host ``name``, at the nodes'
-        priority (:func:`.priority.lowered`; every part execs the next: same pid)."""
-        return [*self.lab.exec_prefix(index, name), *lowered(self.options.niceness, os.getpriority(os.PRIO_PROCESS, 0))]
+        """What runs process ``name`` in namespace ``index`` as host ``name`` (every part execs
+        the next: same pid), at the run's priority: a node is lowered once it listens."""
+        return self.lab.exec_prefix(index, name)
+
+    def _lower(self, process: NodeProcess) -> None:
+        """A node that listens, to the nodes' priority (:func:`.priority.lower`)."""
+        if process.process is not None:
+            lower(process.process.pid, self.options.niceness)
 
     def _attacker(self, name: str, slot: int, arguments: list[str]) -> NodeProcess:
         index = self.options.nodes + slot
@@ -279,6 +284,7 @@ class Netlab:
             async with limiter:
                 await process.start()
                 await process.wait_listening(self.options.start_timeout)
+                self._lower(process)
 
         try:
             async with trio.open_nursery() as nursery:
@@ -375,7 +381,8 @@ class Netlab:
                         record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at, planned_at=plan.kill_at)
                         self.faults.append(record)
                         work.start_soon(kill_and_restart, self.processes, plan.kill, plan.kill_at, plan.kill_seconds,
-                                        start, record, self._recovery(recoveries))
+                                        start, record, self._recovery(recoveries), self._lower,
+                                        options.start_timeout)
                     if plan.partition:
                         record = FaultRecord("partition and heal", names(plan.partition), plan.partition_at,
                                              planned_at=plan.partition_at)

@@ -1,5 +1,5 @@
-"""The run above its nodes: a node started through the prefix runs at the nodes' niceness in its
-own session's autogroup too, and the run's own priority is raised only while it runs."""
+"""The run above its nodes: a node is lowered, every thread and its session's autogroup, once it
+listens, and the run's own priority is raised only while it runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from integrations.netlab.priority import RunPriority, autogroup_niceness, lowered
+from integrations.netlab.priority import RunPriority, autogroup_niceness, lower
 from tests.interop.conftest import missing_tool
 
 
@@ -17,23 +17,6 @@ def _wait_for(read, wanted, seconds: float = 20.0):
     while (value := read()) != wanted and time.monotonic() < deadline:
         time.sleep(0.05)
     return value
-
-
-def test_a_process_started_through_the_prefix_is_lowered_in_its_own_session():
-    own = os.getpriority(os.PRIO_PROCESS, 0)
-    # As a node starts: a session of its own (and so, with autogroups, an autogroup of its own).
-    child = subprocess.Popen([*lowered(19, own), sys.executable, "-c", "import time; time.sleep(60)"],
-                             start_new_session=True)
-    try:
-        assert _wait_for(lambda: os.getpriority(os.PRIO_PROCESS, child.pid), 19) == 19
-        if autogroup_niceness() is not None:
-            assert _wait_for(lambda: autogroup_niceness(child.pid), 19) == 19
-        # The prefix execs all the way: the pid is the Python process's.
-        assert _wait_for(lambda: open(f"/proc/{child.pid}/cmdline", "rb").read().split(b"\0")[0],
-                         sys.executable.encode()) == sys.executable.encode()
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_the_run_priority_is_raised_inside_and_put_back_after():
@@ -47,3 +30,20 @@ def test_the_run_priority_is_raised_inside_and_put_back_after():
     assert (os.getpriority(os.PRIO_PROCESS, 0), autogroup_niceness()) == before
     with RunPriority(None):
         assert (os.getpriority(os.PRIO_PROCESS, 0), autogroup_niceness()) == before
+
+
+def test_a_running_process_is_lowered_in_every_thread_and_its_autogroup():
+    # Two threads, as a node has (trio's and a worker): Linux keeps a niceness per thread.
+    code = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()\ntime.sleep(60)"
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        threads = _wait_for(lambda: len(os.listdir(f"/proc/{child.pid}/task")), 2)
+        assert threads == 2
+        lower(child.pid, 19)
+        assert {os.getpriority(os.PRIO_PROCESS, int(tid)) for tid in os.listdir(f"/proc/{child.pid}/task")} == {19}
+        if autogroup_niceness() is not None:
+            assert autogroup_niceness(child.pid) == 19
+    finally:
+        child.kill()
+        child.wait()
+    lower(child.pid, 19)  # gone: nothing to do, nothing raised
