@@ -98,7 +98,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--rate-mbit", type=_number(float, low=0), default=None,
                         help="limit each node's sending rate with tc tbf (default: no limit)")
     parser.add_argument("--niceness", type=_number(int, low=-20, low_inclusive=True, high=20), default=19,
-                        help="the nodes' and attackers' scheduling niceness (default: 19, the lowest priority)")
+                        help="the nodes' scheduling niceness, and their sessions' autogroups', once they listen "
+                             "(default: 19, the lowest priority)")
     parser.add_argument("--run-niceness", type=_number(int, low=-20, low_inclusive=True, high=20), default=-10,
                         help="this process's own niceness while it runs: it signs for every pool, reads every "
                              "aggregator and times the faults, and a hundred busy nodes must not starve it "

@@ -99,13 +99,12 @@ class NetlabOptions:
     metrics_interval: float = 5.0
     #: Nodes starting (importing, opening their database) at the same time.
     start_concurrency: int = 4
-    #: Scheduling priorities (``nice``): the nodes' and attackers', and the run's own while it runs
-    #: (None: left as it is). The run is one process that signs for every pool, aggregates for every
-    #: node and keeps the faults' clock; the nodes are many. The scheduler shares a busy core by
-    #: weight (9548 at -10, 1024 at 0, 335 at +5, 15 at +19; each step about 1.25 times the next):
-    #: a hundred busy nodes at +5 beside the run at 0 outweighed it 33 to 1 and its timers fired
-    #: minutes late; at +19 they still weigh 1.5 times the run at 0, and 0.16 times the run at -10.
-    #: The nodes get every cycle the run leaves, and their use is measured as is.
+    #: Scheduling priorities (niceness, and the session's autogroup niceness; :mod:`.priority`):
+    #: the nodes', set once each listens, and the run's own while it runs (None: left as it is).
+    #: The run signs for every pool, aggregates for every node and keeps the faults' clock; at
+    #: equal weight a hundred busy nodes left it a hundredth of the CPU and its timers fired
+    #: minutes late. At 19 against -10 a hundred nodes weigh 0.16 times the run (15 each against
+    #: 9548); they get every cycle the run leaves, and their use is measured as is.
     niceness: int = 19
     run_niceness: int | None = -10
     start_timeout: float = 120.0
