@@ -205,7 +205,14 @@ class Ingress:
         outcomes = self.validator.process_batch(chunk, stages.known(), seen=seen, screen=stages.screen,
                                                 record=stages.record)
         verify_ns = (time.perf_counter_ns() - started) // max(1, len(chunk))
-        outcomes = await stages.commit(outcomes, origin)
+        # Shielded: the store puts accepted messages in its log (readable by clients and peers)
+        # before the group commit is on disk, and goes on with the commit if the caller is
+        # cancelled. A connection closed meanwhile must not skip what follows, or the node holds
+        # a message no MessageAccepted trace (nor metric) counts, and a message of the batch
+        # refused only as too frequent is never held (dmq.held_back). The wait is bounded: the
+        # writer answers every queued submitter, also when it is cancelled itself.
+        with trio.CancelScope(shield=True):
+            outcomes = await stages.commit(outcomes, origin)
         self.trace(outcomes, origin, verify_ns)
         return outcomes
 

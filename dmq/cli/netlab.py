@@ -97,6 +97,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="every node's AcceptedConnectionsLimit (default: the node's, 512,384,5)")
     parser.add_argument("--rate-mbit", type=_number(float, low=0), default=None,
                         help="limit each node's sending rate with tc tbf (default: no limit)")
+    parser.add_argument("--niceness", type=_number(int, low=-20, low_inclusive=True, high=20), default=19,
+                        help="the nodes' scheduling niceness, and their sessions' autogroups', once they listen "
+                             "(default: 19, the lowest priority)")
+    parser.add_argument("--run-niceness", type=_number(int, low=-20, low_inclusive=True, high=20), default=-10,
+                        help="this process's own niceness while it runs: it signs for every pool, reads every "
+                             "aggregator and times the faults, and a hundred busy nodes must not starve it "
+                             "(default: -10)")
+    parser.add_argument("--drain", type=_number(float, low=0, low_inclusive=True), default=30.0,
+                        help="seconds allowed after publishing for delivery and recovery (default: 30)")
     parser.add_argument("--record", action="store_true", help="record traffic into DIR/traffic")
     parser.add_argument("--seed", type=int, default=0, help="seed of the pools, public roots and fault victims")
     parser.add_argument("--dir", type=Path, default=Path("netlab"), dest="directory",
@@ -116,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
                             kill_fraction=args.kill_fraction, partition_fraction=args.partition_fraction,
                             rate_mbit=args.rate_mbit, record_traffic=args.record, faults=args.faults,
                             flood_targets=args.flood_targets, flood_rate=args.flood_rate,
-                            stakeless_peers=args.stakeless_peers, inbound_limit=args.inbound_limit)
+                            stakeless_peers=args.stakeless_peers, inbound_limit=args.inbound_limit,
+                            niceness=args.niceness, run_niceness=args.run_niceness,
+                            drain_timeout=args.drain)
     report = trio.run(run_netlab, options)
     if args.check and not (report.complete and report.defended):
         failed = [attack.kind for attack in report.attacks if not attack.held]

@@ -31,6 +31,7 @@ from integrations.mithril import (
 
 from .pools import DevnetPool
 from .probe import Probe, probe_body
+from .stats import LatencyRecorder
 
 __all__ = ["Publication", "PublishingTally", "PoolPublisher"]
 
@@ -56,6 +57,9 @@ class PublishingTally:
     failed: Counter[str] = field(default_factory=Counter)
     #: Fires (and is replaced) on every accepted publication, for waiters.
     changed: trio.Event = field(default_factory=trio.Event)
+    #: How late each submission started after its due time: whether the process that publishes
+    #: keeps time (a starved one falls behind, and then nothing it measures is on time).
+    lateness: LatencyRecorder = field(default_factory=LatencyRecorder)
 
     @property
     def attempted(self) -> int:
@@ -109,6 +113,7 @@ class PoolPublisher:
         due = first_at
         while due < end_at:
             await trio.sleep_until(due)
+            tally.lateness.add(trio.current_time() - due)
             await self.publish_next(tally)
             due += period
             now = trio.current_time()

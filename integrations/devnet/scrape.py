@@ -100,6 +100,10 @@ async def scrape_text(port: int, *, host: str = "127.0.0.1", timeout: float = 2.
         raise ScrapeError(f"{host}:{port}: no metrics within {timeout} s") from None
     except OSError as exc:
         raise ScrapeError(f"{host}:{port}: {exc.strerror or exc}") from None
+    except trio.BrokenResourceError as exc:
+        # A reset while reading (trio's stream wraps the OSError): a busy or dying node.
+        cause = exc.__cause__
+        raise ScrapeError(f"{host}:{port}: {getattr(cause, 'strerror', None) or cause or exc}") from None
 
 
 async def scrape_node(port: int, *, host: str = "127.0.0.1", timeout: float = 2.0,

@@ -1,13 +1,13 @@
 """Latency percentiles and message rates, kept incrementally for a live view.
 
 A devnet run sees at most a few hundred thousand deliveries, so latencies are kept exactly
-(sorted on insertion) rather than sketched: the percentiles printed are the true ones, by
-the nearest-rank rule. Rates are counted over a sliding window of recent arrivals.
+rather than sketched: the percentiles printed are the true ones, by the nearest-rank rule.
+They are sorted when read, not on insertion: sorted insertion moves half the list per value,
+which for the 300,000 deliveries of a 100-node run is minutes of CPU. Rates are counted over a sliding window of recent arrivals.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections import deque
 
@@ -25,24 +25,33 @@ def nearest_rank(ordered: list[float], fraction: float) -> float:
 
 
 class LatencyRecorder:
-    """Every latency added, in seconds, sorted."""
+    """Every latency added, in seconds."""
 
     def __init__(self) -> None:
-        self._ordered: list[float] = []
+        self._values: list[float] = []
+        self._sorted = True
 
     def add(self, seconds: float) -> None:
-        bisect.insort(self._ordered, seconds)
+        self._values.append(seconds)
+        self._sorted = False
 
     def __len__(self) -> int:
-        return len(self._ordered)
+        return len(self._values)
+
+    @property
+    def _ordered(self) -> list[float]:
+        if not self._sorted:
+            self._values.sort()
+            self._sorted = True
+        return self._values
 
     def percentile(self, fraction: float) -> float | None:
         """``None`` until something was added."""
-        return nearest_rank(self._ordered, fraction) if self._ordered else None
+        return nearest_rank(self._ordered, fraction) if self._values else None
 
     @property
     def maximum(self) -> float | None:
-        return self._ordered[-1] if self._ordered else None
+        return self._ordered[-1] if self._values else None
 
     def summary(self) -> dict[str, float | None]:
         """p50, p90, p99 and max in milliseconds (``None`` when empty), for reports."""

@@ -30,6 +30,8 @@ class FaultRecord:
     began_at: float
     ended_at: float | None = None
     recovery_seconds: float | None = None
+    #: When the plan had it begin: ``began_at`` later than this is the run's own process late.
+    planned_at: float | None = None
 
 
 @dataclass
@@ -82,6 +84,10 @@ class NodeDelivery:
     foreign: int = 0
     #: The most inbound node-to-node connections its metrics showed (None: never read).
     inbound_peak: int | None = None
+    #: Messages the node itself accepted (from clients and from peers) since it last started, by its
+    #: metrics read after the drain: the node's own count, where a message accepted twice would
+    #: show as more than the distinct messages its aggregator got (None: never read).
+    node_accepted: int | None = None
 
 
 @dataclass
@@ -102,6 +108,9 @@ class NetlabReport:
     #: CPU% and RSS of every node process (:class:`~integrations.netlab.resources.ResourceSampler`).
     resources: dict[str, Any] = field(default_factory=dict)
     publishing_seconds: float = 0.0
+    #: Whether the run's own process kept time: its CPU from the start of publishing to the end
+    #: of the drain, and how late the submissions started after their due times.
+    harness: dict[str, Any] = field(default_factory=dict)
     interrupted: str | None = None
     #: Namespaces of this run still present after the teardown (must be empty).
     leftovers: list[str] = field(default_factory=list)
@@ -144,6 +153,13 @@ class NetlabReport:
         p50, p99 = self.latency.get("p50_ms"), self.latency.get("p99_ms")
         say(f"latency publish->aggregator: p50 {p50} ms, p99 {p99} ms; outside the faults: p50 "
             f"{self.steady_latency.get('p50_ms')} ms, p99 {self.steady_latency.get('p99_ms')} ms")
+        if self.harness:
+            late = self.harness["publish_lateness"]
+            say(f"the run's own process: {self.harness['cpu_seconds']} s of CPU ({self.harness['cpu_percent']} % of "
+                f"one core; {self.harness['run_queue_wait_seconds']} s waiting for a CPU) at niceness "
+                f"{self.harness['niceness']} (autogroup {self.harness['autogroup_niceness']}), the nodes at "
+                f"{self.harness['nodes_niceness']}; "
+                f"submissions late by p50 {late['p50_ms']} ms, p99 {late['p99_ms']} ms, max {late['max_ms']} ms")
         for fault in self.faults:
             recovery = "not recovered" if fault.recovery_seconds is None else f"recovered in {fault.recovery_seconds:.2f} s"
             ended = "did not end" if fault.ended_at is None else f"ended at {fault.ended_at:.1f} s"

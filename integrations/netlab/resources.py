@@ -19,21 +19,35 @@ from dataclasses import dataclass, field
 
 import trio
 
-__all__ = ["ProcessUsage", "ResourceSampler", "read_cpu_seconds", "read_rss_bytes"]
+from .priority import autogroup_niceness
+
+__all__ = ["ProcessUsage", "ResourceSampler", "read_cpu_seconds", "read_niceness", "read_rss_bytes"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def read_cpu_seconds(pid: int, thread: int | None = None) -> float | None:
-    """User + system CPU seconds of ``pid`` (or of its ``thread``) so far; None once it is gone."""
+def _stat_fields(pid: int, thread: int | None = None) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` (or of its ``thread``) from the third (the state) on;
+    None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat") as stat:
             text = stat.read()
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may hold spaces: split after it.
-    fields = text[text.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
+    return text[text.rindex(")") + 2:].split()
+
+
+def read_cpu_seconds(pid: int, thread: int | None = None) -> float | None:
+    """User + system CPU seconds of ``pid`` (or of its ``thread``) so far; None once it is gone."""
+    fields = _stat_fields(pid, thread)
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def read_niceness(pid: int) -> int | None:
+    """The scheduling niceness of ``pid`` (field 19 of its ``stat``); None once it is gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[16])
 
 
 def read_rss_bytes(pid: int) -> int | None:
@@ -63,6 +77,11 @@ class ProcessUsage:
     cpu_percent: list[float] = field(default_factory=list)
     rss_bytes: list[int] = field(default_factory=list)
     cpu_seconds: float = 0.0
+    #: The niceness it ran at, as last sampled (not at the first sample only: a process started
+    #: through ``nice`` may be sampled before ``nice`` has lowered its priority and exec'd).
+    niceness: int | None = None
+    #: Its session's autogroup niceness, likewise (None without autogroup scheduling).
+    autogroup_niceness: int | None = None
     _last: tuple[int, float, float] | None = field(default=None, repr=False)
 
     def add(self, pid: int, now: float) -> None:
@@ -70,6 +89,7 @@ class ProcessUsage:
         if cpu is None or rss is None:
             return
         self.rss_bytes.append(rss)
+        self.niceness, self.autogroup_niceness = read_niceness(pid), autogroup_niceness(pid)
         if self._last is not None and self._last[0] == pid and now > self._last[1]:
             used = max(0.0, cpu - self._last[2])
             self.cpu_percent.append(100.0 * used / (now - self._last[1]))
@@ -78,6 +98,7 @@ class ProcessUsage:
 
     def summary(self) -> dict[str, object]:
         return {"name": self.name, "samples": len(self.rss_bytes), "cpu_seconds": round(self.cpu_seconds, 2),
+                "niceness": self.niceness, "autogroup_niceness": self.autogroup_niceness,
                 "cpu_percent": _spread(self.cpu_percent, 1),
                 "rss_mib": _spread([b / 2**20 for b in self.rss_bytes], 1)}
 

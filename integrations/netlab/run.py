@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import time
 from datetime import datetime, timezone
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,9 +51,10 @@ from integrations.mithril import GenesisClockKesPeriod
 from .addresses import MAX_NODES, node_address
 from .attacks import (FLOOD, IDS_FILE, RESULT_FILE, STAKELESS, AdversaryFiles, AttackPlan, choose_attack_nodes, connections_per_peer,
                       flood_verdict, read_offered_ids, read_result, run_adversaries)
-from .faults import FaultPlan, await_recovery, kill_and_restart, partition_and_heal, plan_faults
+from .faults import FaultPlan, await_delivered, await_recovery, kill_and_restart, partition_and_heal, plan_faults
 from .namespaces import Lab, NeighbourTable, check_available, remove_leftovers
 from .plan import METRICS_PORT, NODE_PORT, min_sig_delay_for, node_files, workload_problem
+from .priority import RunPriority, autogroup_niceness, lower
 from .report import REPORT_FILE, AttackRecord, FaultRecord, NetlabReport, NodeDelivery, fault_windows, load_average
 from .resources import ResourceSampler
 
@@ -97,11 +99,14 @@ class NetlabOptions:
     metrics_interval: float = 5.0
     #: Nodes starting (importing, opening their database) at the same time.
     start_concurrency: int = 4
-    #: How much lower the nodes' and attackers' scheduling priority is than the run's own (``nice``):
-    #: the run is one process that signs for every pool, aggregates for every node and keeps the
-    #: faults' clock, and among a hundred busy nodes at the same priority it got a hundredth of
-    #: the CPU, so that its timers fired minutes late. A node's CPU use is measured all the same.
-    niceness: int = 5
+    #: Scheduling priorities (niceness, and the session's autogroup niceness; :mod:`.priority`):
+    #: the nodes', set once each listens, and the run's own while it runs (None: left as it is).
+    #: The run signs for every pool, aggregates for every node and keeps the faults' clock; at
+    #: equal weight a hundred busy nodes left it a hundredth of the CPU and its timers fired
+    #: minutes late. At 19 against -10 a hundred nodes weigh 0.16 times the run (15 each against
+    #: 9548); they get every cycle the run leaves, and their use is measured as is.
+    niceness: int = 19
+    run_niceness: int | None = -10
     start_timeout: float = 120.0
     connect_timeout: float = 60.0
     drain_timeout: float = 30.0
@@ -119,6 +124,9 @@ class NetlabOptions:
         unknown = [name for name in self.faults if name not in FAULT_NAMES]
         if unknown:
             raise DevnetError(f"unknown fault {', '.join(unknown)}; the faults are {', '.join(FAULT_NAMES)}")
+        if not all(-20 <= value <= 19 for value in (self.niceness, self.run_niceness or 0)):
+            raise DevnetError(f"a niceness is -20..19, got {self.niceness} for the nodes and {self.run_niceness} "
+                              "for the run")
         if self.flood_targets < 1 or not self.flood_rate > 0 or self.stakeless_peers < 1:
             raise DevnetError("--flood-targets, --flood-rate and --stakeless-peers must be positive")
 
@@ -175,6 +183,7 @@ class Netlab:
         self.attacks: list[AttackRecord] = []
         #: Each node's metrics as last read, and the most inbound connections it was seen with.
         self.samples: dict[int, NodeSample] = {}
+        self.final_samples: dict[int, NodeSample] = {}
         self.peak_inbound: dict[int, int] = {}
         self.sampler = ResourceSampler(self._pids, self.options.resource_interval)
         self.interrupted: str | None = None
@@ -182,6 +191,13 @@ class Netlab:
         #: The wall-clock time publishing started (publications carry wall-clock send times).
         self._started_wall = 0.0
         self._ended: float | None = None
+        #: The run's CPU time at the start of publishing and at the end of the drain, and when that was.
+        self._cpu_started = self._cpu_ended = 0.0
+        self._waited_started = self._waited_ended = 0.0
+        #: The run's niceness and its session's autogroup niceness while it published (it puts
+        #: back the ones it started with at the end).
+        self._niceness: tuple[int | None, int | None] = (None, None)
+        self._drained: float | None = None
 
     def _say(self, text: str) -> None:
         self.console.print(text, highlight=False)
@@ -225,10 +241,14 @@ class Netlab:
         return publishers
 
     def _prefix(self, index: int, name: str) -> list[str]:
-        """What runs process ``name`` in namespace ``index`` as host ``name``, at the lower
-        priority (``nice`` execs too: same pid)."""
-        niceness = ["nice", "-n", str(self.options.niceness)] if self.options.niceness else []
-        return [*self.lab.exec_prefix(index, name), *niceness]
+        """What runs process ``name`` in namespace ``index`` as host ``name`` (every part execs
+        the next: same pid), at the run's priority: a node is lowered once it listens."""
+        return self.lab.exec_prefix(index, name)
+
+    def _lower(self, process: NodeProcess) -> None:
+        """A node that listens, to the nodes' priority (:func:`.priority.lower`)."""
+        if process.process is not None:
+            lower(process.process.pid, self.options.niceness)
 
     def _attacker(self, name: str, slot: int, arguments: list[str]) -> NodeProcess:
         index = self.options.nodes + slot
@@ -263,6 +283,7 @@ class Netlab:
             async with limiter:
                 await process.start()
                 await process.wait_listening(self.options.start_timeout)
+                self._lower(process)
 
         try:
             async with trio.open_nursery() as nursery:
@@ -280,16 +301,31 @@ class Netlab:
             return
         self._say("warning: some nodes have no peer connection yet; publishing anyway")
 
-    async def _read_metrics(self, index: int) -> None:
+    async def _read_metrics(self, index: int) -> bool:
         if not self.processes[index].running:
-            return
+            return False
         try:
             sample = await scrape_node(METRICS_PORT, timeout=5.0,
                                        connect=lambda: self.lab.open_tcp_stream(index, METRICS_PORT))
         except ScrapeError:
-            return
+            return False
         self.samples[index] = sample
         self.peak_inbound[index] = max(self.peak_inbound.get(index, 0), sample.inbound_peers)
+        return True
+
+    async def _read_final_metrics(self) -> None:
+        """Every node's metrics once more after the drain, each read tried up to three times: the
+        nodes' own counts in the report (``node_accepted``) come from this read only, never from
+        an older sample that would miss what a node accepted since."""
+        async def read(index: int) -> None:
+            for _ in range(3):
+                if await self._read_metrics(index):
+                    self.final_samples[index] = self.samples[index]
+                    return
+
+        async with trio.open_nursery() as nursery:
+            for index in range(self.options.nodes):
+                nursery.start_soon(read, index)
 
     async def _read_all_metrics(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -331,6 +367,8 @@ class Netlab:
             clients.start_soon(self._watch_metrics)
             start = self._started = trio.current_time()
             self._started_wall = self.clock.now()
+            self._cpu_started, self._waited_started = time.process_time(), _run_queue_wait()
+            self._niceness = os.getpriority(os.PRIO_PROCESS, 0), autogroup_niceness()
             end = start + options.duration
             async with trio.open_nursery() as recoveries:
                 async with trio.open_nursery() as work:
@@ -339,24 +377,27 @@ class Netlab:
                                         end, self.tally)
                     names = lambda victims: [self.processes[i].name for i in victims]  # noqa: E731
                     if plan.kill:
-                        record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at)
+                        record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at, planned_at=plan.kill_at)
                         self.faults.append(record)
                         work.start_soon(kill_and_restart, self.processes, plan.kill, plan.kill_at, plan.kill_seconds,
-                                        start, record, self._recovery(recoveries))
+                                        start, record, self._recovery(recoveries), self._lower,
+                                        options.start_timeout)
                     if plan.partition:
-                        record = FaultRecord("partition and heal", names(plan.partition), plan.partition_at)
+                        record = FaultRecord("partition and heal", names(plan.partition), plan.partition_at,
+                                             planned_at=plan.partition_at)
                         self.faults.append(record)
                         work.start_soon(partition_and_heal, self.lab, plan.partition, plan.partition_at,
                                         plan.partition_seconds, start, record, self._recovery(recoveries))
                     self._schedule_attacks(work, start, end)
                 self._ended = trio.current_time()
                 with trio.move_on_after(options.drain_timeout):
-                    while not all(a.missing(self.tally.accepted) == 0 for a in self.aggregators):
-                        await trio.sleep(0.1)
+                    await await_delivered(self.aggregators, self.tally.accepted)
                     while any(f.recovery_seconds is None for f in self.faults):
                         await trio.sleep(0.1)
                 recoveries.cancel_scope.cancel()
-            await self._read_all_metrics()
+            self._cpu_ended, self._drained = time.process_time(), trio.current_time()
+            self._waited_ended = _run_queue_wait()
+            await self._read_final_metrics()
             clients.cancel_scope.cancel()
 
     async def _stop_nodes(self) -> None:
@@ -373,6 +414,12 @@ class Netlab:
 
     async def run(self) -> NetlabReport:
         check_available()
+        with RunPriority(self.options.run_niceness) as priority:
+            if priority.problem:
+                self._say(f"warning: {priority.problem}; the nodes may starve the run")
+            return await self._run()
+
+    async def _run(self) -> NetlabReport:
         _raise_open_file_limit()
         removed = remove_leftovers()
         if removed:
@@ -485,7 +532,9 @@ class Netlab:
                 missing=aggregator.missing(expected), duplicates=aggregator.duplicates, replays=aggregator.replays,
                 connections=aggregator.connections_opened, ending=process.ending, returncode=process.returncode,
                 unexpected=sum(1 for message_id in aggregator.arrivals if message_id not in expected),
-                foreign=aggregator.foreign, inbound_peak=self.peak_inbound.get(index)))
+                foreign=aggregator.foreign, inbound_peak=self.peak_inbound.get(index),
+                node_accepted=None if index not in self.final_samples
+                else sum(self.final_samples[index].accepted.values())))
         self._attack_outcomes(sum(node.foreign for node in deliveries))
         publishing = 0.0 if self._started is None else (self._ended or trio.current_time()) - self._started
         return NetlabReport(
@@ -494,7 +543,20 @@ class Netlab:
             failed=dict(self.tally.failed), nodes=deliveries, latency=everything.summary(),
             steady_latency=steady.summary(), faults=self.faults, attacks=self.attacks,
             resources=self.sampler.summary(process.name for process in self.processes),
-            publishing_seconds=round(publishing, 3), interrupted=self.interrupted)
+            publishing_seconds=round(publishing, 3), harness=self._harness(), interrupted=self.interrupted)
+
+    def _harness(self) -> dict[str, object]:
+        """How the run's own process kept time (report field ``harness``)."""
+        wall = 0.0 if self._started is None or self._drained is None else self._drained - self._started
+        cpu = self._cpu_ended - self._cpu_started
+        return {"niceness": self._niceness[0], "autogroup_niceness": self._niceness[1],
+                "nodes_niceness": self.options.niceness,
+                "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 3),
+                "cpu_percent": round(100.0 * cpu / wall, 1) if wall > 0 else None,
+                "run_queue_wait_seconds": round(self._waited_ended - self._waited_started, 2),
+                "publish_lateness": {**self.tally.lateness.summary(), "count": len(self.tally.lateness)},
+                "faults_late_seconds": {f.kind: round(f.began_at - f.planned_at, 3) for f in self.faults
+                                        if f.planned_at is not None}}
 
 
 def _log_count(path: Path, namespace: str) -> int:
@@ -505,6 +567,15 @@ def _log_count(path: Path, namespace: str) -> int:
             return sum(1 for line in log if needle in line)
     except OSError:
         return 0
+
+
+def _run_queue_wait() -> float:
+    """Seconds this process's main thread (trio's) has so far spent runnable but waiting for a CPU
+    (``/proc/self/schedstat``, second field, in ns): time it was starved, whatever starved it."""
+    try:
+        return int(open("/proc/self/schedstat").read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _raise_open_file_limit() -> None:

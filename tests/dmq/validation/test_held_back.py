@@ -98,6 +98,27 @@ def test_a_message_refused_as_too_frequent_is_admitted_when_the_window_has_passe
     run(tmp_path, scenario)
 
 
+def test_a_batch_whose_connection_ends_during_the_commit_is_traced_and_its_too_frequent_message_held(tmp_path):
+    """The connection's task is cancelled while the batch's group commit is on its way to disk (a
+    peer gone, a partition): the store keeps the accepted message regardless, so the node must
+    trace it as accepted, once, and still hold the batch's too-frequent message for later."""
+    first, second, other = signed(P, 1), signed(P, 2), signed(Q, 1)
+
+    async def scenario(node: Node):
+        assert await node.ingress.submit_local(raw(first)) is None
+        await trio.sleep(2.0)
+        with trio.CancelScope() as connection:
+            connection.cancel()  # cancelled at its first wait: the commit's
+            await node.ingress.submit_from_peer([raw(other), raw(second)], PEER)
+        assert node.holds(other)
+        assert [e.message_id for e in node.of(MessageAccepted) if e.origin == PEER] == [other.message_id]
+        assert [e.message_id for e in node.of(MessageHeld)] == [second.message_id]
+        await trio.sleep(DELAY)
+        assert node.holds(second)
+
+    run(tmp_path, scenario)
+
+
 def test_a_message_failing_another_check_is_not_held(tmp_path):
     first, forged = signed(P, 1), signed(P, 2, bad_kes=True)
 

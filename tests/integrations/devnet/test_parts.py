@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import struct
 from pathlib import Path
 
 import pytest
@@ -82,6 +84,26 @@ async def test_scrape_of_a_closed_port_is_a_scrape_error():
     await listener.aclose()
     with pytest.raises(ScrapeError):
         await scrape_node(port, timeout=1.0)
+
+
+async def test_a_scrape_reset_by_the_node_is_a_scrape_error():
+    """A node that resets the connection mid-reply (a busy one under a hundred peers did) must not
+    end the run that reads it: the read is a ScrapeError like any other failed read."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+
+    async def reset(stream: trio.SocketStream) -> None:
+        await stream.receive_some(1000)
+        await stream.send_all(b"HTTP/1.1 200 OK\r\n")
+        # Linger 0: close sends a reset, not an end of stream.
+        stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        stream.socket.close()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, reset, listeners)
+        with pytest.raises(ScrapeError, match="reset"):
+            await scrape_node(port, timeout=5.0)
+        nursery.cancel_scope.cancel()
 
 
 def signed_messages(directory: Path, clock: ManualClock) -> list[ReceivedMessage]:

@@ -3,6 +3,7 @@ own validation, and the verdicts judge what the attackers and the nodes reported
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -79,8 +80,9 @@ def test_flood_verdict_holds_only_when_every_check_passes():
     assert not flood_verdict([_link("bad-kes", 5, 0)], set(), [], 0, rejected, ["node-1"])["held"]
 
 
-def test_resource_sampler_reads_cpu_and_memory_of_a_running_process():
-    busy = subprocess.Popen([sys.executable, "-c", "b = bytearray(64 * 2**20)\nwhile True: pass"])
+def test_resource_sampler_reads_cpu_memory_and_niceness_of_a_running_process():
+    # ``nice`` execs the command: the pid is the busy process's, at 3 below this one's priority (little enough that it still gets its CPU).
+    busy = subprocess.Popen(["nice", "-n", "3", sys.executable, "-c", "b = bytearray(64 * 2**20)\nwhile True: pass"])
     try:
         sampler = ResourceSampler(lambda: [("busy", busy.pid), ("gone", None)], interval=0.3)
         for _ in range(4):
@@ -92,5 +94,6 @@ def test_resource_sampler_reads_cpu_and_memory_of_a_running_process():
         busy.wait()
     usage, = summary["processes"]
     assert usage["samples"] == 4 and usage["cpu_percent"]["max"] > 20
+    assert usage["niceness"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
     assert usage["rss_mib"]["max"] >= 64 and summary["total"]["rss_mib_peak"] >= 64
     assert 0 < summary["total"]["cpu_seconds"]
