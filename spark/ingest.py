@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from dmq.recorder.schema import (
@@ -193,11 +193,13 @@ def ingest(
             with progress.stage(f"ingest {recording.run}: {name} ({len(paths)} files)"):
                 frame = read_recording(spark, recording, record_type)
                 assert frame is not None
-                frame = frame.where(F.col("t").isNotNull())
-                frame = frame.withColumn("run", F.lit(recording.run)).cache()
-                counts[name] = frame.count()
-                write_table(frame, parquet_root, name)
-                frame.unpersist()
+                # The rows are counted as they are written, in the same pass: caching a
+                # recording to count it first would hold (or spill) every row of it, which
+                # for a network's recording is gigabytes, and read the files twice.
+                written = Observation(f"ingest-{name}")
+                frame = frame.where(F.col("t").isNotNull()).withColumn("run", F.lit(recording.run))
+                write_table(frame.observe(written, F.count(F.lit(1)).alias("rows")), parquet_root, name)
+                counts[name] = int(written.get["rows"])
     return rows
 
 
