@@ -111,14 +111,15 @@ class NodeProcess:
     def diagnostics(self) -> str:
         return output_tail((self.stderr_path, self.log_path), 2000)
 
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Send ``sig`` (SIGKILL by default: no clean-up at all) and reap the process."""
+    def kill(self, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
+        """Send ``sig`` (SIGKILL by default: no clean-up at all) and reap the process, killing it
+        after ``timeout`` seconds."""
         if self.process is None:
             return
         if self.process.poll() is None:
             self.process.send_signal(sig)
             try:
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
