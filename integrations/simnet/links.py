@@ -118,7 +118,9 @@ class _Pipe:
                 self.last_at = at
         self.queue.append([at, data, now])
         self.bytes += len(data)
-        self.net.bytes_sent[self.src] += len(data)
+        net = self.net
+        net.bytes_sent[self.src] += len(data)
+        net.writes += 1
         self._wake()
 
     def release(self, healed_at: float) -> None:
@@ -290,6 +292,8 @@ class SimNetwork:
         self.uplink_free = [0.0] * count
         self.downlink_free = [0.0] * count
         self.bytes_sent = [0] * count
+        #: Writes handed to any link (one per bearer write: a batch of SDUs), for the cost per write.
+        self.writes = 0
         self._healed = trio.Event()
         self._pipes = 0
         self._ports = [32768] * count
