@@ -17,7 +17,7 @@ Order of a run:
 4. the run waits (at most ``drain`` virtual seconds) until every node holds every accepted
    message and every fault has recovered, then stops every node and reports.
 
-The caller runs :meth:`Simnet.run` under ``trio.run(..., clock=MockClock(autojump_threshold=0))``
+The caller runs :meth:`Simnet.run` under ``trio.run(..., clock=VirtualClock())``
 (:func:`run_simnet` does); nothing here reads the machine's clock except to report how long
 the run took.
 """
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import trio
-import trio.testing
 
 from dmq.clock import TrioClock
 from dmq.config import read_config
@@ -51,7 +50,7 @@ from integrations.netlab.plan import NODE_PORT, RELAY_TARGETS, min_sig_delay_for
 from integrations.netlab.report import FaultRecord, fault_windows
 
 from .attacks import AttackRecord, Flooder, eclipse_topology
-from .checks import SharedKesChecks, deterministic_scheduling, run_inline
+from .checks import SharedKesChecks, VirtualClock, deterministic_scheduling, run_inline
 from .deliveries import Deliveries
 from .links import LinkModel, SimNetwork
 from .regions import REGIONS, place_nodes, rtt_ms
@@ -490,4 +489,4 @@ def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str
     (apart from the wall-clock figures), in one process and across processes with one ``PYTHONHASHSEED``."""
     deterministic_scheduling(options.seed)
     simnet = Simnet(options, assemble, say=say, policy=policy)
-    return trio.run(simnet.run, clock=trio.testing.MockClock(autojump_threshold=0))
+    return trio.run(simnet.run, clock=VirtualClock())
