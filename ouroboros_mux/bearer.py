@@ -347,7 +347,8 @@ class Bearer:
         self.sdus_out += sdu_count
 
     def try_write_parts(self, parts: list, sdu_count: int) -> int:
-        """Hand whole encoded SDUs to the kernel in one non-blocking gathered write.
+        """Hand whole encoded SDUs to the kernel (or a stream that takes bytes without waiting) in one
+        non-blocking gathered write.
 
         Returns how many bytes the kernel took: all of them, some (the socket buffer filled,
         possibly in the middle of an SDU), or none (the buffer was already full). It never
