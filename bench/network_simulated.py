@@ -31,7 +31,7 @@ from dmq.cli.wiring import assemble_node  # noqa: E402
 from integrations.simnet import SimnetOptions, run_simnet  # noqa: E402
 
 
-def plot(reports: list[dict], directory: Path) -> None:
+def plot(reports: list[dict], directory: Path, prefix: str = "simnet") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -40,16 +40,16 @@ def plot(reports: list[dict], directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     nodes = [r["settings"]["nodes"] for r in reports]
     figures = {
-        "simnet-cost.png": ("simulation cost per message", "CPU seconds",
+        f"{prefix}-cost.png": ("simulation cost per message", "CPU seconds",
                             {"CPU per message (beyond the idle cost)": [r["cost"]["cpu_ms_per_message"] / 1000
                                                                          for r in reports],
                              "CPU per idle simulated second (all nodes)": [
                                  r["cost"]["idle_cpu_us_per_node_second"] * r["settings"]["nodes"] / 1e6
                                  for r in reports]}),
-        "simnet-latency.png": ("publication to acceptance, every node", "milliseconds (virtual)",
+        f"{prefix}-latency.png": ("publication to acceptance, every node", "milliseconds (virtual)",
                                {f"{q} (outside faults)": [r["steady_latency"][f"{q}_ms"] for r in reports]
                                 for q in ("p50", "p90", "p99")}),
-        "simnet-bytes.png": ("bytes sent per message per node", "bytes",
+        f"{prefix}-bytes.png": ("bytes sent per message per node", "bytes",
                              {"all node-to-node bytes": [r["bytes_per_message_per_node"] for r in reports],
                               "one message": [r["message_size"] for r in reports]}),
     }
@@ -75,7 +75,7 @@ def plot(reports: list[dict], directory: Path) -> None:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(directory / "simnet-hops.png", dpi=100)
+    fig.savefig(directory / f"{prefix}-hops.png", dpi=100)
     plt.close(fig)
 
 
@@ -96,10 +96,11 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--plots", type=Path, default=None, help="draw the series as PNG files here")
     parser.add_argument("--from", type=Path, default=None, dest="source", help="plot this series, run nothing")
+    parser.add_argument("--plot-prefix", default="simnet", help="the PNG files' names begin with this")
     args = parser.parse_args()
     if args.source is not None:
         loaded = json.loads(args.source.read_text())
-        plot(loaded if isinstance(loaded, list) else [loaded], args.plots or Path("."))
+        plot(loaded if isinstance(loaded, list) else [loaded], args.plots or Path("."), args.plot_prefix)
         return 0
     counts = [int(n) for n in args.series.split(",")] if args.series else [args.nodes]
     reports = []
@@ -114,7 +115,7 @@ def main() -> int:
         if args.output is not None:
             args.output.write_text(json.dumps(reports if args.series else reports[0], indent=2) + "\n")
     if args.plots is not None:
-        plot(reports, args.plots)
+        plot(reports, args.plots, args.plot_prefix)
     return 0 if all(report["complete"] for report in reports) else 1
 
 
