@@ -404,8 +404,10 @@ class Simnet:
         return report
 
     def _mark(self, milestone: str) -> None:
-        self._cpu_marks[milestone] = time.process_time()
+        self._cpu_marks[milestone] = cpu = time.process_time()
         self._write_marks[milestone] = self.net.writes
+        self.say(f"{milestone} at {trio.current_time():.1f} virtual s: {cpu - self._cpu:.1f} s CPU, "
+                 f"{self.net.writes:,} link writes")
 
     def cost(self) -> dict[str, Any]:
         """Where this process's CPU went, and the two figures that extrapolate a run to other sizes and rates.
