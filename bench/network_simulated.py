@@ -40,7 +40,7 @@ def plot(reports: list[dict], directory: Path, prefix: str = "simnet") -> None:
     directory.mkdir(parents=True, exist_ok=True)
     nodes = [r["settings"]["nodes"] for r in reports]
     figures = {
-        f"{prefix}-cost.png": ("simulation cost per message", "CPU seconds",
+        f"{prefix}-cost.png": ("what the simulation costs", "CPU seconds",
                             {"CPU per message (beyond the idle cost)": [r["cost"]["cpu_ms_per_message"] / 1000
                                                                          for r in reports],
                              "CPU per idle simulated second (all nodes)": [
