@@ -11,7 +11,11 @@ when changing the simulation itself.
 
 With ``--series 100,300`` it runs one simulation per node count and writes one JSON list;
 ``--plots DIR`` draws that list (or the one ``--from FILE`` names, without running anything)
-as PNG files: cost, latency and bytes per message against the node count, latency by hop.
+as PNG files: cost, latency and bytes per message against the node count, latency by hop for
+each node count. The number of messages is ``--pools`` times the periods in ``--duration``: a
+series at a fixed, small number of messages measures latency and bytes per message against the
+network's size at a realistic degree, and the cost figures (CPU per message, per idle
+node-second) extrapolate it to other rates.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dmq.cli.wiring import assemble_node  # noqa: E402
 from integrations.simnet import SimnetOptions, run_simnet  # noqa: E402
 
 
-def plot(reports: list[dict], directory: Path) -> None:
+def plot(reports: list[dict], directory: Path, prefix: str = "simnet") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -36,13 +40,16 @@ def plot(reports: list[dict], directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     nodes = [r["settings"]["nodes"] for r in reports]
     figures = {
-        "simnet-cost.png": ("simulation cost", "seconds per simulated minute",
-                            {"CPU": [r["cpu_per_simulated_minute"] for r in reports],
-                             "wall": [r["wall_per_simulated_minute"] for r in reports]}),
-        "simnet-latency.png": ("publication to acceptance, every node", "milliseconds (virtual)",
+        f"{prefix}-cost.png": ("what the simulation costs", "CPU seconds",
+                            {"CPU per message (beyond the idle cost)": [r["cost"]["cpu_ms_per_message"] / 1000
+                                                                         for r in reports],
+                             "CPU per idle simulated second (all nodes)": [
+                                 r["cost"]["idle_cpu_us_per_node_second"] * r["settings"]["nodes"] / 1e6
+                                 for r in reports]}),
+        f"{prefix}-latency.png": ("publication to acceptance, every node", "milliseconds (virtual)",
                                {f"{q} (outside faults)": [r["steady_latency"][f"{q}_ms"] for r in reports]
                                 for q in ("p50", "p90", "p99")}),
-        "simnet-bytes.png": ("bytes sent per message per node", "bytes",
+        f"{prefix}-bytes.png": ("bytes sent per message per node", "bytes",
                              {"all node-to-node bytes": [r["bytes_per_message_per_node"] for r in reports],
                               "one message": [r["message_size"] for r in reports]}),
     }
@@ -56,18 +63,19 @@ def plot(reports: list[dict], directory: Path) -> None:
         fig.tight_layout()
         fig.savefig(directory / name, dpi=100)
         plt.close(fig)
-    largest = max(reports, key=lambda r: r["settings"]["nodes"])
-    by_hop = {int(hop): values for hop, values in largest["latency_by_hop"].items() if values["count"]}
     fig, ax = plt.subplots(figsize=(6, 4))
-    hops = sorted(by_hop)
-    for q in ("p50", "p99"):
-        ax.plot(hops, [by_hop[h][f"{q}_ms"] for h in hops], marker="o", label=q)
-    ax.set(title=f"latency by hop count, {largest['settings']['nodes']} nodes", xlabel="hops from the home node",
-           ylabel="milliseconds (virtual)")
+    for report in sorted(reports, key=lambda r: r["settings"]["nodes"]):
+        by_hop = {int(hop): values for hop, values in report["latency_by_hop"].items() if values["count"]}
+        hops = sorted(by_hop)
+        line, = ax.plot(hops, [by_hop[h]["p50_ms"] for h in hops], marker="o",
+                        label=f"{report['settings']['nodes']} nodes, p50")
+        ax.plot(hops, [by_hop[h]["p99_ms"] for h in hops], linestyle="--", color=line.get_color(),
+                label=f"{report['settings']['nodes']} nodes, p99")
+    ax.set(title="latency by hop count", xlabel="hops from the home node", ylabel="milliseconds (virtual)")
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(directory / "simnet-hops.png", dpi=100)
+    fig.savefig(directory / f"{prefix}-hops.png", dpi=100)
     plt.close(fig)
 
 
@@ -84,13 +92,15 @@ def main() -> int:
     parser.add_argument("--partition-fraction", type=float, default=1 / 3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--active-peers", type=int, default=20)
+    parser.add_argument("--no-flood", action="store_true", help="no flooding peer")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--plots", type=Path, default=None, help="draw the series as PNG files here")
     parser.add_argument("--from", type=Path, default=None, dest="source", help="plot this series, run nothing")
+    parser.add_argument("--plot-prefix", default="simnet", help="the PNG files' names begin with this")
     args = parser.parse_args()
     if args.source is not None:
         loaded = json.loads(args.source.read_text())
-        plot(loaded if isinstance(loaded, list) else [loaded], args.plots or Path("."))
+        plot(loaded if isinstance(loaded, list) else [loaded], args.plots or Path("."), args.plot_prefix)
         return 0
     counts = [int(n) for n in args.series.split(",")] if args.series else [args.nodes]
     reports = []
@@ -98,14 +108,14 @@ def main() -> int:
         options = SimnetOptions(nodes=nodes, pools=args.pools, period=args.period, duration=args.duration,
                                 warmup=args.warmup, drain=args.drain, kill_fraction=args.kill_fraction,
                                 partition_fraction=args.partition_fraction, seed=args.seed,
-                                active_peers=args.active_peers)
+                                active_peers=args.active_peers, flood=not args.no_flood)
         report = run_simnet(options, assemble_node, say=lambda text: print(text, flush=True))
         print("\n".join(report.lines()), flush=True)
         reports.append(report.to_json())
         if args.output is not None:
             args.output.write_text(json.dumps(reports if args.series else reports[0], indent=2) + "\n")
     if args.plots is not None:
-        plot(reports, args.plots)
+        plot(reports, args.plots, args.plot_prefix)
     return 0 if all(report["complete"] for report in reports) else 1
 
 

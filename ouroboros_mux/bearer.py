@@ -95,8 +95,13 @@ class Bearer:
         sock = getattr(stream.socket, "_sock", None) if isinstance(stream, trio.SocketStream) else None
         self._socket = sock
         self._gather_socket = sock if hasattr(sock, "sendmsg") else None
-        #: Whether :meth:`try_write_parts` can hand bytes to the kernel (only a socket can).
-        self.writes_without_waiting = self._gather_socket is not None
+        # A write that never waits: the socket's gathered send, or a stream's own
+        # ``send_parts_nowait(parts) -> bytes taken`` (an in-memory link offers one, so the mux
+        # runs over it as over TCP). Either raises BlockingIOError when it can take nothing.
+        self._send_nowait = sock.sendmsg if self._gather_socket is not None else getattr(
+            stream, "send_parts_nowait", None)
+        #: Whether :meth:`try_write_parts` can hand bytes over without waiting.
+        self.writes_without_waiting = self._send_nowait is not None
         self._closed = False
         self.bytes_in = 0
         self.bytes_out = 0
@@ -342,7 +347,8 @@ class Bearer:
         self.sdus_out += sdu_count
 
     def try_write_parts(self, parts: list, sdu_count: int) -> int:
-        """Hand whole encoded SDUs to the kernel in one non-blocking gathered write.
+        """Hand whole encoded SDUs to the kernel (or a stream that takes bytes without waiting) in one
+        non-blocking gathered write.
 
         Returns how many bytes the kernel took: all of them, some (the socket buffer filled,
         possibly in the middle of an SDU), or none (the buffer was already full). It never
@@ -357,10 +363,10 @@ class Bearer:
         if len(parts) > _MAX_GATHER:
             parts = [b"".join(parts)]
         try:
-            sent = self._gather_socket.sendmsg(parts)
+            sent = self._send_nowait(parts)
         except BlockingIOError:
             return 0
-        except OSError as exc:
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise _bearer_closed(exc, "writing") from exc
         self.bytes_out += sent
         if sent == sum(map(len, parts)):

@@ -332,7 +332,8 @@ class Mux:
         # A batch the direct path handed over only in part: its untaken pieces and SDUs.
         self._tail: list | None = None
         self._tail_sent: list[tuple[MuxChannel, int]] = []
-        # The direct path needs a socket. It is armed when the mux starts and whenever the
+        # The direct path needs a write that never waits (a socket's, or a stream's that offers one:
+        # :attr:`Bearer.writes_without_waiting`). It is armed when the mux starts and whenever the
         # peer's bytes arrive, and used once: a reply goes out at once, while a burst of sends
         # is left to the writer, which packs it into full SDUs and large writes (a burst of
         # direct writes would be one SDU and one system call per message).

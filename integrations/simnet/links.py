@@ -79,14 +79,22 @@ class _Pipe:
         #: [arrival time, data, time written]; arrival ``inf`` while held by a partition.
         self.queue: deque[list] = deque()
         self.last_at = 0.0
-        self.waiter: trio.Event | None = None
+        self.waiter: trio.CancelScope | None = None
         self.reader_closed = False
         self.bytes = 0
 
     def _wake(self) -> None:
-        if self.waiter is not None:
-            self.waiter.set()
-            self.waiter = None
+        """Wake the reader when the first queued write arrives (at once if it has, or if the reader closed).
+
+        The reader waits in a cancel scope whose deadline is that arrival: one wake-up per
+        arrival, where an event set by the writer and then a sleep until the arrival would be two.
+        """
+        waiter = self.waiter
+        if waiter is not None:
+            if self.reader_closed:
+                waiter.cancel()
+            elif self.queue:
+                waiter.deadline = self.queue[0][0]
 
     def arrival(self, now: float, size: int) -> float:
         """When ``size`` bytes written now arrive (and book the links they use)."""
@@ -118,7 +126,9 @@ class _Pipe:
                 self.last_at = at
         self.queue.append([at, data, now])
         self.bytes += len(data)
-        self.net.bytes_sent[self.src] += len(data)
+        net = self.net
+        net.bytes_sent[self.src] += len(data)
+        net.writes += 1
         self._wake()
 
     def release(self, healed_at: float) -> None:
@@ -176,6 +186,24 @@ class SimStream(trio.abc.Stream):
                 return
         await trio.lowlevel.checkpoint()
 
+    def send_parts_nowait(self, parts: list) -> int:
+        """Take ``parts`` whole without waiting, as a socket with room in its send buffer does
+        (:class:`ouroboros_mux.bearer.Bearer` writes this way when it can, as it does to a socket);
+        BlockingIOError when the node's uplink already holds more than a send buffer."""
+        if self._closed:
+            raise trio.ClosedResourceError("stream closed")
+        out = self._out
+        if out.reader_closed:
+            raise trio.BrokenResourceError("connection reset by peer")
+        now = trio.current_time()
+        net = out.net
+        model = net.model
+        if model.rate_bps is not None and net.uplink_free[out.src] - now > model.send_buffer * 8 / model.rate_bps:
+            raise BlockingIOError
+        data = parts[0] if len(parts) == 1 and type(parts[0]) is bytes else b"".join(parts)
+        out.put(data, now)
+        return len(data)
+
     async def wait_send_all_might_not_block(self) -> None:
         await trio.lowlevel.checkpoint()
 
@@ -186,6 +214,7 @@ class SimStream(trio.abc.Stream):
             if self._closed:
                 raise trio.ClosedResourceError("stream closed")
             queue = pipe.queue
+            at = math.inf
             if queue:
                 at = queue[0][0]
                 now = trio.current_time()
@@ -193,14 +222,14 @@ class SimStream(trio.abc.Stream):
                     if not slept:
                         await trio.lowlevel.checkpoint()
                     return self._take(max_bytes, now)
-                if at != math.inf:
-                    # Later writes arrive later still (TCP's order): nothing can come sooner.
-                    await trio.sleep_until(at)
-                    slept = True
-                    continue
-            # Nothing on the way, or held by a cut: the writer, the heal or a close wakes us.
-            wake = pipe.waiter = trio.Event()
-            await wake.wait()
+            # Until the first write on the way arrives (later writes arrive later still: TCP's
+            # order); with nothing on the way, or held by a cut, the writer, the heal or a close
+            # sets the deadline (:meth:`_Pipe._wake`).
+            with trio.CancelScope(deadline=at) as pipe.waiter:
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    pipe.waiter = None
             slept = True
 
     def _take(self, max_bytes: int | None, now: float) -> bytes:
@@ -290,6 +319,8 @@ class SimNetwork:
         self.uplink_free = [0.0] * count
         self.downlink_free = [0.0] * count
         self.bytes_sent = [0] * count
+        #: Writes handed to any link (one per bearer write: a batch of SDUs), for the cost per write.
+        self.writes = 0
         self._healed = trio.Event()
         self._pipes = 0
         self._ports = [32768] * count

@@ -61,6 +61,9 @@ class SimnetReport:
     regions: dict[str, int] = field(default_factory=dict)
     #: Up to ten missing deliveries (node, message, its home node, publication time), for a diagnosis.
     missing_examples: list[dict[str, Any]] = field(default_factory=list)
+    #: Where the CPU went (``Simnet.cost``): by phase, per idle node-second, per message.
+    cost: dict[str, Any] = field(default_factory=dict)
+    peak_rss_mib: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -96,6 +99,12 @@ class SimnetReport:
                f"bytes sent per message per node {self.bytes_per_message_per_node:.0f} ({self.redundancy}x a "
                f"{self.message_size}-byte body), per peer {self.bytes_per_message_per_peer:.0f}; mean connections "
                f"{self.mean_connections}"]
+        if self.cost:
+            c = self.cost
+            out.append(f"cost: idle {c['idle_cpu_us_per_node_second']:,.0f} us CPU per node-second, "
+                       f"{c['cpu_ms_per_message']:,.1f} ms CPU per message ({c['link_writes_per_message']:,.0f} link "
+                       f"writes, {c['cpu_us_per_link_write']} us each); by phase {c['cpu_seconds_by_phase']}; "
+                       f"peak RSS {self.peak_rss_mib:,.0f} MiB")
         for fault in self.faults:
             recovery = "not recovered" if fault.recovery_seconds is None else f"recovered in {fault.recovery_seconds:.2f} s"
             out.append(f"  {fault.kind} of {len(fault.nodes)} nodes at {fault.began_at:.1f} s, ended at "

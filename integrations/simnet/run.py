@@ -17,15 +17,17 @@ Order of a run:
 4. the run waits (at most ``drain`` virtual seconds) until every node holds every accepted
    message and every fault has recovered, then stops every node and reports.
 
-The caller runs :meth:`Simnet.run` under ``trio.run(..., clock=MockClock(autojump_threshold=0))``
+The caller runs :meth:`Simnet.run` under ``trio.run(..., clock=VirtualClock())``
 (:func:`run_simnet` does); nothing here reads the machine's clock except to report how long
 the run took.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import random
+import resource
 import shutil
 import tempfile
 import time
@@ -35,11 +37,11 @@ from pathlib import Path
 from typing import Any
 
 import trio
-import trio.testing
 
 from dmq.clock import TrioClock
 from dmq.config import read_config
 from dmq.diffusion import DiffusionPolicy
+from dmq.gc_tuning import tune_for_serving
 from dmq.networks import DEVNET
 from dmq.node import Node
 from dmq.topology import AccessPoint, PublicRootGroup, Topology
@@ -50,7 +52,7 @@ from integrations.netlab.plan import NODE_PORT, RELAY_TARGETS, min_sig_delay_for
 from integrations.netlab.report import FaultRecord, fault_windows
 
 from .attacks import AttackRecord, Flooder, eclipse_topology
-from .checks import SharedKesChecks, deterministic_scheduling, run_inline
+from .checks import SharedKesChecks, VirtualClock, deterministic_scheduling, run_inline
 from .deliveries import Deliveries
 from .links import LinkModel, SimNetwork
 from .regions import REGIONS, place_nodes, rtt_ms
@@ -175,6 +177,9 @@ class Simnet:
         self.nodes: list[SimNode] = []
         self._recovering = 0
         self._message_size = 0
+        #: This process's CPU seconds at the run's milestones (see :meth:`cost`).
+        self._cpu_marks: dict[str, float] = {}
+        self._write_marks: dict[str, int] = {}
 
     # -- building ---------------------------------------------------------------------------
 
@@ -346,11 +351,17 @@ class Simnet:
 
     async def _run(self, pools, plan, attackers: list[SimNode], wall: float) -> SimnetReport:
         options = self.options
+        self._mark("pools")
         async with trio.open_nursery() as nursery:
             for sim in self.nodes + attackers:
                 await self.start(sim, nursery)
             self.say(f"{len(self.nodes)} nodes started ({time.perf_counter() - wall:.0f} s)")
-            await trio.sleep(options.warmup)
+            self._mark("started")
+            # The second half of the warm-up is the idle cost: connections are up, nothing is published.
+            await trio.sleep(options.warmup / 2)
+            self._mark("settled")
+            await trio.sleep(options.warmup / 2)
+            self._mark("warm")
             started = trio.current_time()
             self._started = started
             async with trio.open_nursery() as recoveries:
@@ -379,6 +390,7 @@ class Simnet:
                             "eclipse", self.hosts[victim],
                             f"{len(attackers)} stake-less nodes whose only root is the victim"))
                 self._ended = trio.current_time()
+                self._mark("published")
                 self.say(f"publishing done ({time.perf_counter() - wall:.0f} s wall, "
                          f"{time.process_time() - self._cpu:.0f} s CPU)")
                 with trio.move_on_after(options.drain):
@@ -386,9 +398,44 @@ class Simnet:
                         await trio.sleep(1.0)
                 recoveries.cancel_scope.cancel()
             self._drained = trio.current_time()
+            self._mark("drained")
             report = self.report(wall, attackers)
             nursery.cancel_scope.cancel()
         return report
+
+    def _mark(self, milestone: str) -> None:
+        self._cpu_marks[milestone] = cpu = time.process_time()
+        self._write_marks[milestone] = self.net.writes
+        self.say(f"{milestone} at {trio.current_time():.1f} virtual s: {cpu - self._cpu:.1f} s CPU, "
+                 f"{self.net.writes:,} link writes")
+
+    def cost(self) -> dict[str, Any]:
+        """Where this process's CPU went, and the two figures that extrapolate a run to other sizes and rates.
+
+        The second half of the warm-up has every connection up and nothing published: its CPU
+        over the nodes and its virtual seconds is the idle cost of a node (keep-alive, the V2
+        blocking requests answered with no ids every 17 s, the governor, the mempool's sweeps).
+        What publishing and the drain cost beyond that idle cost, over the accepted messages,
+        is the cost of one message at this size and degree; link writes are counted the same
+        way (one write is one batch of SDUs handed to a link).
+        """
+        cpu, writes = self._cpu_marks, self._write_marks
+        phases = {"pools": cpu["pools"] - self._cpu, "start": cpu["started"] - cpu["pools"],
+                  "connect": cpu["settled"] - cpu["started"], "idle": cpu["warm"] - cpu["settled"],
+                  "publishing": cpu["published"] - cpu["warm"], "drain": cpu["drained"] - cpu["published"]}
+        node_seconds = len(self.nodes) * self.options.warmup / 2
+        idle_rate = phases["idle"] / node_seconds if node_seconds else 0.0
+        idle_writes = (writes["warm"] - writes["settled"]) / node_seconds if node_seconds else 0.0
+        busy_node_seconds = len(self.nodes) * (self._drained - self._started)
+        accepted = max(1, len(self.deliveries.published))
+        message_cpu = phases["publishing"] + phases["drain"] - idle_rate * busy_node_seconds
+        message_writes = writes["drained"] - writes["warm"] - idle_writes * busy_node_seconds
+        return {"cpu_seconds_by_phase": {name: round(value, 2) for name, value in phases.items()},
+                "idle_cpu_us_per_node_second": round(idle_rate * 1e6, 1),
+                "idle_link_writes_per_node_second": round(idle_writes, 3),
+                "cpu_ms_per_message": round(message_cpu / accepted * 1e3, 1),
+                "link_writes_per_message": round(message_writes / accepted, 1),
+                "cpu_us_per_link_write": round(message_cpu / message_writes * 1e6, 1) if message_writes > 0 else None}
 
     def report(self, wall: float, attackers: list[SimNode]) -> SimnetReport:
         options = self.options
@@ -421,7 +468,8 @@ class Simnet:
             message_size=self._message_size, faults=self.faults, attacks=self.attacks,
             rejections=dict(sorted(self.rejections.items())), kes_checks=self.checks.stats(),
             regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
-            missing_examples=deliveries.missing_examples(self.hosts))
+            missing_examples=deliveries.missing_examples(self.hosts), cost=self.cost(),
+            peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 
 
 def _eclipse_outcome(victim: SimNode, attackers: list[SimNode], deliveries: Deliveries) -> dict[str, Any]:
@@ -445,4 +493,12 @@ def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str
     (apart from the wall-clock figures), in one process and across processes with one ``PYTHONHASHSEED``."""
     deterministic_scheduling(options.seed)
     simnet = Simnet(options, assemble, say=say, policy=policy)
-    return trio.run(simnet.run, clock=trio.testing.MockClock(autojump_threshold=0))
+    # The collector's thresholds of a node's process (``dmq-node`` sets them at start): with the
+    # interpreter's default, young collections every 700 allocations and the older ones walking
+    # every node's long-lived objects took about a third of a 50-node run's CPU.
+    thresholds = gc.get_threshold()
+    tune_for_serving()
+    try:
+        return trio.run(simnet.run, clock=VirtualClock())
+    finally:
+        gc.set_threshold(*thresholds)

