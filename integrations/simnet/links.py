@@ -96,6 +96,17 @@ class _Pipe:
             elif self.queue:
                 waiter.deadline = self.queue[0][0]
 
+    def full_until(self, now: float) -> float | None:
+        """When the sending node's uplink will again hold no more than one send buffer, if it holds
+        more at ``now`` (a socket's writer would block until then); None when there is room."""
+        net = self.net
+        model = net.model
+        if model.rate_bps is None:
+            return None
+        drain = model.send_buffer * 8 / model.rate_bps
+        free = net.uplink_free[self.src]
+        return free - drain if free - now > drain else None
+
     def arrival(self, now: float, size: int) -> float:
         """When ``size`` bytes written now arrive (and book the links they use)."""
         net, model = self.net, self.net.model
@@ -176,14 +187,10 @@ class SimStream(trio.abc.Stream):
             raise trio.BrokenResourceError("connection reset by peer")
         now = trio.current_time()
         out.put(bytes(data), now)
-        net = out.net
-        model = net.model
-        if model.rate_bps is not None:
-            backlog = net.uplink_free[out.src] - now
-            drain = model.send_buffer * 8 / model.rate_bps
-            if backlog > drain:
-                await trio.sleep_until(net.uplink_free[out.src] - drain)
-                return
+        until = out.full_until(now)
+        if until is not None:
+            await trio.sleep_until(until)
+            return
         await trio.lowlevel.checkpoint()
 
     def send_parts_nowait(self, parts: list) -> int:
@@ -196,9 +203,7 @@ class SimStream(trio.abc.Stream):
         if out.reader_closed:
             raise trio.BrokenResourceError("connection reset by peer")
         now = trio.current_time()
-        net = out.net
-        model = net.model
-        if model.rate_bps is not None and net.uplink_free[out.src] - now > model.send_buffer * 8 / model.rate_bps:
+        if out.full_until(now) is not None:
             raise BlockingIOError
         data = parts[0] if len(parts) == 1 and type(parts[0]) is bytes else b"".join(parts)
         out.put(data, now)
