@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from topics.blocklace.ads import owner_of, sign_ad_body
+from topics.blocklace.creator import draft_body
 from topics.blocklace.codec import (
     ACK,
     AD,
@@ -25,14 +26,12 @@ from topics.blocklace.codec import (
     PERM_ACK,
     PERM_EPOCH,
     PERM_EVENT,
-    Block,
     EpochMsg,
     Owner,
     Payload,
     TopicAd,
     TopicParams,
     encode_ad_body,
-    encode_block,
 )
 
 __all__ = ["PERMISSIONS", "TopicOwners", "parse_permissions", "draft_block", "event_draft", "ack_draft",
@@ -80,8 +79,8 @@ class TopicOwners:
 
 def draft_block(topic: bytes, payload: Payload, tags: Sequence[bytes] = ()) -> bytes:
     """The body of a draft of ``payload`` in ``topic`` (an Event, Ack, Epoch message or
-    TopicAdvertisement), with up to 8 content tags."""
-    return encode_block(Block(topic, 0, 0, (), 0, payload, tuple(tags)))
+    TopicAdvertisement), with up to 8 content tags: the node's own draft, as a client sends it."""
+    return draft_body(topic, payload, tuple(tags))
 
 
 def event_draft(topic: bytes, data: bytes, tags: Sequence[bytes] = ()) -> bytes:
