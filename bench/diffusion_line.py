@@ -2,14 +2,16 @@
 
     signer(s) --N2C--> node 1 --N2N--> node 2 --N2N--> node 3 --N2C--> aggregator
 
-Each node is the real command (``python -m dmq.cli.node``) with its own LMDB directory,
-Unix socket and TCP port; node 2 has node 1 as its local root, node 3 has node 2. Pools
-are generated here (Sum6KES keys, operational certificates) and given stake in a JSON stake
-file, so every hop runs the full validation. The bench process plays the Mithril side:
-signers submit over node 1's socket (one request at a time per connection, several
-connections), an aggregator reads node 3's socket with blocking notification requests.
-Both speak raw Pallas bytes over plain sockets (``bench/rawclient.py``), so the bench
-process, which shares the cores with the nodes, spends little more than its socket calls.
+Each node is the real command (``python -m dmq.cli.node``), started by the devnet's launcher
+(``integrations.devnet.node_process``) in its own directory with its configuration and
+topology files, LMDB database, Unix socket and TCP port; node 2 has node 1 as its local root,
+node 3 has node 2. Pools are generated here (Sum6KES keys, operational certificates) and
+given stake in a JSON stake file, so every hop runs the full validation. The bench process
+plays the Mithril side: signers submit over node 1's socket (one request at a time per
+connection, several connections), an aggregator reads node 3's socket with blocking
+notification requests. Both speak raw Pallas bytes over plain sockets (``bench/rawclient.py``),
+so the bench process, which shares the cores with the nodes, spends little more than its
+socket calls.
 
 Printed figures:
 
@@ -29,14 +31,11 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import cbor2
@@ -50,14 +49,20 @@ from bench.rawclient import RawConnection, connect_unix, sdu  # noqa: E402
 from dmq.codec import build_message, decode_message  # noqa: E402
 from dmq.kes import KesSigningKey  # noqa: E402
 from dmq.message import message_id_of, pool_id_of  # noqa: E402
+from dmq.networks import DEVNET  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
+from dmq.ports import free_ports  # noqa: E402
 from dmq.trace import read_log  # noqa: E402
+from integrations.devnet.node_process import SOCKET_FILE, NodeExited, NodeFiles, NodeProcess  # noqa: E402
+from integrations.devnet.scrape import scrape_text  # noqa: E402
+from integrations.devnet.topology import topology_document  # noqa: E402
 from miniprotocols.sig_submission.sig_message import checked_id  # noqa: E402
 from ouroboros_mux.cbor import item_end  # noqa: E402
 from tests.e2e.raw_n2c import ACCEPT, MSG_DONE, submit_message  # noqa: E402
 from tests.e2e.raw_n2c import REQUEST_BLOCKING as REQUEST_BLOCKING_MESSAGE  # noqa: E402
 
-MAGIC = 2147483690  # Mithril devnet: a short --min-sig-delay is allowed
+MAGIC = DEVNET.dmq  # Mithril devnet (2147483690): a short MinSigDelay is allowed
+HOST = "127.0.0.1"
 #: CIP-0137 mainnet load: 1 550 signers every minute.
 CIP_RATE = 1550 / 60
 CIP_REDUNDANCY = 2.0
@@ -88,11 +93,8 @@ finally:
     profiler.dump_stats(out)
 """
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: Where a profiled node writes its statistics when it exits, in its own directory.
+PROFILE_FILE = "profile.pstats"
 
 
 def make_messages(count: int, pools: int, ttl: int) -> list:
@@ -110,68 +112,104 @@ def make_messages(count: int, pools: int, ttl: int) -> list:
     return keys, messages
 
 
-class NodeProcess:
-    def __init__(self, name: str, workdir: Path, stake: Path, upstream: int | None, profile: bool = False) -> None:
-        self.name = name
-        self.dir = workdir / name
-        self.dir.mkdir()
-        self.port = free_port()
-        self.metrics_port = free_port()
-        self.socket = self.dir / "s"
-        roots = [] if upstream is None else [{"accessPoints": [{"address": "127.0.0.1", "port": upstream}],
-                                                "valency": 1}]
-        (self.dir / "topology.json").write_text(json.dumps({"localRoots": roots, "publicRoots": []}))
-        # Debug: a message accepted from a peer is logged at Debug, as by the reference node.
-        (self.dir / "config.json").write_text(json.dumps({"TraceOptions": {"": {"severity": "Debug"}}}))
-        self.log = self.dir / "log.jsonl"
-        #: cProfile statistics, written when the node exits (``--profile``).
-        self.profile = self.dir / "profile.pstats" if profile else None
-        runner = ["-c", PROFILED_NODE, str(self.profile)] if profile else ["-m", "dmq.cli.node"]
-        args = [sys.executable, *runner,
-                "--host-addr", "127.0.0.1", "--port", str(self.port), "--local-socket", str(self.socket),
-                "--configuration-file", str(self.dir / "config.json"), "--topology-file",
-                str(self.dir / "topology.json"), "--stake-source", str(stake), "--database-path",
-                str(self.dir / "db"), "--dmq-network-magic", str(MAGIC), "--min-sig-delay", "0",
-                "--prometheus-port", str(self.metrics_port)]
-        with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+@dataclass(frozen=True, slots=True)
+class ProfiledNodeFiles(NodeFiles):
+    """A node's files, its command the profiled runner (``PROFILED_NODE``) in place of
+    ``-m dmq.cli.node``; the statistics go to ``PROFILE_FILE`` in the node's directory."""
 
-    def connected(self, link: str) -> bool:
-        return self.log.exists() and any(e.data["link"] == link
-                                         for e in read_log(self.log.read_text(), "ConnectionOpened"))
+    def command(self) -> list[str]:
+        command = NodeFiles.command(self)
+        at = command.index("dmq.cli.node") - 1  # the "-m" before the module
+        return [*command[:at], "-c", PROFILED_NODE, PROFILE_FILE, *command[at + 2:]]
 
-    def accepted_at(self) -> dict[str, float]:
-        """When the node accepted each message (its ``MessageAccepted`` log lines, after the disk commit)."""
-        return {e.data["message_id"]: e.timestamp
-                for e in read_log(self.log.read_text(encoding="utf-8"), "MessageAccepted")}
 
-    def scrape(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as reply:
-            return reply.read().decode()
+def line_files(workdir: Path, stake: Path, profile: int | None) -> list[NodeFiles]:
+    """Nodes 1, 2, 3 in ``workdir``: node 2 has node 1 as its local root, node 3 has node 2.
 
-    def peer_bytes(self, peer_port: int) -> int:
-        """Bytes in plus out with the outbound peer at ``peer_port`` (from the per-peer counters)."""
-        text = self.scrape()
-        total = 0
-        for name in ("dmq_node_peer_bytesIn_counter", "dmq_node_peer_bytesOut_counter"):
-            match = re.search(rf'^{name}{{direction="outbound",peer="127.0.0.1:{peer_port}"}} (\S+)$', text, re.M)
-            if match is None:
-                raise RuntimeError(f"{self.name}: no {name} for peer {peer_port} in its metrics")
-            total += int(float(match.group(1)))
-        return total
+    ``profile``: the node (1..3) run under cProfile, if any."""
+    ports = free_ports(6, HOST)
+    files = []
+    for index in range(3):
+        directory = workdir / f"node{index + 1}"
+        config = {
+            "NetworkMagic": MAGIC,
+            "CardanoNetworkMagic": DEVNET.cardano,
+            "IPv4": HOST,
+            "PortNumber": ports[index],
+            "LocalAddress": SOCKET_FILE,
+            "DatabasePath": "db",
+            "StakeSource": os.path.relpath(stake, directory),
+            "MinSigDelay": 0,
+            "PrometheusPort": ports[3 + index],
+            # Debug: a message accepted from a peer is logged at Debug, as by the reference node.
+            "TraceOptions": {"": {"severity": "Debug"}},
+        }
+        topology = topology_document([(HOST, ports[index - 1])] if index else [])
+        kind = ProfiledNodeFiles if profile == index + 1 else NodeFiles
+        files.append(kind(directory.name, directory, config, topology))
+    return files
 
-    def cpu_seconds(self) -> float:
-        """User plus system CPU time the node process has used so far."""
-        return cpu_seconds(self.process.pid)
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+def port_of(node: NodeFiles) -> int:
+    return node.config["PortNumber"]
+
+
+def connected(node: NodeFiles, link: str) -> bool:
+    """Whether the node has logged an open connection on ``link`` (``n2n-out``: to its local root)."""
+    log = node.log_path
+    return log.exists() and any(e.data["link"] == link for e in read_log(log.read_text(), "ConnectionOpened"))
+
+
+def accepted_at(node: NodeFiles) -> dict[str, float]:
+    """When the node accepted each message (its ``MessageAccepted`` log lines, after the disk commit)."""
+    return {e.data["message_id"]: e.timestamp
+            for e in read_log(node.log_path.read_text(encoding="utf-8"), "MessageAccepted")}
+
+
+async def peer_bytes(node: NodeFiles, peer_port: int) -> int:
+    """Bytes in plus out with the outbound peer at ``peer_port`` (from the per-peer counters)."""
+    text = await scrape_text(node.config["PrometheusPort"], host=HOST, timeout=5)
+    total = 0
+    for name in ("dmq_node_peer_bytesIn_counter", "dmq_node_peer_bytesOut_counter"):
+        match = re.search(rf'^{name}{{direction="outbound",peer="{HOST}:{peer_port}"}} (\S+)$', text, re.M)
+        if match is None:
+            raise RuntimeError(f"{node.name}: no {name} for peer {peer_port} in its metrics")
+        total += int(float(match.group(1)))
+    return total
+
+
+def node_cpu_seconds(node: NodeProcess) -> float:
+    """User plus system CPU time the node process has used so far."""
+    return cpu_seconds(node.process.pid)
+
+
+async def wait_linked(nodes: list[NodeProcess], timeout: float) -> None:
+    """Until every node listens and nodes 2 and 3 have their connection to the previous one open."""
+    deadline = trio.current_time() + timeout
+    for node in nodes:
+        await node.wait_listening(max(0.0, deadline - trio.current_time()))
+    with trio.move_on_after(max(0.0, deadline - trio.current_time())):
+        while not all(connected(node.files, "n2n-out") for node in nodes[1:]):
+            for node in nodes:
+                if not node.running:
+                    raise NodeExited(f"{node.name} exited with status {node.returncode}; {node.diagnostics()}")
+            await trio.sleep(0.1)
+        return
+    tails = " || ".join(f"{node.name}: {node.diagnostics()}" for node in nodes)
+    raise RuntimeError(f"nodes 2 and 3 did not connect within {timeout:g} s: {tails}")
+
+
+async def run_line(args: argparse.Namespace, files: list[NodeFiles], messages: list) -> dict:
+    """Start the three nodes, run the bench on them once linked, and stop them, whatever happens."""
+    nodes = [NodeProcess(f) for f in files]
+    try:
+        for node in nodes:
+            await node.start()
+        await wait_linked(nodes, timeout=120)  # a loaded machine imports slowly
+        return await run_bench(args, nodes, messages)
+    finally:
+        for node in nodes:
+            await node.stop(grace=10)
 
 
 async def open_local(path: Path) -> RawConnection:
@@ -303,24 +341,24 @@ async def run_bench(args: argparse.Namespace, nodes: list[NodeProcess], messages
     results: dict = {}
     async with trio.open_nursery() as nursery:
         aggregator = Aggregator()
-        reader = await open_local(third.socket)
+        reader = await open_local(third.files.socket_path)
         nursery.start_soon(aggregator.run, reader)
-        signers = [await open_local(first.socket) for _ in range(args.connections)]
+        signers = [await open_local(first.files.socket_path) for _ in range(args.connections)]
         size = len(messages[0].raw)
 
         # -- throughput: everything at once --------------------------------------------
         burst = messages[:args.messages]
         sent: dict[bytes, float] = {}
-        hop_before = second.peer_bytes(first.port)
-        cpu_before = [n.cpu_seconds() for n in nodes]
+        hop_before = await peer_bytes(second.files, port_of(first.files))
+        cpu_before = [node_cpu_seconds(n) for n in nodes]
         own_cpu_before = time.process_time()
         started = time.perf_counter()
         await submit_all(signers, burst, sent, rate=None)
         submitted = time.perf_counter()
         await aggregator.wait_for({m.message_id for m in burst}, timeout=120)
         last = max(aggregator.arrivals[m.message_id] for m in burst)
-        hop_bytes = second.peer_bytes(first.port) - hop_before
-        cpu = [n.cpu_seconds() - before for n, before in zip(nodes, cpu_before)]
+        hop_bytes = await peer_bytes(second.files, port_of(first.files)) - hop_before
+        cpu = [node_cpu_seconds(n) - before for n, before in zip(nodes, cpu_before)]
         own_cpu = time.process_time() - own_cpu_before
         results["throughput"] = {
             "messages": len(burst),
@@ -358,9 +396,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, int(round(q * len(ordered))) - 1)]
 
 
-def hop_latencies(nodes: list[NodeProcess], ids: list[str]) -> list[tuple[str, float, float]]:
+def hop_latencies(nodes: list[NodeFiles], ids: list[str]) -> list[tuple[str, float, float]]:
     """Per hop of the paced run: ``(hop, p50 ms, p99 ms)`` from acceptance at one node to the next."""
-    accepted = [n.accepted_at() for n in nodes]
+    accepted = [accepted_at(n) for n in nodes]
     hops = []
     for (a, at_a), (b, at_b) in zip(zip(nodes, accepted), zip(nodes[1:], accepted[1:])):
         gaps = [(at_b[i] - at_a[i]) * 1000 for i in ids if i in at_a and i in at_b]
@@ -389,29 +427,18 @@ def main() -> None:
     stake = workdir / "stake.json"
     stake.write_text(json.dumps({"epoch": 1, "maxKESEvolutions": 62,
                                  "pools": {pool_id_of(cold_vk).hex(): 1_000_000 for cold_vk, _, _ in keys}}))
-    nodes: list[NodeProcess] = []
+    files = line_files(workdir, stake, args.profile)
     try:
-        for name in ("node1", "node2", "node3"):
-            nodes.append(NodeProcess(name, workdir, stake, nodes[-1].port if nodes else None,
-                                     profile=args.profile == len(nodes) + 1))
-        deadline = time.time() + 120  # a loaded machine imports slowly
-        while not (all(n.socket.exists() for n in nodes) and nodes[1].connected("n2n-out")
-                   and nodes[2].connected("n2n-out")):
-            if time.time() > deadline or any(n.process.poll() is not None for n in nodes):
-                tails = "\n".join(f"{n.name}: {n.log.read_text()[-500:]}" for n in nodes if n.log.exists())
-                raise RuntimeError(f"nodes did not start in time:\n{tails}")
-            time.sleep(0.1)
-        results = trio.run(run_bench, args, nodes, messages)
+        results = trio.run(run_line, args, files, messages)
         paced = messages[args.messages:args.messages + results["latency"]["messages"]]
-        results["hops"] = hop_latencies(nodes, [m.message_id.hex() for m in paced])
+        results["hops"] = hop_latencies(files, [m.message_id.hex() for m in paced])
     finally:
-        for node in nodes:
-            node.stop()
-        for node in nodes:
-            if node.profile is not None and node.profile.exists():
+        for node in files:
+            profile = node.directory / PROFILE_FILE
+            if isinstance(node, ProfiledNodeFiles) and profile.exists():
                 import pstats
                 print(f"{node.name} profile (cumulative, then own time):")
-                stats = pstats.Stats(str(node.profile))
+                stats = pstats.Stats(str(profile))
                 stats.sort_stats("cumulative").print_stats(30)
                 stats.sort_stats("tottime").print_stats(30)
         if not args.keep:
