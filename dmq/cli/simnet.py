@@ -38,6 +38,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="extra one-way delay, as a fraction of the one-way latency (default: 0.1)")
     parser.add_argument("--loss", type=_number(float, low=0, low_inclusive=True, high=1), default=0.0,
                         help="probability a write is lost once and retransmitted (default: 0)")
+    parser.add_argument("--uniform-rtt", type=_number(float, low=0), default=None, dest="uniform_rtt_ms",
+                        metavar="MS", help="every pair of nodes this round trip in milliseconds, instead of "
+                                           "the inter-region matrix (default: the matrix)")
     parser.add_argument("--rate-mbit", type=_number(float, low=0), default=100.0,
                         help="each node's uplink and downlink in Mbit/s (default: 100)")
     parser.add_argument("--warmup", type=_number(float, low=0, low_inclusive=True), default=60.0,
@@ -69,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
             roots=args.roots, active_peers=args.active_peers, kill_fraction=args.kill_fraction,
             partition_fraction=args.partition_fraction,
             flood=args.flood, eclipse=args.eclipse, jitter=args.jitter, loss=args.loss, rate_mbit=args.rate_mbit,
+            uniform_rtt_ms=args.uniform_rtt_ms,
             warmup=args.warmup, drain=args.drain, directory=args.directory, record=args.record)
     except ValueError as exc:
         raise OperatorError(str(exc)) from None

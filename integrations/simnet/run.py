@@ -96,6 +96,10 @@ class SimnetOptions:
     eclipse: int = 0
     jitter: float = 0.1
     loss: float = 0.0
+    #: Every pair of nodes this round trip (milliseconds) instead of the regions' matrix: the
+    #: protocol's own timing, without the geography (with ``jitter`` 0, a hop to the exact
+    #: round trip).
+    uniform_rtt_ms: float | None = None
     rate_mbit: float | None = 100.0
     #: Virtual seconds for the nodes to find peers before publishing starts.
     warmup: float = 60.0
@@ -113,6 +117,8 @@ class SimnetOptions:
                                    self.partition_fraction)
         if problem is not None:
             raise ValueError(problem)
+        if self.uniform_rtt_ms is not None and not self.uniform_rtt_ms > 0:
+            raise ValueError(f"a uniform round trip is a positive number of milliseconds, got {self.uniform_rtt_ms}")
 
     @property
     def min_sig_delay(self) -> float:
@@ -163,7 +169,11 @@ class Simnet:
         total = options.nodes + options.eclipse + (1 if options.flood else 0)
         self.hosts = [node_address(i) for i in range(total)]
         self.regions = place_nodes(total, options.seed)
-        model = LinkModel(rtt=lambda a, b: rtt_ms(self.regions[a], self.regions[b]) / 1000, jitter=options.jitter,
+        if options.uniform_rtt_ms is None:
+            rtt = lambda a, b: rtt_ms(self.regions[a], self.regions[b]) / 1000  # noqa: E731
+        else:
+            rtt = lambda a, b: options.uniform_rtt_ms / 1000  # noqa: E731
+        model = LinkModel(rtt=rtt, jitter=options.jitter,
                           loss=options.loss, rate_bps=None if options.rate_mbit is None else options.rate_mbit * 1e6,
                           seed=options.seed)
         self.net = SimNetwork(model, self.hosts)

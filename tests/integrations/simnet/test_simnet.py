@@ -75,3 +75,23 @@ def test_a_stakeless_cluster_around_a_victim_leaves_it_complete_and_every_hop_kn
     assert eclipse.kind == "eclipse"
     assert eclipse.outcome["victim_missing"] == 0
     assert eclipse.outcome["attacker_connections_at_end"] > 0
+
+
+def test_a_hop_takes_one_and_a_half_round_trips_on_an_idle_connection_and_up_to_one_more_on_a_busy_one():
+    # Every pair 100 ms apart, no jitter. Idle: the pulling peer's blocking request already waits at
+    # the serving peer, so a new id leaves at once: announcement, body request, body = 1.5 round trips.
+    # Busy (a message every 59 ms, never in step with the 100 ms round): the reply to that request has
+    # just left with earlier ids, and the new one waits for the next request, up to a round trip more
+    # (docs/network-scale.md, "At mainnet's rate").
+    def hop_one(pools: int) -> dict:
+        options = SimnetOptions(nodes=4, pools=pools, period=10.0, duration=6.0, active_peers=3, kill_fraction=0.0,
+                                partition_fraction=0.0, flood=False, jitter=0.0, uniform_rtt_ms=100.0, warmup=10.0,
+                                drain=10.0, seed=1)
+        report = run_simnet(options, assemble_node)
+        assert report.missing == 0 and report.duplicates == 0, report.lines()
+        assert set(report.latency_by_hop) == {"1"}, report.latency_by_hop
+        return report.latency_by_hop["1"]
+
+    idle, busy = hop_one(pools=4), hop_one(pools=170)
+    assert 150.0 <= idle["p50_ms"] <= idle["max_ms"] < 151.0, idle
+    assert busy["count"] >= 300 and 165.0 < busy["p50_ms"] and busy["max_ms"] < 251.0, busy
