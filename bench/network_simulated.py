@@ -57,7 +57,8 @@ def plot(reports: list[dict], directory: Path, prefix: str = "simnet") -> None:
         fig, ax = plt.subplots(figsize=(6, 4))
         for label, values in series.items():
             ax.plot(nodes, values, marker="o", label=label)
-        ax.set(title=title, xlabel="nodes", ylabel=unit)
+        ax.set(title=title, xlabel="nodes (logarithmic: 100 to thousands)", ylabel=unit, xscale="log")
+        ax.set_xticks(nodes, [f"{n:,}" for n in nodes])
         ax.legend()
         ax.grid(alpha=0.3)
         fig.tight_layout()
