@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,14 @@ CONFORMANCE = ROOT / "tests" / "data"
 settings.register_profile("default-run", derandomize=True, deadline=None)
 settings.register_profile("explore", derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default-run"))
+
+# A test run started in the background by a shell without job control (`make test &` in a
+# script) inherits SIGINT ignored, and so would every node process the tests start: a node
+# keeps an inherited "ignore" (as `nohup` and background jobs expect), so the tests that stop a
+# node with SIGINT, as Ctrl-C does, would wait for it in vain. The run restores Ctrl-C's default
+# for itself and therefore for the nodes it starts.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _require_conformance() -> Path:
