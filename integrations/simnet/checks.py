@@ -86,6 +86,12 @@ class VirtualClock(trio.abc.Clock):
 
     def __init__(self) -> None:
         self._now = 0.0
+        self._networks: list = []
+
+    def follow(self, network) -> None:
+        """Also jump to ``network``'s next arrival (``next_arrival()``) and, there, let it wake its
+        readers (``deliver(now)``): the simulated links' bytes arrive without a cancel scope each."""
+        self._networks.append(network)
 
     def start_clock(self) -> None:
         pass
@@ -94,8 +100,13 @@ class VirtualClock(trio.abc.Clock):
         return self._now
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
+        networks = self._networks
+        for network in networks:
+            deadline = min(deadline, network.next_arrival())
         if deadline == math.inf:
             return 86400.0  # nothing will ever wake: a deadlock, as under MockClock
         if deadline > self._now:
             self._now = deadline
+        for network in networks:
+            network.deliver(self._now)
         return 0.0

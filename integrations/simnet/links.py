@@ -20,8 +20,8 @@ written on one side are readable on the other at a time computed when they are w
   timeout doubling from the write, as TCP backs off), plus the one-way latency. A connect
   across the cut waits (its SYNs are lost) until the heal or the dialler's connect timeout.
 
-Everything is read from trio's clock, so under ``trio.testing.MockClock`` the links run in
-virtual time; the randomness comes from one seeded generator per pipe, so a run follows
+Everything is read from trio's clock, and the links run on
+:class:`integrations.simnet.checks.VirtualClock`, which wakes a reader when its bytes arrive; the randomness comes from one seeded generator per pipe, so a run follows
 from its seed. A write returns at once unless the node's uplink has more than
 ``send_buffer`` bytes queued (a socket's send buffer), and then waits for it to drain.
 """
@@ -29,6 +29,8 @@ from its seed. A write returns at once unless the node's uplink has more than
 from __future__ import annotations
 
 import errno
+import heapq
+import itertools
 import math
 import random
 from collections import deque
@@ -67,7 +69,8 @@ class LinkModel:
 class _Pipe:
     """One direction of a connection: writes from ``src`` readable by ``dst`` at their arrival time."""
 
-    __slots__ = ("net", "serial", "src", "dst", "rtt", "rng", "queue", "last_at", "waiter", "reader_closed", "bytes")
+    __slots__ = ("net", "serial", "src", "dst", "rtt", "rng", "queue", "last_at", "waiter", "expected_at",
+                 "reader_closed", "bytes")
 
     def __init__(self, net: SimNetwork, serial: int, src: int, dst: int, rng: random.Random) -> None:
         self.net = net
@@ -79,22 +82,44 @@ class _Pipe:
         #: [arrival time, data, time written]; arrival ``inf`` while held by a partition.
         self.queue: deque[list] = deque()
         self.last_at = 0.0
-        self.waiter: trio.CancelScope | None = None
+        #: The reader's task while it waits for data (rescheduled by the network, see ``_wake``).
+        self.waiter: trio.lowlevel.Task | None = None
+        #: The arrival the network will wake the reader at (None: none booked).
+        self.expected_at: float | None = None
         self.reader_closed = False
         self.bytes = 0
 
     def _wake(self) -> None:
-        """Wake the reader when the first queued write arrives (at once if it has, or if the reader closed).
+        """Have the waiting reader woken when the first queued write arrives (at once if the reader closed).
 
-        The reader waits in a cancel scope whose deadline is that arrival: one wake-up per
-        arrival, where an event set by the writer and then a sleep until the arrival would be two.
+        The arrival is booked with the network, which the virtual clock asks before it jumps
+        (:meth:`SimNetwork.deliver`): the reader is rescheduled directly at that time, without a
+        cancel scope, a deadline or a Cancelled exception per arrival.
         """
-        waiter = self.waiter
-        if waiter is not None:
-            if self.reader_closed:
-                waiter.cancel()
-            elif self.queue:
-                waiter.deadline = self.queue[0][0]
+        if self.waiter is None:
+            return
+        if self.reader_closed:
+            task, self.waiter = self.waiter, None
+            trio.lowlevel.reschedule(task)
+        elif self.queue:
+            at = self.queue[0][0]
+            if at != math.inf and at != self.expected_at:
+                self.expected_at = at
+                self.net.expect(at, self)
+
+    async def wait(self) -> None:
+        """Until the first queued write has arrived, or the reader closed (see :meth:`_wake`)."""
+        if self.reader_closed:
+            await trio.lowlevel.checkpoint()
+            return
+        self.waiter = trio.lowlevel.current_task()
+        self._wake()  # books the first arrival, if one is on its way
+
+        def abort(_) -> trio.lowlevel.Abort:
+            self.waiter = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
     def full_until(self, now: float) -> float | None:
         """When the sending node's uplink will again hold no more than one send buffer, if it holds
@@ -229,12 +254,8 @@ class SimStream(trio.abc.Stream):
                     return self._take(max_bytes, now)
             # Until the first write on the way arrives (later writes arrive later still: TCP's
             # order); with nothing on the way, or held by a cut, the writer, the heal or a close
-            # sets the deadline (:meth:`_Pipe._wake`).
-            with trio.CancelScope(deadline=at) as pipe.waiter:
-                try:
-                    await trio.sleep_forever()
-                finally:
-                    pipe.waiter = None
+            # books the wake-up (:meth:`_Pipe._wake`).
+            await pipe.wait()
             slept = True
 
     def _take(self, max_bytes: int | None, now: float) -> bytes:
@@ -328,7 +349,45 @@ class SimNetwork:
         self.writes = 0
         self._healed = trio.Event()
         self._pipes = 0
+        #: Booked wake-ups: (arrival, booking order, pipe), earliest first; ties in booking order.
+        self._arrivals: list[tuple[float, int, _Pipe]] = []
+        self._bookings = itertools.count()
+        self._clock_followed = False
         self._ports = [32768] * count
+
+    def expect(self, at: float, pipe: _Pipe) -> None:
+        """Wake ``pipe``'s reader at ``at`` (the virtual clock calls :meth:`deliver`)."""
+        if not self._clock_followed:
+            clock = trio.lowlevel.current_clock()
+            follow = getattr(clock, "follow", None)
+            if follow is None:
+                raise RuntimeError("simulated links run on integrations.simnet.checks.VirtualClock, "
+                                   f"not {type(clock).__name__}")
+            follow(self)
+            self._clock_followed = True
+        heapq.heappush(self._arrivals, (at, next(self._bookings), pipe))
+
+    def next_arrival(self) -> float:
+        """The earliest booked wake-up (inf: none)."""
+        return self._arrivals[0][0] if self._arrivals else math.inf
+
+    def deliver(self, now: float) -> None:
+        """Reschedule every reader whose data has arrived by ``now``; the virtual clock calls this
+        when no task can run, before it moves time on."""
+        arrivals = self._arrivals
+        while arrivals and arrivals[0][0] <= now:
+            at, _, pipe = heapq.heappop(arrivals)
+            if pipe.expected_at == at:
+                pipe.expected_at = None
+            task = pipe.waiter
+            if task is None:
+                continue
+            queue = pipe.queue
+            if queue and queue[0][0] <= now:
+                pipe.waiter = None
+                trio.lowlevel.reschedule(task)
+            else:
+                pipe._wake()  # a stale booking: book the current first arrival, if any
 
     def transport(self, index: int) -> SimTransport:
         return SimTransport(self, index)

@@ -39,7 +39,7 @@ async def read_exactly(stream, size: int) -> bytes:
     return data
 
 
-async def test_a_connect_takes_one_round_trip_and_bytes_one_way(autojump_clock):
+async def test_a_connect_takes_one_round_trip_and_bytes_one_way(virtual_clock):
     client, server, connected_at = await connected(network())
     assert connected_at == pytest.approx(RTT)
     await client.send_all(b"hello")
@@ -50,7 +50,7 @@ async def test_a_connect_takes_one_round_trip_and_bytes_one_way(autojump_clock):
     assert trio.current_time() == pytest.approx(connected_at + RTT)
 
 
-async def test_jitter_never_reorders_and_stays_in_its_bound(autojump_clock):
+async def test_jitter_never_reorders_and_stays_in_its_bound(virtual_clock):
     client, server, _ = await connected(network(jitter=0.5, seed=3))
     sent_at = trio.current_time()
     for n in range(200):
@@ -60,7 +60,7 @@ async def test_jitter_never_reorders_and_stays_in_its_bound(autojump_clock):
     assert RTT / 2 <= trio.current_time() - sent_at <= RTT / 2 * 1.5 + 1e-9
 
 
-async def test_bandwidth_is_a_serialisation_delay(autojump_clock):
+async def test_bandwidth_is_a_serialisation_delay(virtual_clock):
     client, server, _ = await connected(network(rate_bps=8e6, send_buffer=1 << 30))
     sent_at = trio.current_time()
     await client.send_all(bytes(1_000_000))  # 8 Mbit at 8 Mbit/s: one second up, one second down
@@ -68,7 +68,7 @@ async def test_bandwidth_is_a_serialisation_delay(autojump_clock):
     assert trio.current_time() - sent_at == pytest.approx(RTT / 2 + 2.0)
 
 
-async def test_a_full_send_buffer_makes_the_writer_wait(autojump_clock):
+async def test_a_full_send_buffer_makes_the_writer_wait(virtual_clock):
     client, _, _ = await connected(network(rate_bps=8e6, send_buffer=100_000))
     started = trio.current_time()
     await client.send_all(bytes(1_000_000))
@@ -76,7 +76,7 @@ async def test_a_full_send_buffer_makes_the_writer_wait(autojump_clock):
     assert trio.current_time() - started == pytest.approx(0.9)
 
 
-async def test_loss_is_a_retransmission_delay(autojump_clock):
+async def test_loss_is_a_retransmission_delay(virtual_clock):
     client, server, _ = await connected(network(loss=0.999, seed=1))
     sent_at = trio.current_time()
     await client.send_all(b"x")
@@ -85,7 +85,7 @@ async def test_loss_is_a_retransmission_delay(autojump_clock):
     assert late > 0 and late == pytest.approx(round(late / (MIN_RTO + RTT)) * (MIN_RTO + RTT))
 
 
-async def test_a_partition_holds_writes_until_the_first_retransmission_after_the_heal(autojump_clock):
+async def test_a_partition_holds_writes_until_the_first_retransmission_after_the_heal(virtual_clock):
     net = network()
     client, server, _ = await connected(net)
     net.cut({1})
@@ -103,7 +103,7 @@ async def test_a_partition_holds_writes_until_the_first_retransmission_after_the
     assert trio.current_time() - written == pytest.approx(rto * 31 + RTT / 2)
 
 
-async def test_a_connect_across_a_cut_waits_for_the_heal(autojump_clock):
+async def test_a_connect_across_a_cut_waits_for_the_heal(virtual_clock):
     net = network()
     await net.transport(1).listen(HOSTS[1], 3001)
     net.cut({0})
@@ -112,7 +112,7 @@ async def test_a_connect_across_a_cut_waits_for_the_heal(autojump_clock):
     assert waited.cancelled_caught
 
 
-async def test_nothing_listening_is_a_refused_connection(autojump_clock):
+async def test_nothing_listening_is_a_refused_connection(virtual_clock):
     net = network()
     with pytest.raises(OSError) as raised:
         await net.transport(0).connect(HOSTS[1], 3001)
@@ -120,7 +120,7 @@ async def test_nothing_listening_is_a_refused_connection(autojump_clock):
     assert trio.current_time() == pytest.approx(RTT)
 
 
-async def test_closing_one_end_is_end_of_stream_then_reset(autojump_clock):
+async def test_closing_one_end_is_end_of_stream_then_reset(virtual_clock):
     client, server, _ = await connected(network())
     await client.send_all(b"last")
     await client.aclose()
