@@ -186,18 +186,17 @@ class Validator:
         # 3: rate limit on the monotonic clock.
         pool_id = msg.pool_id
         state = self.state
-        if not rate_limit:
-            pass
-        elif screen is None:
-            last = state.last_accepted(pool_id)
-            if last is not None:
-                since_last = monotonic - last
-                if since_last < self.min_sig_delay:
-                    return SigTooFrequent(pool_id, since_last)
-        else:
-            refused = screen(msg, monotonic)
-            if refused is not None:
-                return refused
+        if rate_limit:
+            if screen is None:
+                last = state.last_accepted(pool_id)
+                if last is not None:
+                    since_last = monotonic - last
+                    if since_last < self.min_sig_delay:
+                        return SigTooFrequent(pool_id, since_last)
+            else:
+                refused = screen(msg, monotonic)
+                if refused is not None:
+                    return refused
 
         # 4: the carried id is the hash of the payload as received.
         if msg.legacy:

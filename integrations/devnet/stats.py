@@ -3,7 +3,8 @@
 A devnet run sees at most a few hundred thousand deliveries, so latencies are kept exactly
 rather than sketched: the percentiles printed are the true ones, by the nearest-rank rule.
 They are sorted when read, not on insertion: sorted insertion moves half the list per value,
-which for the 300,000 deliveries of a 100-node run is minutes of CPU. Rates are counted over a sliding window of recent arrivals.
+which for the 300,000 deliveries of a 100-node run is minutes of CPU. Rates are counted over a
+sliding window of recent arrivals.
 """
 
 from __future__ import annotations

@@ -377,7 +377,8 @@ class Netlab:
                                         end, self.tally)
                     names = lambda victims: [self.processes[i].name for i in victims]  # noqa: E731
                     if plan.kill:
-                        record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at, planned_at=plan.kill_at)
+                        record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at,
+                                             planned_at=plan.kill_at)
                         self.faults.append(record)
                         work.start_soon(kill_and_restart, self.processes, plan.kill, plan.kill_at, plan.kill_seconds,
                                         start, record, self._recovery(recoveries), self._lower,

@@ -21,9 +21,10 @@ written on one side are readable on the other at a time computed when they are w
   across the cut waits (its SYNs are lost) until the heal or the dialler's connect timeout.
 
 Everything is read from trio's clock, and the links run on
-:class:`integrations.simnet.checks.VirtualClock`, which wakes a reader when its bytes arrive; the randomness comes from one seeded generator per pipe, so a run follows
-from its seed. A write returns at once unless the node's uplink has more than
-``send_buffer`` bytes queued (a socket's send buffer), and then waits for it to drain.
+:class:`integrations.simnet.checks.VirtualClock`, which wakes a reader when its bytes arrive;
+the randomness comes from one seeded generator per pipe, so a run follows from its seed. A
+write returns at once unless the node's uplink has more than ``send_buffer`` bytes queued (a
+socket's send buffer), and then waits for it to drain.
 """
 
 from __future__ import annotations
