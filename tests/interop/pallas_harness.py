@@ -35,14 +35,17 @@ ENV_VAR = "DMQ_PALLAS_INTEROP"
 PROGRAM = "dmq-pallas-interop"
 
 
-def harness_path() -> Path:
-    """The built program: ``$DMQ_PALLAS_INTEROP``, else the build script's default place."""
-    explicit = os.environ.get(ENV_VAR)
+def harness_path(env_var: str = ENV_VAR, program: str = PROGRAM) -> Path:
+    """The built program: ``$DMQ_PALLAS_INTEROP``, else the build script's default place.
+
+    ``env_var`` and ``program`` name another harness the same script builds (tests/interop/mithril).
+    """
+    explicit = os.environ.get(env_var)
     if explicit:
         return Path(explicit)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     target = Path(os.environ.get("CARGO_TARGET_DIR") or cache / "dmq-node" / "interop-target")
-    return target / "release" / PROGRAM
+    return target / "release" / program
 
 
 def run_signer(program: Path, version: str, socket: Path, magic: int, raws: Iterable[bytes], *,
