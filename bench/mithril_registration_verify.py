@@ -30,13 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dmq.kes import kes_verify  # noqa: E402
 from dmq.opcert import verify_opcert  # noqa: E402
 from mithril_registration import verify_registration  # noqa: E402
-from mithril_registration.build import BlsKey, Pool, build_registration  # noqa: E402
+from mithril_registration.build import GROUP_ORDER, BlsKey, Pool, build_registration  # noqa: E402
 from mithril_registration.encoding import decode_kes_signature, decode_opcert, decode_verification_key  # noqa: E402
 from mithril_registration.pop import verify_proof_of_possession  # noqa: E402
 
 START_KES_PERIOD = 400
 CURRENT_KES_PERIOD = 431
-GROUP_ORDER = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 
 
 def corpus(pools: int):

@@ -24,10 +24,10 @@ from dmq.opcert import cold_verification_key, encode_opcert, issue_opcert, pool_
 from .message import SignerRegistration
 from .pop import POP_DST, POP_MESSAGE
 
-__all__ = ["BlsKey", "Pool", "build_registration", "encode_json_hex", "encode_bytes_hex"]
+__all__ = ["GROUP_ORDER", "BlsKey", "Pool", "build_registration", "encode_json_hex", "encode_bytes_hex"]
 
-# The order of G1 and G2 (BLS12-381's r).
-_GROUP_ORDER = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
+#: The order of G1 and G2 (BLS12-381's r).
+GROUP_ORDER = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class BlsKey:
 
     @classmethod
     def generate(cls, secret: int | None = None) -> BlsKey:
-        sk = secret if secret is not None else 1 + secrets.randbelow(_GROUP_ORDER - 1)
+        sk = secret if secret is not None else 1 + secrets.randbelow(GROUP_ORDER - 1)
         scalar = Scalar(sk)
         vk = G2Point() * scalar
         k1 = G1Point.hash_to_curve(POP_MESSAGE, POP_DST) * scalar

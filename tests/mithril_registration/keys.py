@@ -7,13 +7,11 @@ import hashlib
 
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from mithril_registration.build import BlsKey, Pool
+from mithril_registration.build import GROUP_ORDER, BlsKey, Pool
 
 START_KES_PERIOD = 100
 CURRENT_KES_PERIOD = 107  # evolution 7
 EPOCH = 42
-#: The order of the BLS12-381 groups (r).
-GROUP_ORDER = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 
 
 def _seed(label: str, index: int) -> bytes:
