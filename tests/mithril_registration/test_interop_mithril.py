@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from py_arkworks_bls12381 import G1Point
+from py_arkworks_bls12381 import G1Point, G2Point
 
 from dmq.opcert import pool_id_from_bech32
 from mithril_registration import (
@@ -23,6 +23,7 @@ from mithril_registration import (
     PartyIdMismatch,
     PoolNotInStakeDistribution,
     ProofOfPossessionInvalid,
+    RegistrationMalformed,
     RegistrationRefused,
     SignerRegistration,
     parse_register_signer,
@@ -140,10 +141,22 @@ def _tampered(made: list[dict[str, Any]]) -> dict[str, tuple[SignerRegistration,
             dataclasses.replace(regs[0], operational_certificate=regs[1].operational_certificate,
                                 party_id=regs[1].party_id), stakes, KesSignatureInvalid, False),
         "pool outside the stake distribution": (regs[0], without_first, PoolNotInStakeDistribution, False),
-        # The one difference, on purpose: Mithril replaces a wrong party id with the certificate's pool.
+        # The differences, on purpose (docs/mithril-registration.md 6): Mithril replaces a wrong
+        # party id with the certificate's pool, and reads encodings no Mithril signer writes.
         "party id naming another pool": (
             dataclasses.replace(regs[0], party_id=regs[1].party_id), stakes, PartyIdMismatch, True),
+        "bytes-hex key with a trailing byte": (
+            dataclasses.replace(regs[SIGNERS], verification_key=regs[SIGNERS].verification_key + "00"), stakes,
+            RegistrationMalformed, True),
+        "JSON-hex key with an unknown member": (
+            dataclasses.replace(regs[0], verification_key=_with_member(regs[0].verification_key)), stakes,
+            RegistrationMalformed, True),
     }
+
+
+def _with_member(json_hex: str) -> str:
+    document = json.loads(bytes.fromhex(json_hex))
+    return json.dumps({**document, "extra": 1}, separators=(",", ":")).encode().hex()
 
 
 def test_tampered_registrations_get_the_same_verdict_from_mithril_and_here(harness, made_by_mithril, tmp_path):
@@ -180,6 +193,7 @@ def _pop_cases() -> dict[str, tuple[SignerRegistration, bool]]:
         "k2 of another key": (vk + k1 + other[144:], False),
         "vk of another key": (other[:96] + k1 + k2, False),
         "vk outside G2": (point_outside_g2() + k1 + k2, False),
+        "vk the identity": (G2Point.identity().to_compressed_bytes() + G1Point.identity().to_compressed_bytes() * 2, False),
     }
     return {name: (build_registration(pool(0), BlsKey(0, key), epoch=EPOCH, current_kes_period=CURRENT), valid)
             for name, (key, valid) in keys.items()}
