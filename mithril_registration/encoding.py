@@ -36,11 +36,28 @@ from ouroboros_mux.cbor import CborError, Cursor
 from .errors import RegistrationMalformed
 from .pop import POP_SIZE, VERIFICATION_KEY_SIZE, VK_SIZE
 
-__all__ = ["decode_verification_key", "decode_kes_signature", "decode_opcert", "KES_DEPTH"]
+__all__ = ["decode_verification_key", "decode_kes_signature", "decode_opcert", "strict_json", "KES_DEPTH"]
 
 KES_DEPTH = 6
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
 _T = TypeVar("_T")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"duplicate member in a JSON object: {sorted(k for k in set(keys) if keys.count(k) > 1)}")
+    return dict(pairs)
+
+
+def strict_json(raw: bytes | str) -> Any:
+    """JSON as serde_json reads it into Mithril's types: UTF-8 only, no duplicate members.
+
+    Python's parser alone would take UTF-16 text and let a repeated member win, both of which
+    Mithril refuses; accepting them would put in a set what a Mithril follower rejects.
+    """
+    text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+    return json.loads(text, object_pairs_hook=_no_duplicates)
 
 
 def _hex_bytes(field: str, text: Any) -> bytes:
@@ -64,9 +81,9 @@ def _decode(field: str, text: Any, from_json: Callable[[Any], _T], from_bytes: C
     """JSON-hex first, then bytes-hex (Mithril's default codec); one error naming both attempts."""
     raw = _hex_bytes(field, text)
     try:
-        document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        json_problem = "not JSON"
+        document = strict_json(raw)
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        json_problem = f"not JSON: {exc}"
     else:
         try:
             return from_json(document)

@@ -19,11 +19,11 @@ stored, forwarded or served is what the signer sent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .encoding import strict_json
 from .errors import RegistrationMalformed
 
 __all__ = ["SignerRegistration", "parse_register_signer"]
@@ -80,7 +80,7 @@ def parse_register_signer(document: Mapping[str, Any] | str | bytes) -> SignerRe
     """A :class:`SignerRegistration` from the message's JSON (text or already parsed)."""
     if isinstance(document, (str, bytes, bytearray)):
         try:
-            document = json.loads(document)
+            document = strict_json(document)
         except (ValueError, UnicodeDecodeError) as exc:
             raise RegistrationMalformed(f"not JSON: {exc}") from None
     if not isinstance(document, Mapping):

@@ -141,6 +141,9 @@ def _tampered(made: list[dict[str, Any]]) -> dict[str, tuple[SignerRegistration,
             dataclasses.replace(regs[0], operational_certificate=regs[1].operational_certificate,
                                 party_id=regs[1].party_id), stakes, KesSignatureInvalid, False),
         "pool outside the stake distribution": (regs[0], without_first, PoolNotInStakeDistribution, False),
+        "JSON-hex key with a repeated member": (
+            dataclasses.replace(regs[0], verification_key=_repeat_vk(regs[0].verification_key)), stakes,
+            RegistrationMalformed, False),
         # The differences, on purpose (docs/mithril-registration.md 6): Mithril replaces a wrong
         # party id with the certificate's pool, and reads encodings no Mithril signer writes.
         "party id naming another pool": (
@@ -152,6 +155,11 @@ def _tampered(made: list[dict[str, Any]]) -> dict[str, tuple[SignerRegistration,
             dataclasses.replace(regs[0], verification_key=_with_member(regs[0].verification_key)), stakes,
             RegistrationMalformed, True),
     }
+
+
+def _repeat_vk(json_hex: str) -> str:
+    text = bytes.fromhex(json_hex).decode()
+    return text.replace('{"vk":', '{"vk":[0],"vk":', 1).encode().hex()
 
 
 def _with_member(json_hex: str) -> str:

@@ -70,6 +70,7 @@ def test_the_message_json_round_trips_and_unknown_members_are_ignored():
     ({"epoch": 1, "party_id": 7, "verification_key": "00"}, "party_id"),
     ({"epoch": 1, "party_id": "x"}, "verification_key"),
     ({"epoch": 1, "party_id": "x", "verification_key": "00", "kes_period": "3"}, "kes_period"),
+    ('{"epoch": 1, "epoch": 2, "party_id": "x", "verification_key": "00"}', "duplicate"),
 ])
 def test_a_message_that_is_not_a_register_signer_message_is_malformed(document, problem):
     with pytest.raises(RegistrationMalformed, match=problem):
@@ -188,6 +189,8 @@ def test_a_registration_for_another_epoch_is_refused_when_the_round_is_named():
     ("verification_key", json.dumps({"vk": [0] * 96}).encode().hex(), '"vk" and "pop"'),
     ("verification_key", json.dumps({"vk": [0] * 96, "pop": [256] + [0] * 95}).encode().hex(), "0..255"),
     ("verification_key", json.dumps({"vk": [0] * 96, "pop": [0] * 96, "x": 1}).encode().hex(), '"vk" and "pop"'),
+    ("verification_key", ('{"vk":[%s],"vk":[%s],"pop":[%s]}' % ((",".join(["0"] * 96),) * 3)).encode().hex(), "duplicate"),
+    ("verification_key", json.dumps({"vk": [0] * 96, "pop": [0] * 96}).encode("utf-16").hex(), "not JSON"),
     ("verification_key_signature", "00" * 447, "448 bytes"),
     ("verification_key_signature", json.dumps({"sigma": [0] * 64, "lhs_pk": [0] * 32, "rhs_pk": [0] * 32}).encode().hex(),
      "sigma"),
