@@ -63,7 +63,8 @@ def strict_json(raw: bytes | str) -> Any:
 def _hex_bytes(field: str, text: Any) -> bytes:
     if not isinstance(text, str):
         raise RegistrationMalformed(f"{field}: expected a hex string, got {type(text).__name__}")
-    text = text.strip()  # Mithril trims before decoding hex
+    # No trimming: Mithril trims (Rust's whitespace) before JSON-hex only, and Python's strip()
+    # knows more whitespace than Rust's; refusing all of it never accepts what Mithril refuses.
     if not _HEX.fullmatch(text):
         raise RegistrationMalformed(f"{field}: not an even-length hex string")
     return bytes.fromhex(text)

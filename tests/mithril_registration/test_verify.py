@@ -185,6 +185,7 @@ def test_a_registration_for_another_epoch_is_refused_when_the_round_is_named():
 @pytest.mark.parametrize("field, text, problem", [
     ("verification_key", "zz", "hex"),
     ("verification_key", "abc", "hex"),
+    ("verification_key", " " + _registration().verification_key, "hex"),
     ("verification_key", "00" * 191, "192 bytes"),
     ("verification_key", json.dumps({"vk": [0] * 96}).encode().hex(), '"vk" and "pop"'),
     ("verification_key", json.dumps({"vk": [0] * 96, "pop": [256] + [0] * 95}).encode().hex(), "0..255"),
