@@ -3,7 +3,7 @@
     signer(s) --N2C--> node 1 --N2N--> node 2 --N2N--> node 3 --N2C--> aggregator
 
 Each node is the real command (``python -m dmq.cli.node``), started by the devnet's launcher
-(``integrations.devnet.node_process``) in its own directory with its configuration and
+(``lab.devnet.node_process``) in its own directory with its configuration and
 topology files, LMDB database, Unix socket and TCP port; node 2 has node 1 as its local root,
 node 3 has node 2. Pools are generated here (Sum6KES keys, operational certificates) and
 given stake in a JSON stake file, so every hop runs the full validation. The bench process
@@ -53,9 +53,9 @@ from dmq.networks import DEVNET  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
 from dmq.ports import free_ports  # noqa: E402
 from dmq.trace import read_log  # noqa: E402
-from integrations.devnet.node_process import SOCKET_FILE, NodeExited, NodeFiles, NodeProcess  # noqa: E402
-from integrations.devnet.scrape import scrape_text  # noqa: E402
-from integrations.devnet.topology import topology_document  # noqa: E402
+from lab.devnet.node_process import SOCKET_FILE, NodeExited, NodeFiles, NodeProcess  # noqa: E402
+from lab.devnet.scrape import scrape_text  # noqa: E402
+from lab.devnet.topology import topology_document  # noqa: E402
 from miniprotocols.sig_submission.sig_message import checked_id  # noqa: E402
 from ouroboros_mux.cbor import item_end  # noqa: E402
 from tests.e2e.raw_n2c import ACCEPT, MSG_DONE, submit_message  # noqa: E402

@@ -52,7 +52,7 @@ from dmq.kes import KesSigningKey  # noqa: E402
 from dmq.message import pool_id_of  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
 from tests.e2e.node_process import NodeProcess, read_rss  # noqa: E402
-from integrations.netlab.resources import read_cpu_seconds  # noqa: E402
+from lab.netlab.resources import read_cpu_seconds  # noqa: E402
 
 MAGIC = 2147483690  # the DMQ devnet magic: MinSigDelay may be overridden there
 #: Non-minimal issue numbers and KES periods take 9 bytes each: that is how a message reaches

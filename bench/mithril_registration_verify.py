@@ -3,7 +3,7 @@
 For ``--pools`` real registrations (BLS key with proof of possession, KES signature over it,
 operational certificate, JSON-hex as mithril-signer writes them), times per registration:
 
-* decode: the three JSON-hex key fields to bytes (:mod:`mithril_registration.encoding`);
+* decode: the three JSON-hex key fields to bytes (:mod:`apps.mithril_registration.encoding`);
 * opcert: the cold key's Ed25519 signature over the certificate (``dmq.opcert.verify_opcert``);
 * KES: the Sum6 KES signature over the key's 192 bytes (``dmq.kes.kes_verify``);
 * PoP: the BLS12-381 proof of possession, two pairing checks (py-arkworks-bls12381);
@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dmq.kes import kes_verify  # noqa: E402
 from dmq.opcert import verify_opcert  # noqa: E402
-from mithril_registration import verify_registration  # noqa: E402
-from mithril_registration.build import GROUP_ORDER, BlsKey, Pool, build_registration  # noqa: E402
-from mithril_registration.encoding import decode_kes_signature, decode_opcert, decode_verification_key  # noqa: E402
-from mithril_registration.pop import verify_proof_of_possession  # noqa: E402
+from apps.mithril_registration import verify_registration  # noqa: E402
+from apps.mithril_registration.build import GROUP_ORDER, BlsKey, Pool, build_registration  # noqa: E402
+from apps.mithril_registration.encoding import decode_kes_signature, decode_opcert, decode_verification_key  # noqa: E402
+from apps.mithril_registration.pop import verify_proof_of_possession  # noqa: E402
 
 START_KES_PERIOD = 400
 CURRENT_KES_PERIOD = 431

@@ -1,6 +1,6 @@
 """Delivery, latency and recovery of real dmq-node processes in network namespaces.
 
-Runs ``dmq netlab`` (:mod:`integrations.netlab`): N nodes, each in its own namespace with an
+Runs ``dmq netlab`` (:mod:`lab.netlab`): N nodes, each in its own namespace with an
 address from 198.18.0.0/15 on one isolated bridge, peers from public roots and peer sharing,
 pools publishing to their home nodes, SIGKILL and restart of some nodes, a partition that
 heals, a flooding peer and a stake-less cluster (``--faults``); writes the report (JSON, with
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import trio  # noqa: E402
 
 from dmq.errors import OperatorError  # noqa: E402
-from integrations.netlab import NamespacesUnavailable, NetlabOptions, run_netlab  # noqa: E402
+from lab.netlab import NamespacesUnavailable, NetlabOptions, run_netlab  # noqa: E402
 
 
 def main() -> int:

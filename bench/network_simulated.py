@@ -1,6 +1,6 @@
 """Delivery, latency, bytes and recovery of thousands of simulated DMQ nodes, and what it costs to run.
 
-Runs ``dmq simnet`` (:mod:`integrations.simnet`): N full nodes in one process on trio's
+Runs ``dmq simnet`` (:mod:`lab.simnet`): N full nodes in one process on trio's
 virtual clock, over links with inter-region round-trip times, jitter and bandwidth;
 mainnet's load (3,000 pools, 1,500 signing a minute); netlab's kill-and-restart and
 partition, a flooding peer. Prints the report, writes it as JSON, and says how long the
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dmq.cli.wiring import assemble_node  # noqa: E402
-from integrations.simnet import SimnetOptions, run_simnet  # noqa: E402
+from lab.simnet import SimnetOptions, run_simnet  # noqa: E402
 
 
 def plot(reports: list[dict], directory: Path, prefix: str = "simnet") -> None:

@@ -29,8 +29,8 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.local_service import cpu_seconds  # noqa: E402
-from integrations.topics import TopicRequestRefused, TopicOwners, advertisement_draft, event_draft  # noqa: E402
-from integrations.topics import dmsg, open_topic_connection, upsycle  # noqa: E402
+from clients.topics import TopicRequestRefused, TopicOwners, advertisement_draft, event_draft  # noqa: E402
+from clients.topics import dmsg, open_topic_connection, upsycle  # noqa: E402
 from tests.e2e.topic_node import ALL_ADAPTERS, TOPIC_MAGIC, topic_node  # noqa: E402
 from tests.topics.blocklace.world import ALL, pool  # noqa: E402
 

@@ -4,7 +4,7 @@ The parts (stake view, mempool, ingress stage, local service, recorder, topic se
 cardano-node link) are chosen and built from the configuration by the composition root,
 :mod:`dmq.cli.wiring`, which reads everything that can fail on an operator's input before
 the node serves anyone. This module knows none of the packages that build on ``dmq``
-(``topics``, ``integrations``): it runs what it is given. One nursery runs the mempool
+(``topics``, ``apps``): it runs what it is given. One nursery runs the mempool
 writer and expiry loop, the recorder, the local service and, when configured, metrics and
 node-to-node diffusion, then the extra tasks.
 """

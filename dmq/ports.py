@@ -1,6 +1,6 @@
 """Choosing free TCP ports for the processes a tool starts on one host (devnets, Spark clusters).
 
-Lives in ``dmq`` so that ``integrations`` (the devnet) and ``spark`` (the analysis cluster), which may
+Lives in ``dmq`` so that ``lab`` (the devnet) and ``spark`` (the analysis cluster), which may
 not import each other, share one way of doing it.
 """
 

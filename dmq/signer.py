@@ -9,8 +9,8 @@ so a message built at the maximum passes only while the node's clock is not behi
 signer's by more than the fraction of the second (docs/protocol/validation.md 6.11); on the same host it always
 passes.
 
-Defined here rather than in ``integrations.mithril`` (which offers it) because the node's
-topic signer (``topics.signer``) signs the same way, and ``topics`` may not import ``integrations``.
+Defined here rather than in ``clients.mithril`` (which offers it) because the node's
+topic signer (``topics.signer``) signs the same way, and ``topics`` may not import ``clients``.
 
 The credentials are loaded once and the period-0 key is never evolved: each message is signed
 by regenerating the subtree its evolution needs, as Mithril does by re-reading the key file.

@@ -244,7 +244,7 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "PeerForgotten": ("Net.PeerSelection.Selection.ForgetColdPeers", "Info"),
     "MessageOffered": ("Net.SigSubmission.V2.Outbound.TraceSigSubmissionOutboundRecvMsgRequestSigIds", "Debug"),
     "MessageSent": ("Net.SigSubmission.V2.Outbound.TraceSigSubmissionOutboundSendMsgReplySigs", "Debug"),
-    # integrations.cardano_node.events
+    # dmq.cardano_node.events
     "CardanoLinkRetry": ("Net.Local.Cardano.Link.Retry", "Warning"),
     "CardanoLinkWarning": ("Net.Local.Cardano.Link.Warning", "Warning"),
     "CardanoEpochChanged": ("Net.Local.LocalStateQuery.NextEpoch", "Info"),

@@ -1,12 +1,15 @@
 """The packages depend on each other in one direction only, and no modules import each other in a circle.
 
-docs/architecture.md orders the packages: ``ouroboros_mux`` -> ``handshake`` -> ``miniprotocols`` ->
-``dmq`` (the node as a library) -> ``topics`` -> ``integrations`` and ``spark`` -> ``mithril_registration``
-(an application built on topics). Each may import only those before it; ``integrations`` and ``spark``
-do not import each other, and ``mithril_registration`` does not import ``spark``. The composition root
-(``dmq.cli``: the command line and the wiring of a running node) may import everything, and nothing
-imports it. Every import counts: module-level, inside functions, and under ``TYPE_CHECKING``, since each
-of them is a dependency a reader has to follow and a cycle waiting to happen.
+docs/architecture.md 1 orders the packages: ``ouroboros_mux`` -> ``handshake`` -> ``miniprotocols`` ->
+``dmq`` (the node, with its cardano-node link ``dmq.cardano_node``) -> ``topics`` (the topic adapters)
+-> ``clients`` (the client libraries) -> ``apps`` (applications built on topics) -> ``lab`` (the lab
+harnesses). Each may import only those before it: the lab may import the applications and the client
+libraries, which may not import the lab; nothing of the node imports a client library, an application
+or the lab. ``spark`` stands beside the order: it may import the node's packages (``dmq`` and those
+before it) and nothing imports it. The composition root (``dmq.cli``: the command line and the wiring
+of a running node) may import everything, and nothing imports it. Every import counts: module-level,
+inside functions, and under ``TYPE_CHECKING``, since each of them is a dependency a reader has to
+follow and a cycle waiting to happen.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Package -> its place in the order; a package may import those of a lower rank.
 RANK = {"ouroboros_mux": 0, "handshake": 1, "miniprotocols": 2, "dmq": 3, "topics": 4,
-        "integrations": 5, "spark": 5, "mithril_registration": 6}
-#: Pairs (importer, imported) refused whatever their ranks.
-UNRELATED = {("mithril_registration", "spark")}
+        "clients": 5, "apps": 6, "lab": 7, "spark": 4}
+#: Packages beside the order: each imports by its rank, and no other package imports it.
+IMPORTED_BY_NONE = {"spark"}
 COMPOSITION_ROOT = "dmq.cli"
 
 
@@ -96,7 +99,7 @@ def upward_imports(imports: list[Import]) -> list[str]:
             wrong.append(_where(imp) + " (the composition root, which nothing imports)")
             continue
         source, target = imp.module.split(".")[0], imp.target.split(".")[0]
-        if source != target and (RANK[target] >= RANK[source] or (source, target) in UNRELATED):
+        if source != target and (RANK[target] >= RANK[source] or target in IMPORTED_BY_NONE):
             wrong.append(_where(imp) + f" ({source} may not depend on {target})")
     return wrong
 
@@ -165,13 +168,19 @@ def test_no_modules_import_each_other_in_a_circle():
 
 def test_the_checks_see_what_they_should(tmp_path):
     """The walk finds function-level and TYPE_CHECKING imports, and the checks name them."""
-    made = [Import("dmq.x", ROOT / "dmq" / "x.py", 3, "topics.y"),
-            Import("topics.y", ROOT / "topics" / "y.py", 9, "dmq.x"),
-            Import("spark.z", ROOT / "spark" / "z.py", 1, "integrations.q"),
-            Import("dmq.cli.node", ROOT / "dmq" / "cli" / "node.py", 1, "integrations.q"),
-            Import("mithril_registration.v", ROOT / "mithril_registration" / "v.py", 5, "spark.z")]
-    assert [line.split(":")[1] for line in upward_imports(made)] == ["3", "1", "5"]
-    assert cycles(made) == [["dmq.x", "topics.y"]]
-    imports = _imports()
-    nested = [imp for imp in imports if imp.module == "dmq.cli.tool"]
+    def made(number: int, module: str, target: str) -> Import:
+        return Import(module, ROOT.joinpath(*module.split(".")).with_suffix(".py"), number, target)
+
+    imports = [made(1, "dmq.x", "topics.y"), made(2, "topics.y", "dmq.x"),
+               made(3, "clients.c", "lab.l"), made(4, "lab.l", "clients.c"), made(5, "lab.l", "apps.a"),
+               made(6, "apps.a", "clients.c"), made(7, "apps.a", "lab.l"), made(8, "dmq.cardano_node.link", "clients.c"),
+               made(9, "topics.y", "apps.a"), made(10, "spark.s", "dmq.x"), made(11, "spark.s", "clients.c"),
+               made(12, "lab.l", "spark.s"), made(13, "apps.a", "spark.s"), made(14, "dmq.cli.node", "lab.l"),
+               made(15, "dmq.cli.node", "spark.s"), made(16, "lab.l", "dmq.cli.node")]
+    assert [line.split(":")[1] for line in upward_imports(imports)] == ["1", "3", "7", "8", "9", "11", "12", "13", "16"]
+    assert cycles(imports[:2]) == [["dmq.x", "topics.y"]]
+    found = _imports()
+    nested = [imp for imp in found if imp.module == "dmq.cli.tool"]
     assert nested, "the composition root's imports (mostly inside functions) were not found"
+    assert {imp.module.split(".")[0] for imp in found} >= {"dmq", "topics", "clients", "lab", "spark"}, \
+        "the walk missed a package of the order"

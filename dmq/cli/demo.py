@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     from dmq.cli.capacity_report import write_report
-    from integrations.devnet import DevnetOptions, run_devnet
+    from lab.devnet import DevnetOptions, run_devnet
 
     options = DevnetOptions(**{**DEMO, "duration": args.duration}, directory=args.directory, live=not args.no_live)
     summary = trio.run(run_devnet, options)

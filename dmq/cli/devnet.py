@@ -5,7 +5,7 @@ genesis giving them stake), starts the nodes on loopback in the chosen topology,
 one message per pool per period and counts what every aggregator receives, live; then stops
 every node and prints the summary. The run's files stay under ``--dir`` for a look
 afterwards (node logs, ``devnet-summary.json``, the traffic recording with ``--record``).
-The devnet itself is :mod:`integrations.devnet`, imported only when the command runs.
+The devnet itself is :mod:`lab.devnet`, imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from integrations.devnet import DevnetOptions, run_devnet
+    from lab.devnet import DevnetOptions, run_devnet
 
     extra = {} if args.body_size is None else {"body_size": args.body_size}
     options = DevnetOptions(nodes=args.nodes, pools=args.pools, topology=args.topology, period=args.period,

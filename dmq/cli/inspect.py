@@ -69,7 +69,7 @@ def utc_text(seconds: float) -> str:
 
 
 def _mithril_line(body: bytes) -> str:
-    from integrations.mithril import BodyDecodeError, RegisterSignatureMessageDmq
+    from clients.mithril import BodyDecodeError, RegisterSignatureMessageDmq
 
     try:
         parsed = RegisterSignatureMessageDmq.from_bytes(body)

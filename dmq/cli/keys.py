@@ -41,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _current_period(genesis_path: str) -> int:
-    from integrations.mithril import GenesisClockKesPeriod, KesPeriodUnavailable
+    from clients.mithril import GenesisClockKesPeriod, KesPeriodUnavailable
     from dmq.stake import load_shelley_genesis
 
     try:
@@ -51,7 +51,7 @@ def _current_period(genesis_path: str) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from integrations.keys import generate_pool
+    from clients.keys import generate_pool
     from dmq.opcert import pool_id_bech32
 
     pool = generate_pool(args.out_dir, start_kes_period=args.kes_period, overwrite=args.force)
@@ -62,7 +62,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _rotate(args: argparse.Namespace) -> int:
-    from integrations.keys import rotate_kes_key
+    from clients.keys import rotate_kes_key
 
     start = args.kes_period if args.kes_period is not None else _current_period(args.genesis)
     rotated = rotate_kes_key(args.dir, start_kes_period=start)
@@ -74,7 +74,7 @@ def _rotate(args: argparse.Namespace) -> int:
 
 
 def _pool_id(args: argparse.Namespace) -> int:
-    from integrations.keys import pool_identity
+    from clients.keys import pool_identity
 
     identity = pool_identity(args.file)
     print(identity.hex)

@@ -6,7 +6,7 @@ to their home nodes, an aggregator on every node counts deliveries, some nodes a
 restarted, some partitioned and healed, a flooding peer and a stake-less cluster attack some
 nodes (``--faults``), and the report says whether every accepted message reached every node
 exactly once, whether nothing invalid got through, and what CPU and memory every node used. Needs root (namespaces); without it, one line points to
-``dmq devnet``. The lab itself is :mod:`integrations.netlab`, imported only when run.
+``dmq devnet``. The lab itself is :mod:`lab.netlab`, imported only when run.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _number(kind: type, *, low: float, low_inclusive: bool = False, high: float 
 
 
 def _faults(text: str) -> tuple[str, ...]:
-    """The names only; :class:`integrations.netlab.NetlabOptions` refuses an unknown one in one line."""
+    """The names only; :class:`lab.netlab.NetlabOptions` refuses an unknown one in one line."""
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
@@ -118,7 +118,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from integrations.netlab import NetlabOptions, run_netlab
+    from lab.netlab import NetlabOptions, run_netlab
 
     options = NetlabOptions(nodes=args.nodes, pools=args.pools, period=args.period, duration=args.duration,
                             directory=args.directory, seed=args.seed, roots=args.roots,

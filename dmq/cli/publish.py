@@ -52,7 +52,7 @@ def socket_path_of(args: argparse.Namespace) -> str:
 
 
 def network_magic_of(args: argparse.Namespace) -> int:
-    from integrations.mithril import UnknownNetwork, resolve_dmq_magic
+    from clients.mithril import UnknownNetwork, resolve_dmq_magic
 
     choice = args.magic if args.magic is not None else (args.network or _DEFAULT_NETWORK)
     if args.magic is not None and not args.magic.strip().isdigit():
@@ -128,7 +128,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _credentials(args: argparse.Namespace):
-    from integrations.mithril import SigningCredentials, SigningError
+    from clients.mithril import SigningCredentials, SigningError
     from dmq.keyfiles import KeyFileError
 
     try:
@@ -144,7 +144,7 @@ def _credentials(args: argparse.Namespace):
 
 
 def _kes_periods(args: argparse.Namespace):
-    from integrations.mithril import FixedKesPeriod, GenesisClockKesPeriod, KesPeriodUnavailable, SlotKesPeriod
+    from clients.mithril import FixedKesPeriod, GenesisClockKesPeriod, KesPeriodUnavailable, SlotKesPeriod
     from dmq.stake import load_shelley_genesis
 
     try:
@@ -160,7 +160,7 @@ def _kes_periods(args: argparse.Namespace):
 
 
 def _message_to_submit(args: argparse.Namespace) -> bytes:
-    from integrations.mithril import DEFAULT_TTL, MessageBuilder, SigningError
+    from clients.mithril import DEFAULT_TTL, MessageBuilder, SigningError
     from dmq.codec import MessageDecodeError, decode_message
 
     if args.signed is not None:
@@ -188,7 +188,7 @@ def _message_to_submit(args: argparse.Namespace) -> bytes:
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from integrations.mithril import DmqClientError, Publisher, describe_result, is_accepted
+    from clients.mithril import DmqClientError, Publisher, describe_result, is_accepted
 
     magic = network_magic_of(args)
     raw = _message_to_submit(args)

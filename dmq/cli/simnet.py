@@ -4,7 +4,7 @@ The same node code as ``dmq netlab`` (the composition root builds every node wit
 :func:`dmq.cli.wiring.assemble_node`), the same workload, topology and faults, but the
 nodes share one trio run on ``trio.testing.MockClock`` and talk over in-memory links with
 the round-trip times of real regions, jitter, loss and bandwidth
-(:mod:`integrations.simnet`, docs/network-scale.md "Simulated time"). Needs no privileges.
+(:mod:`lab.simnet`, docs/network-scale.md "Simulated time"). Needs no privileges.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from dmq.cli.wiring import assemble_node
-    from integrations.simnet import SimnetOptions, run_simnet
+    from lab.simnet import SimnetOptions, run_simnet
 
     console = Console(soft_wrap=True)
     say = lambda text: console.print(text, highlight=False)  # noqa: E731

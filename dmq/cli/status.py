@@ -160,7 +160,7 @@ def _endpoint(text: str) -> tuple[str, int]:
 
 
 async def _scrape(host: str, port: int, prefix: str) -> Scrape:
-    from integrations.devnet.scrape import ScrapeError, scrape_text
+    from lab.devnet.scrape import ScrapeError, scrape_text
 
     try:
         text = await scrape_text(port, host=host, timeout=3.0)

@@ -56,7 +56,7 @@ def save_message(directory: Path, message) -> Path:
 
 
 async def _subscribe(args: argparse.Namespace, magic: int, out: Path | None) -> None:
-    from integrations.mithril import DEFAULT_DEDUP_TTL, Consumer
+    from clients.mithril import DEFAULT_DEDUP_TTL, Consumer
 
     printed = 0
     dedup_ttl = None if args.all_copies else DEFAULT_DEDUP_TTL
@@ -80,7 +80,7 @@ async def _subscribe(args: argparse.Namespace, magic: int, out: Path | None) -> 
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from integrations.mithril import DmqClientError
+    from clients.mithril import DmqClientError
 
     if args.count is not None and args.count < 1:
         raise OperatorError(f"--count {args.count}: expected a positive number of messages")

@@ -64,7 +64,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                               description="Subscribe with one selector: every criterion given must match "
                                           "(values of one criterion: any of them).")
     add_connection_arguments(sub)
-    # Names are checked by integrations.topics.selectors when the command runs: building the
+    # Names are checked by clients.topics.selectors when the command runs: building the
     # parser of every dmq command imports no client code.
     sub.add_argument("--adapter", default="raw", metavar="NAME", help="raw (default), upsycle, blocklace or dmsg")
     for flag, metavar, text in (
@@ -129,7 +129,7 @@ def _run_new_key(args: argparse.Namespace) -> int:
 
         public = bytes(PrivateKey(secret).public_key).hex()
     else:
-        from integrations.topics.dmsg import static_key
+        from clients.topics.dmsg import static_key
 
         try:
             public = static_key(secret)
@@ -161,7 +161,7 @@ _CRITERIA = (("group", "groups", 32), ("destination", "destinations", 32), ("top
 
 
 def _selector(args: argparse.Namespace) -> dict[int, Any]:
-    from integrations.topics.selectors import FilterError, selector
+    from clients.topics.selectors import FilterError, selector
 
     criteria: dict[str, list[Any]] = {"payload_types": args.payload_type, "roles": args.role}
     for name, criterion, size in _CRITERIA:
@@ -173,8 +173,8 @@ def _selector(args: argparse.Namespace) -> dict[int, Any]:
 
 
 async def _subscribe(args: argparse.Namespace, selector: dict[int, Any], conn: Any, magic: int) -> None:
-    from integrations.topics import Durable, decode_item, make_auth
-    from integrations.topics.items import describe
+    from clients.topics import Durable, decode_item, make_auth
+    from clients.topics.items import describe
 
     durable = None
     if args.durable is not None:
@@ -205,7 +205,7 @@ async def _subscribe(args: argparse.Namespace, selector: dict[int, Any], conn: A
 
 
 async def _membership(args: argparse.Namespace, conn: Any, magic: int) -> None:
-    from integrations.topics import make_auth
+    from clients.topics import make_auth
 
     action = args.topic_command
     if action == "pull":

@@ -9,7 +9,7 @@
 - ``propose-epoch``, ``ack-epoch``: the epoch protocol (5.7): a proposal names the blocks it
   closes the epoch after (its cut), an acknowledgement the proposal.
 
-Every block is a draft (:mod:`integrations.topics.blocklace`): the node fills in the
+Every block is a draft (:mod:`clients.topics.blocklace`): the node fills in the
 sequence number, pointers, epoch and floor from its pool's chain, signs it, and prints
 ``published id=<DMQ id of the block>``. Owner keys are Ed25519 key files (``dmq topic new-key``).
 """
@@ -106,7 +106,7 @@ def _tags(args: argparse.Namespace) -> list[bytes]:
 
 
 def _publishers(values: list[str]) -> dict[bytes, int]:
-    from integrations.topics.blocklace import parse_permissions
+    from clients.topics.blocklace import parse_permissions
 
     out = {}
     for value in values:
@@ -119,7 +119,7 @@ def _publishers(values: list[str]) -> dict[bytes, int]:
 
 
 def _owners(args: argparse.Namespace):
-    from integrations.topics.blocklace import TopicOwners
+    from clients.topics.blocklace import TopicOwners
 
     try:
         return TopicOwners([read_secret(path, "--owner-key") for path in args.owner_key], args.threshold)
@@ -128,7 +128,7 @@ def _owners(args: argparse.Namespace):
 
 
 def _advertisement(args: argparse.Namespace) -> tuple[bytes, bytes]:
-    from integrations.topics.blocklace import TopicParams, advertisement_draft
+    from clients.topics.blocklace import TopicParams, advertisement_draft
 
     version = getattr(args, "version", 0)
     if version < 0:
@@ -143,7 +143,7 @@ def _advertisement(args: argparse.Namespace) -> tuple[bytes, bytes]:
 
 
 def run_blocklace(args: argparse.Namespace) -> int:
-    from integrations.topics import blocklace
+    from clients.topics import blocklace
     from topics.blocklace.reasons import BlocklaceReject
 
     action = args.blocklace_action

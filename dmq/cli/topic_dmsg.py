@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_dmsg(args: argparse.Namespace) -> int:
-    from integrations.topics import dmsg
+    from clients.topics import dmsg
 
     secret = read_secret(args.key, "--key")
     sequence = int(time.time()) if args.sequence is None else args.sequence

@@ -1,6 +1,6 @@
 """``dmq topic private ACTION``: a member or owner of an end-to-end encrypted UPSYCLE group.
 
-The commands drive ``integrations.topics.private_group`` (docs/topics.md, "Private groups")
+The commands drive ``clients.topics.private_group`` (docs/topics.md, "Private groups")
 over the node's local socket; the node never sees a key. Keys are files of 64 hex digits:
 ``--member-key`` an X25519 secret, ``--key`` the Ed25519 seed of the member's durable UPSYCLE
 subscriber, ``--owner-key`` the owner's Ed25519 seed, ``--group-key`` the seed of the UPSYCLE
@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_private(args: argparse.Namespace) -> int:
     import trio
 
-    from integrations.mithril import DmqClientError
+    from clients.mithril import DmqClientError
 
     try:
         return trio.run(_connected, args, network_magic_of(args))
@@ -73,8 +73,8 @@ async def _connected(args: argparse.Namespace, magic: int) -> int:
     from nacl.public import PrivateKey
     from nacl.signing import SigningKey
 
-    from integrations.topics import GroupMember, GroupOwner, NotAMember, PrivateGroupClient
-    from integrations.topics.private_client import publish_routed
+    from clients.topics import GroupMember, GroupOwner, NotAMember, PrivateGroupClient
+    from clients.topics.private_client import publish_routed
 
     socket = socket_path_of(args)
     if args.private_action == "members":

@@ -35,8 +35,8 @@ def connected(args: argparse.Namespace, action: Callable[[Any, int], Awaitable[i
     """Run ``action(connection, magic)`` on one topic connection to the node of ``args``."""
     import trio
 
-    from integrations.mithril import DmqClientError
-    from integrations.topics import open_topic_connection
+    from clients.mithril import DmqClientError
+    from clients.topics import open_topic_connection
 
     magic = network_magic_of(args)
 

@@ -80,7 +80,7 @@ def _services(values: list[str]) -> dict[int, bytes]:
 
 
 def run_upsycle(args: argparse.Namespace) -> int:
-    from integrations.topics import upsycle
+    from clients.topics import upsycle
 
     now = time.time()
     action = args.upsycle_action

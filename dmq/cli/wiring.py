@@ -1,7 +1,7 @@
 """Building a running node from its configuration: the composition root (docs/architecture.md).
 
 Here, and only here, the configuration chooses the parts a node is made of: the stake source
-(genesis, a stake file, or cardano-node through ``integrations.cardano_node``), the message
+(genesis, a stake file, or cardano-node through ``dmq.cardano_node``), the message
 store, the recorder, the ingress stage (raw only, or the topic service of ``topics`` with its
 raw classification), the local service and the extra tasks. :class:`dmq.node.Node` receives
 them built and runs them; it imports none of the packages above ``dmq``.
@@ -45,7 +45,7 @@ from dmq.topology import Topology
 from dmq.trace import LogSink, MessageExpired, Tracer
 from dmq.validation import PoolState, ReactionPolicy, Validator
 from dmq.validation.pipeline import KesVerifier
-from integrations.cardano_node import CardanoNodeLink
+from dmq.cardano_node import CardanoNodeLink
 
 __all__ = ["assemble_node", "run_node", "load_stake_view"]
 
@@ -105,7 +105,7 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
 
     ``transport``, ``run_blocking`` (how the mempool runs its blocking commits),
     ``kes_verifier`` and ``expiry_interval`` (how often the mempool sweeps expired messages)
-    are what a simulated network replaces (``integrations.simnet``); a running node keeps the
+    are what a simulated network replaces (``lab.simnet``); a running node keeps the
     defaults: TCP, a worker thread, the Sum6KES verifier, a sweep every 50 ms.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's

@@ -2,7 +2,7 @@
 
 Each file describes one protocol as DMQ runs it (DMQ version numbers, DMQ messages inside
 the envelopes, DMQ reject reasons), written for pycddl 0.6 as
-``docs/protocol/cddl/README.md`` says; :func:`tests.integrations.cardano_node.cddl.protocol_rules` loads
+``docs/protocol/cddl/README.md`` says; :func:`tests.dmq.cardano_node.cddl.protocol_rules` loads
 it. A :class:`Schema` answers which message alternative of the file accepts an encoded
 message, so a test can assert that the encoder wrote the message it meant.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from tests.integrations.cardano_node.cddl import protocol_rules, protocol_text
+from tests.dmq.cardano_node.cddl import protocol_rules, protocol_text
 
 __all__ = ["Schema", "schema"]
 

@@ -27,7 +27,7 @@ from miniprotocols import local_msg_submission as ls
 from miniprotocols import peer_sharing as ps
 from miniprotocols import sig_submission_v1 as v1
 from miniprotocols import sig_submission_v2 as v2
-from tests.integrations.cardano_node.cddl import CddlViolation
+from tests.dmq.cardano_node.cddl import CddlViolation
 
 from .schemas import schema
 

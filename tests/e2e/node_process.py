@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dmq.trace import LogEvent, read_log
-from integrations.devnet.node_process import (CONFIG_FILE, TOPOLOGY_FILE, NodeExited, NodeStartTimeout,
+from lab.devnet.node_process import (CONFIG_FILE, TOPOLOGY_FILE, NodeExited, NodeStartTimeout,
                                               accepts_connections, node_command, output_tail)
 
 __all__ = ["NodeProcess", "NodeStartTimeout", "NodeExited", "read_rss"]

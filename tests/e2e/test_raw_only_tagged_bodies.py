@@ -11,7 +11,7 @@ import cbor2
 import pytest
 import trio
 
-from integrations.devnet.topology import topology_document
+from lab.devnet.topology import topology_document
 from tests.e2e.messages import DMQ_DEVNET_MAGIC, generated_signer
 from tests.e2e.raw_n2c import ACCEPT, RawN2CClient
 from topics.classify import TAG_RANGE, tag_head

@@ -16,7 +16,7 @@ import trio
 
 from dmq.cli import tool
 from dmq.codec import decode_message
-from integrations.topics import TopicRequestRefused, decode_item, draft_block, open_topic_connection
+from clients.topics import TopicRequestRefused, decode_item, draft_block, open_topic_connection
 from tests.e2e.raw_n2c import ACCEPT, RawN2CClient
 from tests.topics.blocklace.world import (
     ALL, TOPIC, ad_payload, advertisement, epoch_payload, event, pool,

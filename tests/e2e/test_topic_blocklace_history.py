@@ -19,8 +19,8 @@ import pytest
 import trio
 
 from dmq.codec import decode_message
-from integrations.devnet.topology import topology_document
-from integrations.topics import decode_item, draft_block, open_topic_connection
+from lab.devnet.topology import topology_document
+from clients.topics import decode_item, draft_block, open_topic_connection
 from tests.e2e.raw_n2c import ACCEPT, RawN2CClient
 from tests.topics.blocklace.world import ALL, TOPIC, ad_payload, advertisement, pool
 from topics.adapter import ITEM_EPOCH_FINAL, ITEM_MESSAGE

@@ -19,8 +19,8 @@ import cbor2
 import pytest
 import trio
 
-from integrations.mithril import DmqClientError
-from integrations.topics import draft_block, open_topic_connection
+from clients.mithril import DmqClientError
+from clients.topics import draft_block, open_topic_connection
 from miniprotocols.sig_submission import Side
 from dmq.diffusion.sig_submission import ServingPeer
 from tests.dmq.diffusion.rogue import Rogue, open_side

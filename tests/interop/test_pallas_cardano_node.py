@@ -1,6 +1,6 @@
 """The cardano-node link against pallas-network's local-state-query server.
 
-The fake cardano-node of ``tests/integrations/cardano_node`` answers with the project's own encoders, and
+The fake cardano-node of ``tests/dmq/cardano_node`` answers with the project's own encoders, and
 ouroboros-consensus has golden files for only some of the answers (none for the stake
 snapshots, the system start or the current era). Here the answers come from a second,
 independent implementation: the harness's ``cardano-node`` role (pallas-network 1.4.0's
@@ -23,9 +23,9 @@ import trio
 
 from dmq.clock import ManualClock
 from dmq.stake import PoolStake, StakeView
-from integrations.cardano_node import Backoff, CardanoNodeLink
+from dmq.cardano_node import Backoff, CardanoNodeLink
 from miniprotocols.local_state_query import Era, decode_stake_snapshots, unwrap_if_current
-from tests.integrations.cardano_node.helpers import eventually
+from tests.dmq.cardano_node.helpers import eventually
 from tests.e2e.messages import DEVNET, DMQ_DEVNET_MAGIC, generated_signer
 from tests.interop.pallas_harness import HarnessProcess, run_signer
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from integrations.mithril import Consumer, Publisher
+from clients.mithril import Consumer, Publisher
 from miniprotocols.local_msg_submission import (
     ACCEPTED,
     RejectAlreadyReceived,

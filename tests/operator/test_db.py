@@ -17,7 +17,7 @@ import trio
 from dmq.mempool.entry import default_decoder
 from dmq.mempool.record import CHECKSUM_SIZE
 from dmq.mempool.store import MESSAGES_DB, MempoolStore
-from integrations.mithril import Publisher, describe_result, is_accepted
+from clients.mithril import Publisher, describe_result, is_accepted
 from dmq.cli.tool import run
 from tests.dmq.cli.conftest import run_dmq_async
 from tests.e2e.messages import DMQ_DEVNET_MAGIC

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from integrations.mithril import (
+from clients.mithril import (
     FixedKesPeriod,
     HandshakeFailed,
     RegisterSignatureMessageDmq,
@@ -23,7 +23,7 @@ from integrations.mithril import (
     is_accepted,
     mithril_dmq_magic,
 )
-from integrations.mithril.sync import consume, publish
+from clients.mithril.sync import consume, publish
 from tests.conftest import ROOT
 from tests.e2e.messages import DEVNET
 

@@ -36,8 +36,7 @@ from tests.e2e.messages import DEVNET
 from tests.e2e.node_process import NodeProcess
 
 #: Top-level packages of the wheel (pyproject's ``packages.find``).
-PROJECT_PACKAGES = ("dmq", "miniprotocols", "handshake", "ouroboros_mux", "topics", "integrations", "spark",
-                    "mithril_registration")
+PROJECT_PACKAGES = ("dmq", "miniprotocols", "handshake", "ouroboros_mux", "topics", "clients", "apps", "lab", "spark")
 #: Distributions of the ``spark`` extra and what they bring, left out of the fresh environment.
 _SPARK_EXTRA = ("pyspark", "py4j", "matplotlib", "mpl_toolkits", "pylab")
 #: Data files the code reads at run time beside its modules.

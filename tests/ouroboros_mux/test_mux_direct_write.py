@@ -73,7 +73,7 @@ class Peer:
 
 class NowaitStream(trio.abc.Stream):
     """A stream that is not a socket but takes bytes without waiting, as an in-memory link does
-    (``integrations/simnet/links.py``): here a socket's non-blocking gathered send."""
+    (``lab/simnet/links.py``): here a socket's non-blocking gathered send."""
 
     def __init__(self, inner: trio.SocketStream) -> None:
         self.inner = inner

@@ -6,7 +6,7 @@ expired or invalid is served, and the node either keeps serving or stops with on
 The single SIGKILL with rejected messages in the stream is
 ``tests/e2e/test_crash_recovery.py``; SIGKILL of the store alone, many times, is
 ``tests/dmq/mempool/test_mempool_crash.py``; the cardano-node link's own reconnects are
-``tests/integrations/cardano_node/test_link.py::test_cardano_node_disappears_and_comes_back``.
+``tests/dmq/cardano_node/test_link.py::test_cardano_node_disappears_and_comes_back``.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ import trio
 
 from dmq.clock import ManualClock
 from miniprotocols.local_msg_submission import ACCEPTED, RejectExpired, RejectInvalid
-from tests.integrations.cardano_node.fake_node import FakeCardanoNode, FakeChain
-from tests.integrations.cardano_node.helpers import eventually
-from tests.integrations.cardano_node.test_node_with_cardano_node import NOW as CARDANO_NOW, _config, _message, _submit
+from tests.dmq.cardano_node.fake_node import FakeCardanoNode, FakeChain
+from tests.dmq.cardano_node.helpers import eventually
+from tests.dmq.cardano_node.test_node_with_cardano_node import NOW as CARDANO_NOW, _config, _message, _submit
 from tests.dmq.diffusion.network import LocalClient, pool
 from tests.e2e.messages import devnet_signers
 from tests.e2e.node_process import NodeExited
 from tests.e2e.raw_n2c import ACCEPT, ConnectionLost, publish_like_mithril_signer
 from dmq.keyfiles import read_bulk_credentials
 from dmq.cli.wiring import assemble_node
-from integrations.cardano_node import Backoff
+from dmq.cardano_node import Backoff
 from tests.conftest import CONFORMANCE
 
 from .faults import MAGIC, SizeLimitedNode, devnet_node, fill_database, kill_trial, served_now, tear_a_page

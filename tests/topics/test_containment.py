@@ -9,7 +9,7 @@ import trio
 
 import topics.service
 
-from integrations.topics import TopicRequestRefused, open_topic_connection
+from clients.topics import TopicRequestRefused, open_topic_connection
 from miniprotocols.local_topic_subscription import MsgPublished
 from tests.e2e.raw_n2c import ACCEPT, RawN2CClient
 from topics.trace import TopicFailureContained

@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from tests.e2e.raw_n2c import ACCEPT, RawN2CClient, accept_version, non_blocking_reply
-from integrations.topics import (
+from clients.topics import (
     Durable,
     Resume,
     TopicRequestRefused,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from integrations.topics import Durable, decode_item, open_topic_connection
+from clients.topics import Durable, decode_item, open_topic_connection
 from topics.subscriptions import DROP_NOTICE_SIZE, QueueLimits
 
 from .harness import EXP_OFFSET, NOW, TOPIC_MAGIC, instance, sign

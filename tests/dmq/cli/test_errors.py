@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from dmq.cli.tool import run
-from tests.integrations.mithril.support import DEVNET_BULK_CREDENTIALS, DEVNET_GENESIS, write_credential_files
+from tests.clients.mithril.support import DEVNET_BULK_CREDENTIALS, DEVNET_GENESIS, write_credential_files
 
 from .conftest import run_dmq_async
 

@@ -18,9 +18,9 @@ from dmq.keyfiles import (
 from dmq.opcert import pool_id_bech32, verify_opcert
 from dmq.stake import StakeView
 from dmq.validation import Validator
-from integrations.keys import pool_identity
-from integrations.mithril import FixedKesPeriod, MessageBuilder, SigningCredentials, SigningError
-from tests.integrations.mithril.support import DEVNET_BULK_CREDENTIALS, DEVNET_POOL_IDS
+from clients.keys import pool_identity
+from clients.mithril import FixedKesPeriod, MessageBuilder, SigningCredentials, SigningError
+from tests.clients.mithril.support import DEVNET_BULK_CREDENTIALS, DEVNET_POOL_IDS
 
 from .conftest import run_dmq
 

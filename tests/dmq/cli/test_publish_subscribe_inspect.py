@@ -5,7 +5,7 @@ from __future__ import annotations
 from dmq.cli.tool import run
 from dmq.codec import build_message, decode_message
 from dmq.opcert import pool_id_bech32
-from tests.integrations.mithril.support import (
+from tests.clients.mithril.support import (
     DEVNET_BULK_CREDENTIALS,
     DEVNET_GENESIS,
     DEVNET_POOL_IDS,

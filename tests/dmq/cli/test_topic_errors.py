@@ -51,7 +51,7 @@ def test_new_keys_print_the_public_key_of_each_kind(capsys, tmp_path):
     from nacl.public import PrivateKey
     from nacl.signing import SigningKey
 
-    from integrations.topics.dmsg import static_key
+    from clients.topics.dmsg import static_key
 
     derive = {"ed25519": lambda s: bytes(SigningKey(s).verify_key).hex(),
               "x25519": lambda s: bytes(PrivateKey(s).public_key).hex(), "secp256k1": static_key}

@@ -1,9 +1,9 @@
-"""The tests' scripted peer: :class:`integrations.netlab.peer.ScriptedPeer` on the test network's
+"""The tests' scripted peer: :class:`lab.netlab.peer.ScriptedPeer` on the test network's
 loopback address and magic, speaking exactly the one node-to-node version under test."""
 
 from __future__ import annotations
 
-from integrations.netlab.peer import ScriptedPeer, open_side
+from lab.netlab.peer import ScriptedPeer, open_side
 
 from .network import HOST, MAGIC
 

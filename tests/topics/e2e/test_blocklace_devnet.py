@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from dmq.cli import tool
-from integrations.topics import decode_item, open_topic_connection
+from clients.topics import decode_item, open_topic_connection
 from topics.adapter import ITEM_EPOCH_FINAL, ITEM_MESSAGE, ITEM_PROOF
 from topics.blocklace.proofs import verify_proof
 from topics.trace import TopicDeferred

@@ -12,9 +12,9 @@ import trio
 from nacl.public import PrivateKey
 from nacl.signing import SigningKey
 
-from integrations.topics.orset import AddWinsSet, add_op, remove_op
-from integrations.topics.private_client import PrivateGroupClient
-from integrations.topics.private_group import GroupMember, GroupOwner
+from clients.topics.orset import AddWinsSet, add_op, remove_op
+from clients.topics.private_client import PrivateGroupClient
+from clients.topics.private_group import GroupMember, GroupOwner
 
 from .network import TOPIC_MAGIC, fast_housekeeping, running_line  # noqa: F401
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dmq.config import TopicKeyLimit, TopicPublishers
-from integrations.topics import Durable, TopicRequestRefused, open_topic_connection
+from clients.topics import Durable, TopicRequestRefused, open_topic_connection
 from miniprotocols.local_topic_subscription import MsgPublished
 
 from ..upsycle.harness import key, multicast, routed_body, unicast

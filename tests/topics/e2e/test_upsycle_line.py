@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from dmq.codec import decode_message
-from integrations.topics import Durable, TopicRequestRefused, decode_item, open_topic_connection
+from clients.topics import Durable, TopicRequestRefused, decode_item, open_topic_connection
 from miniprotocols.local_topic_subscription import Auth, MsgPublished
 from topics.adapter import FLAG_ANSWER, ITEM_GAP, ITEM_MESSAGE
 from topics.upsycle import PullStatus

@@ -22,7 +22,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from tests.integrations.cardano_node.cddl import CddlRules, CddlViolation, message_alternatives
+from tests.dmq.cardano_node.cddl import CddlRules, CddlViolation, message_alternatives
 from tests.conftest import ROOT
 
 __all__ = ["TOPICS_MD", "MESSAGE_RULE", "specification_text", "protocol1000_rules", "message_rules",

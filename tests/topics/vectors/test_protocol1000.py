@@ -15,7 +15,7 @@ import pytest
 
 from miniprotocols.framework import CodecError
 from miniprotocols.local_topic_subscription import LocalTopicCodec, TopicState
-from tests.integrations.cardano_node.cddl import CddlViolation
+from tests.dmq.cardano_node.cddl import CddlViolation
 
 from .cddl import message_rule_of, message_rules
 from .generate import AUTH, CASES, DMQ_ID, GROUP, ITEM_BODIES, OUT, SUBSCRIBER, build, encode

@@ -1,0 +1,464 @@
+"""In-memory links between simulated nodes: latency, jitter, loss, bandwidth and partitions.
+
+Each node gets a :class:`SimTransport` (the :class:`dmq.diffusion.transport.Transport` of
+the node code), so diffusion listens and dials exactly as over TCP, and a connection is a
+pair of :class:`SimStream` objects joined by two one-way :class:`_Pipe` objects. Bytes
+written on one side are readable on the other at a time computed when they are written:
+
+* **bandwidth**: each node's uplink and downlink carry ``rate`` bits per second, shared by
+  all its connections; a write waits behind the bytes the node is already sending, and its
+  last byte leaves ``len * 8 / rate`` seconds after its first (serialisation delay), then
+  queues again at the receiver's downlink;
+* **latency**: half the round-trip time between the two nodes' regions
+  (:mod:`.regions`), plus jitter drawn uniformly in ``[0, jitter * one way]``;
+* **loss**: TCP is reliable, so a lost segment shows up as a delay, not a gap: each write
+  is lost with probability ``loss`` (again and again, geometrically), and each loss costs one
+  retransmission timeout (Linux's 200 ms floor plus the round trip) before the data arrives;
+* **order**: a write never arrives before an earlier write on the same pipe (TCP's order);
+* **partitions**: while a cut separates the two nodes, writes are held (as unacknowledged
+  segments are); when it heals they arrive at the first retransmission after the heal (the
+  timeout doubling from the write, as TCP backs off), plus the one-way latency. A connect
+  across the cut waits (its SYNs are lost) until the heal or the dialler's connect timeout.
+
+Everything is read from trio's clock, and the links run on
+:class:`lab.simnet.checks.VirtualClock`, which wakes a reader when its bytes arrive;
+the randomness comes from one seeded generator per pipe, so a run follows from its seed. A
+write returns at once unless the node's uplink has more than ``send_buffer`` bytes queued (a
+socket's send buffer), and then waits for it to drain.
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+import itertools
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from ouroboros_mux.bearer import Bearer
+
+__all__ = ["LinkModel", "SimNetwork", "SimStream", "SimListener", "SimTransport"]
+
+#: Linux's minimum retransmission timeout.
+MIN_RTO = 0.2
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    """How links behave; ``rtt(a, b)`` is the round trip between nodes ``a`` and ``b`` in seconds."""
+
+    rtt: Callable[[int, int], float]
+    #: Extra one-way delay per write, uniform in [0, jitter * one way].
+    jitter: float = 0.1
+    #: Probability that a write is lost once (retransmitted after a timeout).
+    loss: float = 0.0
+    #: Each node's uplink and downlink, bits per second (None: unlimited).
+    rate_bps: float | None = 100e6
+    #: Bytes a node's uplink may hold before a write waits (a socket's send buffer).
+    send_buffer: int = 256 * 1024
+    seed: int = 0
+
+    def rto(self, rtt: float) -> float:
+        return MIN_RTO + rtt
+
+
+class _Pipe:
+    """One direction of a connection: writes from ``src`` readable by ``dst`` at their arrival time."""
+
+    __slots__ = ("net", "serial", "src", "dst", "rtt", "rng", "queue", "last_at", "waiter", "expected_at",
+                 "reader_closed", "bytes")
+
+    def __init__(self, net: SimNetwork, serial: int, src: int, dst: int, rng: random.Random) -> None:
+        self.net = net
+        self.serial = serial
+        self.src = src
+        self.dst = dst
+        self.rtt = net.model.rtt(src, dst)
+        self.rng = rng
+        #: [arrival time, data, time written]; arrival ``inf`` while held by a partition.
+        self.queue: deque[list] = deque()
+        self.last_at = 0.0
+        #: The reader's task while it waits for data (rescheduled by the network, see ``_wake``).
+        self.waiter: trio.lowlevel.Task | None = None
+        #: The arrival the network will wake the reader at (None: none booked).
+        self.expected_at: float | None = None
+        self.reader_closed = False
+        self.bytes = 0
+
+    def _wake(self) -> None:
+        """Have the waiting reader woken when the first queued write arrives (at once if the reader closed).
+
+        The arrival is booked with the network, which the virtual clock asks before it jumps
+        (:meth:`SimNetwork.deliver`): the reader is rescheduled directly at that time, without a
+        cancel scope, a deadline or a Cancelled exception per arrival.
+        """
+        if self.waiter is None:
+            return
+        if self.reader_closed:
+            task, self.waiter = self.waiter, None
+            trio.lowlevel.reschedule(task)
+        elif self.queue:
+            at = self.queue[0][0]
+            if at != math.inf and at != self.expected_at:
+                self.expected_at = at
+                self.net.expect(at, self)
+
+    async def wait(self) -> None:
+        """Until the first queued write has arrived, or the reader closed (see :meth:`_wake`)."""
+        if self.reader_closed:
+            await trio.lowlevel.checkpoint()
+            return
+        self.waiter = trio.lowlevel.current_task()
+        self._wake()  # books the first arrival, if one is on its way
+
+        def abort(_) -> trio.lowlevel.Abort:
+            self.waiter = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def full_until(self, now: float) -> float | None:
+        """When the sending node's uplink will again hold no more than one send buffer, if it holds
+        more at ``now`` (a socket's writer would block until then); None when there is room."""
+        net = self.net
+        model = net.model
+        if model.rate_bps is None:
+            return None
+        drain = model.send_buffer * 8 / model.rate_bps
+        free = net.uplink_free[self.src]
+        return free - drain if free - now > drain else None
+
+    def arrival(self, now: float, size: int) -> float:
+        """When ``size`` bytes written now arrive (and book the links they use)."""
+        net, model = self.net, self.net.model
+        if net.separated(self.src, self.dst):
+            net.held.add(self)
+            return math.inf
+        leaves = now
+        if model.rate_bps is not None:
+            serialise = size * 8 / model.rate_bps
+            leaves = max(now, net.uplink_free[self.src]) + serialise
+            net.uplink_free[self.src] = leaves
+        one_way = self.rtt / 2
+        at = leaves + one_way + model.jitter * one_way * self.rng.random()
+        if model.loss > 0:
+            while self.rng.random() < model.loss:
+                at += model.rto(self.rtt)
+        if model.rate_bps is not None:
+            at = max(at, net.downlink_free[self.dst]) + size * 8 / model.rate_bps
+            net.downlink_free[self.dst] = at
+        return at
+
+    def put(self, data: bytes, now: float) -> None:
+        if self.queue and self.queue[-1][0] == math.inf:
+            at = math.inf  # behind a held write: TCP delivers in order
+        else:
+            at = max(self.arrival(now, len(data)), self.last_at)
+            if at != math.inf:
+                self.last_at = at
+        self.queue.append([at, data, now])
+        self.bytes += len(data)
+        net = self.net
+        net.bytes_sent[self.src] += len(data)
+        net.writes += 1
+        self._wake()
+
+    def release(self, healed_at: float) -> None:
+        """The cut is gone: held writes arrive at the first retransmission after ``healed_at``."""
+        rto = self.net.model.rto(self.rtt)
+        one_way = self.rtt / 2
+        for entry in self.queue:
+            if entry[0] != math.inf:
+                continue
+            written = entry[2]
+            # Retransmissions at written + rto * (2^k - 1), k = 1, 2, ...: the first one after the heal.
+            k = max(1, math.ceil(math.log2((healed_at - written) / rto + 1)))
+            at = max(written + rto * (2 ** k - 1), healed_at) + one_way
+            entry[0] = max(at, self.last_at)
+            self.last_at = entry[0]
+        self._wake()
+
+    def close_from_writer(self, now: float) -> None:
+        """The writer's FIN: end of stream after everything written so far."""
+        if self.queue and self.queue[-1][0] == math.inf:
+            at = math.inf
+        else:
+            at = self.arrival(now, 0)
+            at = max(at, self.last_at)
+        self.queue.append([at, b"", now])
+        self._wake()
+
+
+class SimStream(trio.abc.Stream):
+    """One end of an in-memory connection."""
+
+    def __init__(self, incoming: _Pipe, outgoing: _Pipe, label: str) -> None:
+        self._in = incoming
+        self._out = outgoing
+        self.label = label
+        self._closed = False
+        self._eof_sent = False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("stream closed")
+        out = self._out
+        if out.reader_closed:
+            await trio.lowlevel.checkpoint()
+            raise trio.BrokenResourceError("connection reset by peer")
+        now = trio.current_time()
+        out.put(bytes(data), now)
+        until = out.full_until(now)
+        if until is not None:
+            await trio.sleep_until(until)
+            return
+        await trio.lowlevel.checkpoint()
+
+    def send_parts_nowait(self, parts: list) -> int:
+        """Take ``parts`` whole without waiting, as a socket with room in its send buffer does
+        (:class:`ouroboros_mux.bearer.Bearer` writes this way when it can, as it does to a socket);
+        BlockingIOError when the node's uplink already holds more than a send buffer."""
+        if self._closed:
+            raise trio.ClosedResourceError("stream closed")
+        out = self._out
+        if out.reader_closed:
+            raise trio.BrokenResourceError("connection reset by peer")
+        now = trio.current_time()
+        if out.full_until(now) is not None:
+            raise BlockingIOError
+        data = parts[0] if len(parts) == 1 and type(parts[0]) is bytes else b"".join(parts)
+        out.put(data, now)
+        return len(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        pipe = self._in
+        slept = False
+        while True:
+            if self._closed:
+                raise trio.ClosedResourceError("stream closed")
+            queue = pipe.queue
+            at = math.inf
+            if queue:
+                at = queue[0][0]
+                now = trio.current_time()
+                if at <= now:
+                    if not slept:
+                        await trio.lowlevel.checkpoint()
+                    return self._take(max_bytes, now)
+            # Until the first write on the way arrives (later writes arrive later still: TCP's
+            # order); with nothing on the way, or held by a cut, the writer, the heal or a close
+            # books the wake-up (:meth:`_Pipe._wake`).
+            await pipe.wait()
+            slept = True
+
+    def _take(self, max_bytes: int | None, now: float) -> bytes:
+        queue = self._in.queue
+        first = queue[0]
+        data = first[1]
+        if not data:
+            return b""  # end of stream (left in place: later reads see it too)
+        if max_bytes is not None and len(data) > max_bytes:
+            first[1] = data[max_bytes:]
+            return data[:max_bytes]
+        queue.popleft()
+        if not queue or queue[0][0] > now or not queue[0][1]:
+            return data
+        parts = [data]
+        size = len(data)
+        while queue and queue[0][0] <= now and queue[0][1] and (max_bytes is None or size + len(queue[0][1]) <= max_bytes):
+            chunk = queue.popleft()[1]
+            parts.append(chunk)
+            size += len(chunk)
+        return b"".join(parts)
+
+    async def send_eof(self) -> None:
+        if not self._eof_sent:
+            self._eof_sent = True
+            self._out.close_from_writer(trio.current_time())
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if not self._eof_sent:
+                self._eof_sent = True
+                self._out.close_from_writer(trio.current_time())
+            self._in.reader_closed = True
+            self._in._wake()
+        await trio.lowlevel.checkpoint()
+
+
+class SimListener(trio.abc.Listener[trio.abc.Stream]):
+    """A node's listening address: connections arrive here from :meth:`SimTransport.connect`."""
+
+    def __init__(self, net: SimNetwork, address: tuple[str, int]) -> None:
+        self.net = net
+        self.address = address
+        self.send, self.receive = trio.open_memory_channel[SimStream](math.inf)
+        self.closed = False
+
+    async def accept(self) -> trio.abc.Stream:
+        try:
+            return await self.receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise trio.ClosedResourceError("listener closed") from None
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.net.listeners.get(self.address) is self:
+                del self.net.listeners[self.address]
+            self.send.close()
+            # Connections the node never accepted are reset, as the kernel does for its backlog.
+            while True:
+                try:
+                    stream = self.receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                await stream.aclose()
+            self.receive.close()
+        await trio.lowlevel.checkpoint()
+
+
+@dataclass(eq=False)
+class SimNetwork:
+    """Every node's address, listener and links; where partitions are cut and healed."""
+
+    model: LinkModel
+    #: Node index -> its host (an address string, as a topology file names peers).
+    hosts: list[str]
+    listeners: dict[tuple[str, int], SimListener] = field(default_factory=dict)
+    #: Nodes on the isolated side of the current cut (empty: no cut).
+    isolated: frozenset[int] = frozenset()
+    held: set[_Pipe] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        count = len(self.hosts)
+        self.index_of = {host: index for index, host in enumerate(self.hosts)}
+        self.uplink_free = [0.0] * count
+        self.downlink_free = [0.0] * count
+        self.bytes_sent = [0] * count
+        #: Writes handed to any link (one per bearer write: a batch of SDUs), for the cost per write.
+        self.writes = 0
+        self._healed = trio.Event()
+        self._pipes = 0
+        #: Booked wake-ups: (arrival, booking order, pipe), earliest first; ties in booking order.
+        self._arrivals: list[tuple[float, int, _Pipe]] = []
+        self._bookings = itertools.count()
+        self._clock_followed = False
+        self._ports = [32768] * count
+
+    def expect(self, at: float, pipe: _Pipe) -> None:
+        """Wake ``pipe``'s reader at ``at`` (the virtual clock calls :meth:`deliver`)."""
+        if not self._clock_followed:
+            clock = trio.lowlevel.current_clock()
+            follow = getattr(clock, "follow", None)
+            if follow is None:
+                raise RuntimeError("simulated links run on lab.simnet.checks.VirtualClock, "
+                                   f"not {type(clock).__name__}")
+            follow(self)
+            self._clock_followed = True
+        heapq.heappush(self._arrivals, (at, next(self._bookings), pipe))
+
+    def next_arrival(self) -> float:
+        """The earliest booked wake-up (inf: none)."""
+        return self._arrivals[0][0] if self._arrivals else math.inf
+
+    def deliver(self, now: float) -> None:
+        """Reschedule every reader whose data has arrived by ``now``; the virtual clock calls this
+        when no task can run, before it moves time on."""
+        arrivals = self._arrivals
+        while arrivals and arrivals[0][0] <= now:
+            at, _, pipe = heapq.heappop(arrivals)
+            if pipe.expected_at == at:
+                pipe.expected_at = None
+            task = pipe.waiter
+            if task is None:
+                continue
+            queue = pipe.queue
+            if queue and queue[0][0] <= now:
+                pipe.waiter = None
+                trio.lowlevel.reschedule(task)
+            else:
+                pipe._wake()  # a stale booking: book the current first arrival, if any
+
+    def transport(self, index: int) -> SimTransport:
+        return SimTransport(self, index)
+
+    def separated(self, a: int, b: int) -> bool:
+        isolated = self.isolated
+        return bool(isolated) and ((a in isolated) != (b in isolated))
+
+    def cut(self, isolated: frozenset[int] | set[int]) -> None:
+        """Isolate ``isolated`` from every other node (connections stay open, writes are held)."""
+        self.isolated = frozenset(isolated)
+        self._healed = trio.Event()
+
+    def heal(self) -> None:
+        now = trio.current_time()
+        self.isolated = frozenset()
+        held, self.held = self.held, set()
+        for pipe in sorted(held, key=lambda p: p.serial):
+            pipe.release(now)
+        self._healed.set()
+
+    async def wait_healed(self) -> None:
+        await self._healed.wait()
+
+    def _pipe(self, src: int, dst: int) -> _Pipe:
+        self._pipes += 1
+        rng = random.Random(f"dmq-simnet-link/{self.model.seed}/{src}/{dst}/{self._pipes}")
+        return _Pipe(self, self._pipes, src, dst, rng)
+
+    def ephemeral(self, index: int) -> int:
+        port = self._ports[index]
+        self._ports[index] = port + 1 if port < 60999 else 32768
+        return port
+
+
+class SimTransport:
+    """Node ``index``'s view of the simulated network (a :class:`dmq.diffusion.transport.Transport`)."""
+
+    def __init__(self, net: SimNetwork, index: int) -> None:
+        self.net = net
+        self.index = index
+
+    async def listen(self, host: str, port: int) -> list:
+        address = (host, port)
+        if self.net.index_of.get(host) != self.index:
+            raise OSError(errno.EADDRNOTAVAIL, f"{host} is not this node's address")
+        if address in self.net.listeners:
+            raise OSError(errno.EADDRINUSE, "address already in use")
+        listener = SimListener(self.net, address)
+        self.net.listeners[address] = listener
+        await trio.lowlevel.checkpoint()
+        return [(listener, address)]
+
+    async def connect(self, host: str, port: int) -> Bearer:
+        net, src = self.net, self.index
+        dst = net.index_of.get(host)
+        if dst is None:
+            await trio.lowlevel.checkpoint()
+            raise OSError(errno.EHOSTUNREACH, f"no route to {host}")
+        while net.separated(src, dst):
+            await net.wait_healed()
+        await trio.sleep(net.model.rtt(src, dst))
+        listener = net.listeners.get((host, port))
+        if listener is None or listener.closed or net.separated(src, dst):
+            raise OSError(errno.ECONNREFUSED, f"connection refused by {host}:{port}")
+        outgoing, incoming = net._pipe(src, dst), net._pipe(dst, src)
+        client = SimStream(incoming, outgoing, f"{host}:{port}")
+        server = SimStream(outgoing, incoming, f"{net.hosts[src]}:{net.ephemeral(src)}")
+        listener.send.send_nowait(server)
+        return Bearer(client)
+
+    def peer_label(self, stream: trio.abc.Stream) -> str:
+        return stream.label if isinstance(stream, SimStream) else "unknown"

@@ -1,0 +1,514 @@
+"""One simulated-network run: N full nodes in one trio run on a virtual clock, faults, a report.
+
+Order of a run:
+
+1. the pools (keys from the seed) and their stake file are made, the nodes are placed in
+   regions (:mod:`.regions`) and given netlab's topology: three public roots each (the next
+   node, so that the roots alone connect the network, and two drawn from the seed), peer
+   sharing on, the reference relay targets (:mod:`lab.netlab.plan`);
+2. every node is built by the composition root's ``assemble`` (``dmq.cli.wiring.assemble_node``,
+   handed in: this package does not import the CLI) with a :class:`.links.SimTransport`, a
+   :class:`dmq.clock.TrioClock`, the mempool's commits in the loop's thread and the shared
+   memo of KES checks (:mod:`.checks`), and started; they find each other for ``warmup``
+   virtual seconds;
+3. the pools publish to their home nodes through each node's local service (the code behind
+   the local submission protocol), netlab's faults happen on netlab's schedule
+   (:func:`lab.netlab.faults.plan_faults`) and the attacks of :mod:`.attacks` run;
+4. the run waits (at most ``drain`` virtual seconds) until every node holds every accepted
+   message and every fault has recovered, then stops every node and reports.
+
+The caller runs :meth:`Simnet.run` under ``trio.run(..., clock=VirtualClock())``
+(:func:`run_simnet` does); nothing here reads the machine's clock except to report how long
+the run took.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+import resource
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from dmq.clock import TrioClock
+from dmq.config import read_config
+from dmq.diffusion import DiffusionPolicy
+from dmq.gc_tuning import tune_for_serving
+from dmq.networks import DEVNET
+from dmq.node import Node
+from dmq.topology import AccessPoint, PublicRootGroup, Topology
+from dmq.trace import MessageAccepted, MessageRejected, TraceEvent, Tracer
+from lab.netlab.addresses import MAX_NODES, node_address
+from lab.netlab.faults import plan_faults
+from lab.netlab.plan import NODE_PORT, RELAY_TARGETS, min_sig_delay_for, public_roots, workload_problem
+from lab.netlab.report import FaultRecord, fault_windows
+
+from .attacks import AttackRecord, Flooder, eclipse_topology
+from .checks import SharedKesChecks, VirtualClock, deterministic_scheduling, run_inline
+from .deliveries import Deliveries
+from .links import LinkModel, SimNetwork
+from .regions import REGIONS, place_nodes, rtt_ms
+from .report import SimnetReport
+from .workload import make_pools, schedule, write_stake_file
+
+__all__ = ["SimnetOptions", "Simnet", "run_simnet", "EPOCH"]
+
+#: Wall-clock time at virtual time 0: expiry and signing read it. Not a whole second: a
+#: signer sets ``expiresAt = floor(now) + 1800`` and the node refuses ``expiresAt >= now + 1800``
+#: (docs/protocol/validation.md 6.2, check 2), so a message signed at a whole second exactly is
+#: refused. A real clock practically never reads one; virtual time, stepping in round
+#: fractions of a period, would often do so from a whole-second epoch.
+EPOCH = 1_800_000_000 + 1 / 7
+
+
+#: How often each node sweeps its mempool for expired messages. A node sweeps every 50 ms;
+#: a thousand of them in one process would spend 20,000 wake-ups a simulated second on it,
+#: for messages that live 30 minutes. One second keeps expiry exact to the second.
+EXPIRY_INTERVAL = 1.0
+
+
+@dataclass(frozen=True)
+class SimnetOptions:
+    nodes: int = 200
+    pools: int = 3000
+    #: Seconds between two messages of one pool: 3,000 pools every 120 s are 1,500 a minute.
+    period: float = 120.0
+    #: Virtual seconds of publishing.
+    duration: float = 600.0
+    seed: int = 0
+    roots: int = 3
+    #: The governor's ``TargetNumberOfActivePeers``: the reference relay's unless lowered (a cheaper
+    #: run: the work grows with nodes times peers).
+    active_peers: int = RELAY_TARGETS["TargetNumberOfActivePeers"]
+    kill_fraction: float = 0.1
+    partition_fraction: float = 1 / 3
+    #: A peer flooding the first victim with invalid messages.
+    flood: bool = True
+    #: Stake-less nodes that dial one victim only (0: no such cluster).
+    eclipse: int = 0
+    jitter: float = 0.1
+    loss: float = 0.0
+    #: Every pair of nodes this round trip (milliseconds) instead of the regions' matrix: the
+    #: protocol's own timing, without the geography (with ``jitter`` 0, a hop to the exact
+    #: round trip).
+    uniform_rtt_ms: float | None = None
+    rate_mbit: float | None = 100.0
+    #: Virtual seconds for the nodes to find peers before publishing starts.
+    warmup: float = 60.0
+    #: Virtual seconds after publishing for the last messages and the recoveries.
+    drain: float = 300.0
+    #: Where the nodes' databases go (default: a fresh directory in a tmpfs when there is one).
+    directory: Path | None = None
+    #: Record every node's traffic for ``dmq capacity-report`` into this directory.
+    record: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.nodes <= MAX_NODES - self.eclipse - 1:
+            raise ValueError(f"a simulated network has 2..{MAX_NODES - 1} nodes, got {self.nodes}")
+        problem = workload_problem(self.pools, self.period, self.duration, self.kill_fraction,
+                                   self.partition_fraction)
+        if problem is not None:
+            raise ValueError(problem)
+        if self.uniform_rtt_ms is not None and not self.uniform_rtt_ms > 0:
+            raise ValueError(f"a uniform round trip is a positive number of milliseconds, got {self.uniform_rtt_ms}")
+
+    @property
+    def min_sig_delay(self) -> float:
+        return min_sig_delay_for(self.period)
+
+    def settings(self) -> dict[str, Any]:
+        values = asdict(self)
+        for key in ("directory", "record"):
+            values[key] = None if values[key] is None else str(values[key])
+        values["min_sig_delay"] = self.min_sig_delay
+        return values
+
+
+#: ``dmq.cli.wiring.assemble_node``, or anything with its signature.
+Assemble = Callable[..., Node]
+
+
+@dataclass(eq=False)
+class SimNode:
+    index: int
+    host: str
+    region: int
+    directory: Path
+    topology: Topology
+    node: Node | None = None
+    scope: trio.CancelScope | None = None
+    stopped: trio.Event = field(default_factory=trio.Event)
+
+    @property
+    def running(self) -> bool:
+        return self.node is not None and not self.stopped.is_set()
+
+
+def _tmpfs_root() -> Path:
+    shm = Path("/dev/shm")
+    return Path(tempfile.mkdtemp(prefix="dqs", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
+
+
+class Simnet:
+    """One run; :meth:`run` returns its report."""
+
+    def __init__(self, options: SimnetOptions, assemble: Assemble, *, say: Callable[[str], None] = lambda text: None,
+                 policy: DiffusionPolicy | None = None) -> None:
+        self.options = options
+        self.assemble = assemble
+        self.say = say
+        self.policy = policy or DiffusionPolicy()
+        total = options.nodes + options.eclipse + (1 if options.flood else 0)
+        self.hosts = [node_address(i) for i in range(total)]
+        self.regions = place_nodes(total, options.seed)
+        if options.uniform_rtt_ms is None:
+            rtt = lambda a, b: rtt_ms(self.regions[a], self.regions[b]) / 1000  # noqa: E731
+        else:
+            rtt = lambda a, b: options.uniform_rtt_ms / 1000  # noqa: E731
+        model = LinkModel(rtt=rtt, jitter=options.jitter,
+                          loss=options.loss, rate_bps=None if options.rate_mbit is None else options.rate_mbit * 1e6,
+                          seed=options.seed)
+        self.net = SimNetwork(model, self.hosts)
+        self.deliveries = Deliveries(options.nodes, self.net.index_of, relays=options.eclipse)
+        self.checks = SharedKesChecks()
+        self.clock = TrioClock(EPOCH)
+        self.faults: list[FaultRecord] = []
+        self.attacks: list[AttackRecord] = []
+        self.rejections: dict[str, int] = {}
+        self.tally = {"attempted": 0, "accepted": 0, "rejected": 0, "failed": 0}
+        self.nodes: list[SimNode] = []
+        self._recovering = 0
+        self._message_size = 0
+        #: This process's CPU seconds at the run's milestones (see :meth:`cost`).
+        self._cpu_marks: dict[str, float] = {}
+        self._write_marks: dict[str, int] = {}
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _topology(self, index: int) -> Topology:
+        options = self.options
+        roots = public_roots(options.nodes, index, options.roots, options.seed)
+        points = tuple(AccessPoint(self.hosts[other], NODE_PORT) for other in roots)
+        return Topology(public_roots=(PublicRootGroup(points, advertise=True),))
+
+    def _config(self, sim: SimNode, stake_file: Path):
+        directory = sim.directory
+        directory.mkdir(parents=True, exist_ok=True)
+        values = {
+            "ConfigFile": str(directory / "absent.json"),
+            "NetworkMagic": str(DEVNET.dmq),
+            "IPv4": sim.host,
+            "PortNumber": str(NODE_PORT),
+            "LocalAddress": str(directory / "s"),
+            "StakeSource": str(stake_file),
+            "DatabasePath": str(directory / "db"),
+            "MinSigDelay": str(self.options.min_sig_delay),
+            **{key: str(value) for key, value in RELAY_TARGETS.items()},
+            "TargetNumberOfActivePeers": str(self.options.active_peers),
+        }
+        if self.options.record is not None:
+            values["RecordTraffic"] = str(self.options.record)
+        return read_config(values)
+
+    def _sink(self, index: int) -> Callable[[TraceEvent], None]:
+        deliveries, rejections = self.deliveries, self.rejections
+
+        def sink(event: TraceEvent) -> None:
+            kind = type(event)
+            if kind is MessageAccepted:
+                deliveries.accepted(index, event.message_id, event.origin, trio.current_time())
+            elif kind is MessageRejected:
+                # Counted by error, without its details (pool, seconds), which differ on every rejection.
+                reason = event.reason.split(" ", 1)[0]
+                rejections[reason] = rejections.get(reason, 0) + 1
+        return sink
+
+    def _build(self, sim: SimNode) -> Node:
+        tracer = Tracer(self.clock.now)
+        tracer.add_sink(self._sink(sim.index))
+        policy = replace(self.policy, seed=random.Random(f"dmq-simnet-governor/{self.options.seed}/{sim.index}")
+                         .getrandbits(32))
+        return self.assemble(self._config(sim, self._stake_file), sim.topology, clock=self.clock, tracer=tracer,
+                             diffusion_policy=policy, transport=self.net.transport(sim.index),
+                             run_blocking=run_inline, kes_verifier=self.checks, expiry_interval=EXPIRY_INTERVAL)
+
+    async def _serve(self, sim: SimNode, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        assert sim.node is not None
+        try:
+            with trio.CancelScope() as scope:
+                sim.scope = scope
+                await sim.node.run(task_status=task_status)
+        finally:
+            sim.stopped.set()
+
+    async def start(self, sim: SimNode, nursery: trio.Nursery) -> None:
+        sim.stopped = trio.Event()
+        sim.node = self._build(sim)
+        await nursery.start(self._serve, sim)
+
+    async def stop(self, sim: SimNode) -> None:
+        if sim.running and sim.scope is not None:
+            sim.scope.cancel()
+            await sim.stopped.wait()
+
+    # -- traffic ----------------------------------------------------------------------------
+
+    async def _submit(self, sim: SimNode, message_id: bytes, raw: bytes) -> None:
+        assert sim.node is not None
+        try:
+            result = await sim.node.local_service.submit(raw)
+        except Exception as exc:  # the node stopped under the submission: as a client sees a lost socket
+            self.deliveries.withdraw(message_id)
+            self.tally["failed"] += 1
+            self.rejections[f"failed: {type(exc).__name__}"] = self.rejections.get(f"failed: {type(exc).__name__}", 0) + 1
+            return
+        if self.deliveries.published.get(message_id) is not None and self.deliveries.published[message_id].reached:
+            self.tally["accepted"] += 1
+        else:
+            self.deliveries.withdraw(message_id)
+            self.tally["rejected"] += 1
+            self.rejections[f"local: {result!r}"] = self.rejections.get(f"local: {result!r}", 0) + 1
+
+    async def _publish(self, pools, started: float, nursery: trio.Nursery) -> None:
+        options = self.options
+        builders = [pool.builder(self.clock) for pool in pools]
+        for at, index, sequence in schedule(options.pools, options.period, options.duration):
+            await trio.sleep_until(started + at)
+            sim = self.nodes[index % options.nodes]
+            self.tally["attempted"] += 1
+            message = pools[index].sign(builders[index], sequence, self.clock.now())
+            self._message_size = len(message.raw)
+            if not sim.running:
+                self.tally["failed"] += 1
+                continue
+            self.deliveries.expect(message.message_id, sim.index, trio.current_time())
+            nursery.start_soon(self._submit, sim, message.message_id, message.raw)
+
+    # -- faults -----------------------------------------------------------------------------
+
+    async def _recover(self, record: FaultRecord, started: float) -> None:
+        """``record.recovery_seconds``: from the fault's end until every node holds what was accepted by then."""
+        self._recovering += 1
+        ended = trio.current_time()
+        pending = self.deliveries.incomplete()
+        while pending:
+            await trio.sleep(0.1)
+            pending = [message_id for message_id in pending if not self.deliveries.complete(message_id)]
+        record.recovery_seconds = round(trio.current_time() - ended, 3)
+        self._recovering -= 1
+
+    async def _kill_and_restart(self, victims, at: float, down: float, started: float, record: FaultRecord,
+                                nursery: trio.Nursery, recoveries: trio.Nursery) -> None:
+        await trio.sleep_until(started + at)
+        for index in victims:
+            await self.stop(self.nodes[index])
+        record.began_at = round(trio.current_time() - started, 3)
+        await trio.sleep(down)
+        for index in victims:
+            await self.start(self.nodes[index], nursery)
+        record.ended_at = round(trio.current_time() - started, 3)
+        recoveries.start_soon(self._recover, record, started)
+
+    async def _partition(self, victims, at: float, length: float, started: float, record: FaultRecord,
+                         recoveries: trio.Nursery) -> None:
+        await trio.sleep_until(started + at)
+        self.net.cut(set(victims))
+        record.began_at = round(trio.current_time() - started, 3)
+        await trio.sleep(length)
+        self.net.heal()
+        record.ended_at = round(trio.current_time() - started, 3)
+        recoveries.start_soon(self._recover, record, started)
+
+    # -- the run ----------------------------------------------------------------------------
+
+    async def run(self) -> SimnetReport:
+        options = self.options
+        wall = time.perf_counter()
+        self._cpu = time.process_time()
+        root = options.directory or _tmpfs_root()
+        root.mkdir(parents=True, exist_ok=True)
+        made_root = options.directory is None
+        try:
+            # One more staked pool than publish: the flooder forges its messages (checks 1 to 9 pass).
+            pools = make_pools(options.pools + 1, options.seed)
+            self._stake_file = write_stake_file(root / "stake.json", pools, options.seed)
+            self.say(f"{options.pools:,} pools ({time.perf_counter() - wall:.0f} s)")
+            victims = plan_faults(options.nodes, options.duration, options.kill_fraction, options.partition_fraction,
+                                  options.seed)
+            self.nodes = [SimNode(i, self.hosts[i], self.regions[i], root / f"n{i}", self._topology(i))
+                          for i in range(options.nodes)]
+            attackers = [SimNode(i, self.hosts[i], self.regions[i], root / f"n{i}",
+                                 eclipse_topology(self.hosts[self._eclipse_victim(victims)], NODE_PORT))
+                         for i in range(options.nodes, options.nodes + options.eclipse)]
+            report = await self._run(pools, victims, attackers, wall)
+        finally:
+            if made_root:
+                shutil.rmtree(root, ignore_errors=True)
+        return report
+
+    def _eclipse_victim(self, plan) -> int:
+        """A node hit by no other fault (the eclipse is measured alone)."""
+        busy = set(plan.kill) | set(plan.partition)
+        return next((i for i in range(self.options.nodes) if i not in busy), 0)
+
+    async def _run(self, pools, plan, attackers: list[SimNode], wall: float) -> SimnetReport:
+        options = self.options
+        self._mark("pools")
+        async with trio.open_nursery() as nursery:
+            for sim in self.nodes + attackers:
+                await self.start(sim, nursery)
+            self.say(f"{len(self.nodes)} nodes started ({time.perf_counter() - wall:.0f} s)")
+            self._mark("started")
+            # The second half of the warm-up is the idle cost: connections are up, nothing is published.
+            await trio.sleep(options.warmup / 2)
+            self._mark("settled")
+            await trio.sleep(options.warmup / 2)
+            self._mark("warm")
+            started = trio.current_time()
+            self._started = started
+            async with trio.open_nursery() as recoveries:
+                async with trio.open_nursery() as work:
+                    work.start_soon(self._publish, pools, started, work)
+                    names = lambda victims: [self.hosts[i] for i in victims]  # noqa: E731
+                    if plan.kill:
+                        record = FaultRecord("kill -9 and restart", names(plan.kill), plan.kill_at)
+                        self.faults.append(record)
+                        work.start_soon(self._kill_and_restart, plan.kill, plan.kill_at, plan.kill_seconds, started,
+                                        record, nursery, recoveries)
+                    if plan.partition:
+                        record = FaultRecord("partition and heal", names(plan.partition), plan.partition_at)
+                        self.faults.append(record)
+                        work.start_soon(self._partition, plan.partition, plan.partition_at, plan.partition_seconds,
+                                        started, record, recoveries)
+                    if options.flood:
+                        victim = self._eclipse_victim(plan)
+                        flooder = Flooder(self.net, len(self.hosts) - 1, self.hosts[victim], NODE_PORT,
+                                          DEVNET.dmq, pools[options.pools], self.clock)
+                        self.attacks.append(flooder.record)
+                        nursery.start_soon(flooder.run, started + 0.3 * options.duration, 0.2 * options.duration)
+                    if attackers:
+                        victim = self._eclipse_victim(plan)
+                        self.attacks.append(AttackRecord(
+                            "eclipse", self.hosts[victim],
+                            f"{len(attackers)} stake-less nodes whose only root is the victim"))
+                self._ended = trio.current_time()
+                self._mark("published")
+                self.say(f"publishing done ({time.perf_counter() - wall:.0f} s wall, "
+                         f"{time.process_time() - self._cpu:.0f} s CPU)")
+                with trio.move_on_after(options.drain):
+                    while self.deliveries.missing() or self._recovering:
+                        await trio.sleep(1.0)
+                recoveries.cancel_scope.cancel()
+            self._drained = trio.current_time()
+            self._mark("drained")
+            report = self.report(wall, attackers)
+            nursery.cancel_scope.cancel()
+        return report
+
+    def _mark(self, milestone: str) -> None:
+        self._cpu_marks[milestone] = cpu = time.process_time()
+        self._write_marks[milestone] = self.net.writes
+        self.say(f"{milestone} at {trio.current_time():.1f} virtual s: {cpu - self._cpu:.1f} s CPU, "
+                 f"{self.net.writes:,} link writes")
+
+    def cost(self) -> dict[str, Any]:
+        """Where this process's CPU went, and the two figures that extrapolate a run to other sizes and rates.
+
+        The second half of the warm-up has every connection up and nothing published: its CPU
+        over the nodes and its virtual seconds is the idle cost of a node (keep-alive, the V2
+        blocking requests answered with no ids every 17 s, the governor, the mempool's sweeps).
+        What publishing and the drain cost beyond that idle cost, over the accepted messages,
+        is the cost of one message at this size and degree; link writes are counted the same
+        way (one write is one batch of SDUs handed to a link).
+        """
+        cpu, writes = self._cpu_marks, self._write_marks
+        phases = {"pools": cpu["pools"] - self._cpu, "start": cpu["started"] - cpu["pools"],
+                  "connect": cpu["settled"] - cpu["started"], "idle": cpu["warm"] - cpu["settled"],
+                  "publishing": cpu["published"] - cpu["warm"], "drain": cpu["drained"] - cpu["published"]}
+        node_seconds = len(self.nodes) * self.options.warmup / 2
+        idle_rate = phases["idle"] / node_seconds if node_seconds else 0.0
+        idle_writes = (writes["warm"] - writes["settled"]) / node_seconds if node_seconds else 0.0
+        busy_node_seconds = len(self.nodes) * (self._drained - self._started)
+        accepted = max(1, len(self.deliveries.published))
+        message_cpu = phases["publishing"] + phases["drain"] - idle_rate * busy_node_seconds
+        message_writes = writes["drained"] - writes["warm"] - idle_writes * busy_node_seconds
+        return {"cpu_seconds_by_phase": {name: round(value, 2) for name, value in phases.items()},
+                "idle_cpu_us_per_node_second": round(idle_rate * 1e6, 1),
+                "idle_link_writes_per_node_second": round(idle_writes, 3),
+                "cpu_ms_per_message": round(message_cpu / accepted * 1e3, 1),
+                "link_writes_per_message": round(message_writes / accepted, 1),
+                "cpu_us_per_link_write": round(message_cpu / message_writes * 1e6, 1) if message_writes > 0 else None}
+
+    def report(self, wall: float, attackers: list[SimNode]) -> SimnetReport:
+        options = self.options
+        deliveries = self.deliveries
+        everything, steady, by_hop = deliveries.latency_summary(fault_windows(self.faults, self._started))
+        degree = []
+        for sim in self.nodes:
+            if sim.running and sim.node is not None and sim.node.diffusion is not None:
+                degree.append(sum(1 for peer in sim.node.diffusion.peers if peer.mux is not None))
+        for attack in self.attacks:
+            if attack.kind == "eclipse":
+                victim = self.nodes[self.net.index_of[attack.target]]
+                attack.outcome = _eclipse_outcome(victim, attackers, deliveries)
+        accepted = len(deliveries.published)
+        node_bytes = self.net.bytes_sent[:options.nodes]
+        simulated = self._drained  # virtual time starts at 0: warm-up, publishing and drain
+        seconds = time.perf_counter() - wall
+        cpu = time.process_time() - self._cpu
+        return SimnetReport(
+            settings=options.settings(), load_average=os.getloadavg(), wall_seconds=round(seconds, 1),
+            simulated_seconds=round(simulated, 3), publishing_seconds=round(self._ended - self._started, 3),
+            wall_per_simulated_minute=round(seconds / (simulated / 60), 1), cpu_seconds=round(cpu, 1),
+            cpu_per_simulated_minute=round(cpu / (simulated / 60), 1),
+            attempted=self.tally["attempted"], accepted=accepted, rejected=self.tally["rejected"],
+            failed=self.tally["failed"], missing=deliveries.missing(), duplicates=deliveries.duplicates,
+            unknown_hops=deliveries.unknown_hops, latency=everything, steady_latency=steady, latency_by_hop=by_hop,
+            hops=deliveries.hop_profile(), bytes_sent=sum(node_bytes),
+            bytes_per_message_per_node=round(sum(node_bytes) / max(1, accepted) / options.nodes, 1),
+            mean_connections=round(sum(degree) / len(degree), 2) if degree else 0.0,
+            message_size=self._message_size, faults=self.faults, attacks=self.attacks,
+            rejections=dict(sorted(self.rejections.items())), kes_checks=self.checks.stats(),
+            regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
+            missing_examples=deliveries.missing_examples(self.hosts), cost=self.cost(),
+            peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+
+
+def _eclipse_outcome(victim: SimNode, attackers: list[SimNode], deliveries: Deliveries) -> dict[str, Any]:
+    missing = sum(1 for record in deliveries.published.values() if record.hops[victim.index] == 255)
+    inbound = outbound = 0
+    if victim.node is not None and victim.node.diffusion is not None:
+        attacker_hosts = {sim.host for sim in attackers}
+        for peer in victim.node.diffusion.peers:
+            if peer.mux is None:
+                continue
+            if peer.peer.rpartition(":")[0] in attacker_hosts:
+                inbound += 1
+            else:
+                outbound += 1
+    return {"victim_missing": missing, "attacker_connections_at_end": inbound, "honest_connections_at_end": outbound}
+
+
+def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str], None] = lambda text: None,
+               policy: DiffusionPolicy | None = None) -> SimnetReport:
+    """Run ``options`` in a trio run of its own on a virtual clock; the same seed gives the same report
+    (apart from the wall-clock figures), in one process and across processes with one ``PYTHONHASHSEED``."""
+    deterministic_scheduling(options.seed)
+    simnet = Simnet(options, assemble, say=say, policy=policy)
+    # The collector's thresholds of a node's process (``dmq-node`` sets them at start): with the
+    # interpreter's default, young collections every 700 allocations and the older ones walking
+    # every node's long-lived objects took about a third of a 50-node run's CPU.
+    thresholds = gc.get_threshold()
+    tune_for_serving()
+    try:
+        return trio.run(simnet.run, clock=VirtualClock())
+    finally:
+        gc.set_threshold(*thresholds)

@@ -1,0 +1,99 @@
+"""The netlab's attack material: each flood class fails the one check it is named for in the node's
+own validation, and the verdicts judge what the attackers and the nodes reported."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dmq.clock import ManualClock
+from dmq.codec import decode_message
+from dmq.stake import PoolStake, StakeView
+from dmq.validation import Validator
+from dmq.validation.reactions import PeerReaction
+from lab.netlab.attacks import choose_attack_nodes, connections_per_peer, flood_verdict
+from lab.netlab.invalid import FLOOD_CLASSES, FLOOD_MARK, FloodMessages
+from lab.netlab.resources import ResourceSampler
+from tests.dmq.diffusion.network import pool
+
+NOW = 1_800_000_000.0
+
+
+@pytest.fixture(scope="module")
+def flood():
+    registered = pool(1)
+    return FloodMessages(registered.opcert, registered.cold_vk, 0, "test"), registered
+
+
+@pytest.mark.parametrize("kind", list(FLOOD_CLASSES))
+def test_each_flood_class_fails_exactly_its_check_at_the_node(flood, kind):
+    messages, registered = flood
+    clock = ManualClock(now=NOW, monotonic=5_000.0)
+    view = StakeView(clock, max_kes_evolutions=62)
+    view.update({registered.pool_id: PoolStake(0, 1, 0)}, 600)
+    message_id, raw = messages.build(kind, 7, NOW)
+    decoded = decode_message(raw)
+    assert decoded.message_id == message_id and decoded.has_valid_id()
+    assert decoded.body.startswith(FLOOD_MARK)
+    error = Validator(view, clock).check(decoded)
+    assert type(error) is FLOOD_CLASSES[kind].error_type
+    # The valid message of the same pool passes the same validator: only the flaw fails.
+    assert Validator(view, clock).check(decode_message(registered.sign(1, int(NOW) + 600).raw)) is None
+
+
+def test_flood_classes_cover_both_reactions_and_ids_are_distinct(flood):
+    messages, _ = flood
+    assert {c.reaction for c in FLOOD_CLASSES.values()} == {r.value for r in PeerReaction}
+    ids = {messages.build(kind, n, NOW)[0] for kind in FLOOD_CLASSES for n in range(20)}
+    assert len(ids) == 20 * len(FLOOD_CLASSES)
+    with pytest.raises(ValueError, match="no flood class"):
+        messages.build("bad-everything", 0, NOW)
+
+
+def test_attack_nodes_avoid_the_faults_and_each_other():
+    targets, victim = choose_attack_nodes(10, 3, True, seed=4, avoid={0, 1, 2})
+    assert victim not in targets and len(targets) == 3
+    assert not ({victim, *targets} & {0, 1, 2})
+    assert choose_attack_nodes(3, 5, True, seed=0, avoid={0}) [1] != 0
+    assert connections_per_peer(512, 4) * 4 > 512
+
+
+def _link(kind, opened, closed, offered=10):
+    return {"kind": kind, "opened": opened, "closed_by_node": closed, "offered": offered, "served": offered}
+
+
+def test_flood_verdict_holds_only_when_every_check_passes():
+    links = [_link("bad-kes", 5, 5), _link("unknown-pool", 1, 0, 100)]
+    rejected = {"node-1": {"InvalidKESSignature": 5, "UnrecognizedPool": 100}, "node-2": {}}
+    held = flood_verdict(links, {b"x" * 32}, [{b"y" * 32: 1.0}], 0, rejected, ["node-1"])
+    assert held["held"] and held["classes"]["bad-kes"]["as_documented"]
+    assert held["rejected_at_targets"] == {"node-1": {"InvalidKESSignature": 5, "UnrecognizedPool": 100}}
+    # A flood message reached an aggregator; another node rejected one (it was relayed); a trace
+    # class's connection was closed; a disconnect class's connections stayed open.
+    assert not flood_verdict(links, {b"y" * 32}, [{b"y" * 32: 1.0}], 1, rejected, ["node-1"])["held"]
+    assert not flood_verdict(links, set(), [], 0, {**rejected, "node-2": {"UnrecognizedPool": 1}}, ["node-1"])["held"]
+    assert not flood_verdict([_link("unknown-pool", 2, 1)], set(), [], 0, rejected, ["node-1"])["held"]
+    assert not flood_verdict([_link("bad-kes", 5, 0)], set(), [], 0, rejected, ["node-1"])["held"]
+
+
+def test_resource_sampler_reads_cpu_memory_and_niceness_of_a_running_process():
+    # ``nice`` execs the command: the pid is the busy process's, at 3 below this one's priority (little enough that it still gets its CPU).
+    busy = subprocess.Popen(["nice", "-n", "3", sys.executable, "-c", "b = bytearray(64 * 2**20)\nwhile True: pass"])
+    try:
+        sampler = ResourceSampler(lambda: [("busy", busy.pid), ("gone", None)], interval=0.3)
+        for _ in range(4):
+            sampler.sample()
+            time.sleep(0.3)
+        summary = sampler.summary(["busy", "gone"])
+    finally:
+        busy.kill()
+        busy.wait()
+    usage, = summary["processes"]
+    assert usage["samples"] == 4 and usage["cpu_percent"]["max"] > 20
+    assert usage["niceness"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
+    assert usage["rss_mib"]["max"] >= 64 and summary["total"]["rss_mib_peak"] >= 64
+    assert 0 < summary["total"]["cpu_seconds"]

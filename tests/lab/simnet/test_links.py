@@ -1,0 +1,140 @@
+"""The simulated links: bytes arrive after the one-way latency, in order, at the node's rate,
+held across a partition, refused where nothing listens; all on trio's virtual clock."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+import trio
+
+from lab.simnet.links import MIN_RTO, LinkModel, SimNetwork
+from lab.simnet.regions import REGIONS, RELAY_SHARE, RTT_MS, place_nodes
+
+HOSTS = ["198.18.0.1", "198.18.0.2"]
+RTT = 0.1  # seconds, between the two nodes
+
+
+def network(**model) -> SimNetwork:
+    model.setdefault("jitter", 0.0)
+    model.setdefault("rate_bps", None)
+    return SimNetwork(LinkModel(rtt=lambda a, b: RTT, **model), HOSTS)
+
+
+async def connected(net: SimNetwork):
+    """(client stream, server stream, time the connect returned) of one connection from node 0 to node 1."""
+    [(listener, _)] = await net.transport(1).listen(HOSTS[1], 3001)
+    bearer = await net.transport(0).connect(HOSTS[1], 3001)
+    connected_at = trio.current_time()
+    server = await listener.accept()
+    return bearer.stream, server, connected_at
+
+
+async def read_exactly(stream, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = await stream.receive_some(size - len(data))
+        assert chunk, "end of stream"
+        data += chunk
+    return data
+
+
+async def test_a_connect_takes_one_round_trip_and_bytes_one_way(virtual_clock):
+    client, server, connected_at = await connected(network())
+    assert connected_at == pytest.approx(RTT)
+    await client.send_all(b"hello")
+    assert await server.receive_some(100) == b"hello"
+    assert trio.current_time() == pytest.approx(connected_at + RTT / 2)
+    await server.send_all(b"back")
+    assert await client.receive_some(100) == b"back"
+    assert trio.current_time() == pytest.approx(connected_at + RTT)
+
+
+async def test_jitter_never_reorders_and_stays_in_its_bound(virtual_clock):
+    client, server, _ = await connected(network(jitter=0.5, seed=3))
+    sent_at = trio.current_time()
+    for n in range(200):
+        await client.send_all(n.to_bytes(2, "big"))
+    received = await read_exactly(server, 400)
+    assert [int.from_bytes(received[i:i + 2], "big") for i in range(0, 400, 2)] == list(range(200))
+    assert RTT / 2 <= trio.current_time() - sent_at <= RTT / 2 * 1.5 + 1e-9
+
+
+async def test_bandwidth_is_a_serialisation_delay(virtual_clock):
+    client, server, _ = await connected(network(rate_bps=8e6, send_buffer=1 << 30))
+    sent_at = trio.current_time()
+    await client.send_all(bytes(1_000_000))  # 8 Mbit at 8 Mbit/s: one second up, one second down
+    await read_exactly(server, 1_000_000)
+    assert trio.current_time() - sent_at == pytest.approx(RTT / 2 + 2.0)
+
+
+async def test_a_full_send_buffer_makes_the_writer_wait(virtual_clock):
+    client, _, _ = await connected(network(rate_bps=8e6, send_buffer=100_000))
+    started = trio.current_time()
+    await client.send_all(bytes(1_000_000))
+    # The write returns once no more than the buffer (0.1 s at this rate) is left to send.
+    assert trio.current_time() - started == pytest.approx(0.9)
+
+
+async def test_loss_is_a_retransmission_delay(virtual_clock):
+    client, server, _ = await connected(network(loss=0.999, seed=1))
+    sent_at = trio.current_time()
+    await client.send_all(b"x")
+    assert await server.receive_some(10) == b"x"
+    late = trio.current_time() - sent_at - RTT / 2
+    assert late > 0 and late == pytest.approx(round(late / (MIN_RTO + RTT)) * (MIN_RTO + RTT))
+
+
+async def test_a_partition_holds_writes_until_the_first_retransmission_after_the_heal(virtual_clock):
+    net = network()
+    client, server, _ = await connected(net)
+    net.cut({1})
+    written = trio.current_time()
+    await client.send_all(b"held")
+    with trio.move_on_after(5):
+        await server.receive_some(10)
+        pytest.fail("a write crossed the cut")
+    net.heal()
+    healed = trio.current_time()
+    assert await server.receive_some(10) == b"held"
+    rto = MIN_RTO + RTT
+    # Retransmissions at written + rto * (2^k - 1): 0.3, 0.9, 2.1, 4.5, 9.3 s; the first after 5 s is 9.3 s.
+    assert healed - written == pytest.approx(5.0)
+    assert trio.current_time() - written == pytest.approx(rto * 31 + RTT / 2)
+
+
+async def test_a_connect_across_a_cut_waits_for_the_heal(virtual_clock):
+    net = network()
+    await net.transport(1).listen(HOSTS[1], 3001)
+    net.cut({0})
+    with trio.move_on_after(3) as waited:
+        await net.transport(0).connect(HOSTS[1], 3001)
+    assert waited.cancelled_caught
+
+
+async def test_nothing_listening_is_a_refused_connection(virtual_clock):
+    net = network()
+    with pytest.raises(OSError) as raised:
+        await net.transport(0).connect(HOSTS[1], 3001)
+    assert raised.value.errno == errno.ECONNREFUSED
+    assert trio.current_time() == pytest.approx(RTT)
+
+
+async def test_closing_one_end_is_end_of_stream_then_reset(virtual_clock):
+    client, server, _ = await connected(network())
+    await client.send_all(b"last")
+    await client.aclose()
+    assert await server.receive_some(10) == b"last"
+    assert await server.receive_some(10) == b""
+    with pytest.raises(trio.BrokenResourceError):
+        await server.send_all(b"too late")
+
+
+def test_the_region_table_is_symmetric_and_the_placement_follows_the_shares():
+    n = len(REGIONS)
+    assert all(RTT_MS[i][j] == RTT_MS[j][i] > 0 for i in range(n) for j in range(n))
+    assert abs(sum(RELAY_SHARE.values()) - 1) < 1e-9
+    placed = place_nodes(1000, seed=5)
+    assert len(placed) == 1000 and placed == place_nodes(1000, seed=5)
+    for index, name in enumerate(REGIONS):
+        assert abs(placed.count(index) - 1000 * RELAY_SHARE[name]) <= 1
