@@ -7,7 +7,7 @@ which epoch, and whether cardano-node is reachable.
 
 from .backoff import Backoff
 from .errors import CardanoLinkError, CardanoNodeUnreachable, MalformedResult, UnsupportedEra
-from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning
+from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning, CardanoNodeAwaited
 from .link import (
     DEFAULT_REFRESH_INTERVAL,
     EPOCH_WAIT_MAX,
@@ -37,6 +37,7 @@ __all__ = [
     "UnsupportedEra",
     "MalformedResult",
     "CardanoLinkRetry",
+    "CardanoNodeAwaited",
     "CardanoEpochChanged",
     "CardanoLinkWarning",
 ]
