@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import sys
 from typing import NoReturn, Sequence
 
-from dmq.cli import INTERRUPTED, OPERATOR_ERROR, OneLineArgumentParser, package_version, report
+from dmq.cli import INTERRUPTED, OPERATOR_ERROR, OneLineArgumentParser, exit_with, package_version, report
 from dmq.cli.doctor import add_running_flag
 from dmq.cli.node_flags import FLAG_KEYS, add_node_flags
 from dmq.config import NodeConfig, configuration_doubts, load_config
@@ -113,7 +112,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Console-script entry point: exits with :func:`run`'s status."""
-    sys.exit(run(argv))
+    exit_with(lambda: run(argv))
 
 
 if __name__ == "__main__":
