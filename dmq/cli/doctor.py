@@ -102,9 +102,14 @@ def _cardano_node_socket(config) -> list[str]:
 def _stake_source(config) -> list[str]:
     from dmq.clock import SystemClock
     from dmq.cli.wiring import load_stake_view
+    from dmq.config import StakeSourceKind
+    from integrations.cardano_node import genesis_magic_mismatch
 
-    load_stake_view(config, SystemClock())
-    return []
+    view = load_stake_view(config, SystemClock())
+    if config.stake_source.kind is not StakeSourceKind.CARDANO_NODE:
+        return []
+    mismatch = genesis_magic_mismatch(view, config.cardano_network_magic)
+    return [] if mismatch is None else [mismatch]
 
 
 def _database(config) -> list[str]:

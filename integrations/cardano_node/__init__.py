@@ -14,6 +14,7 @@ from .link import (
     EPOCH_WAIT_MIN,
     STAKE_SOURCE,
     CardanoNodeLink,
+    genesis_magic_mismatch,
     pool_stakes,
 )
 from .stake_round import RoundResult, query_stake_round
@@ -32,6 +33,7 @@ __all__ = [
     "RoundResult",
     "query_stake_round",
     "pool_stakes",
+    "genesis_magic_mismatch",
     "CardanoLinkError",
     "CardanoNodeUnreachable",
     "UnsupportedEra",

@@ -67,7 +67,8 @@ from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, Cardano
 from .stake_round import RoundResult, query_stake_round
 from .status import StakeLinkStatus, register_gauges
 
-__all__ = ["CardanoNodeLink", "DEFAULT_REFRESH_INTERVAL", "EPOCH_WAIT_MIN", "EPOCH_WAIT_MAX", "STAKE_SOURCE"]
+__all__ = ["CardanoNodeLink", "DEFAULT_REFRESH_INTERVAL", "EPOCH_WAIT_MIN", "EPOCH_WAIT_MAX", "STAKE_SOURCE",
+           "genesis_magic_mismatch"]
 
 #: Seconds to the next round when the ledger cannot tell when its epoch ends (the end lies
 #: past its forecast horizon). The reference waits a day then; a minute keeps the view from
@@ -84,6 +85,16 @@ SOCKET_WATCH_INTERVAL = 0.5
 
 def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
+
+
+def genesis_magic_mismatch(view: StakeView, network_magic: int) -> str | None:
+    """One line when the view's Shelley genesis is for another network than ``CardanoNetworkMagic``
+    (also a ``dmq-node --check`` problem), else ``None``."""
+    genesis = view.genesis
+    if genesis is None or genesis.network_magic == network_magic:
+        return None
+    return (f"ShelleyGenesisFile {genesis.path} is for networkMagic {genesis.network_magic}, "
+            f"but CardanoNetworkMagic is {network_magic}: one of them names the wrong network")
 
 
 def _socket_absent(error: BaseException) -> bool:
@@ -256,10 +267,9 @@ class CardanoNodeLink:
         self.tracer.emit(CardanoLinkWarning(self.tracer.now(), str(self.socket_path), message))
 
     def _check_genesis_magic(self) -> None:
-        genesis = self.view.genesis
-        if genesis is not None and genesis.network_magic != self.network_magic:
-            self._warn(f"ShelleyGenesisFile {genesis.path} is for networkMagic {genesis.network_magic}, "
-                       f"but CardanoNetworkMagic is {self.network_magic}: one of them names the wrong network")
+        mismatch = genesis_magic_mismatch(self.view, self.network_magic)
+        if mismatch is not None:
+            self._warn(mismatch)
 
     def _check_system_start(self) -> None:
         genesis = self.view.genesis

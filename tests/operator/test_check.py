@@ -115,12 +115,13 @@ PROBLEMS = {
         "the DMQ magic of preview (what Mithril proposes) is 2147483650"),
     "magics of two networks": (
         _config(StakeSource="cardano-node", CardanoNodeSocket="cardano.socket", NetworkMagic=2147483650,
-                CardanoNetworkMagic=1),
-        '"NetworkMagic" 2147483650 is the DMQ magic of preview, but "CardanoNetworkMagic" 1 (preprod) is not '
+                CardanoNetworkMagic=42),
+        '"NetworkMagic" 2147483650 is the DMQ magic of preview, but "CardanoNetworkMagic" 42 (devnet) is not '
         "preview's Cardano magic (2)"),
-    "DMQ magic as the Cardano magic": (
-        _config(StakeSource="cardano-node", CardanoNodeSocket="cardano.socket", CardanoNetworkMagic=2147483690),
-        '"CardanoNetworkMagic" / --cardano-network-magic 2147483690 is the DMQ magic of devnet'),
+    "genesis of another network": (
+        _config(StakeSource="cardano-node", CardanoNodeSocket="cardano.socket", NetworkMagic=3_000_000_000,
+                CardanoNetworkMagic=7),
+        "ShelleyGenesisFile shelley-genesis.json is for networkMagic 42, but CardanoNetworkMagic is 7"),
     "misspelt key": (_config(NetworkMagik=2147483690),
                      'unknown key "NetworkMagik" is ignored; did you mean "NetworkMagic"?'),
     "topic key on a raw-only node": (_config(TopicKesKey="kes.skey"),
@@ -199,10 +200,25 @@ def test_an_unknown_key_far_from_every_known_one_has_no_suggestion(node_director
     assert lines[0].endswith('unknown key "Colour" is ignored'), lines
 
 
-def test_a_private_network_s_magics_are_no_problem(node_directory: NodeDirectory, capsys):
-    _config(NetworkMagic=3_000_000_123, CardanoNetworkMagic=77, StakeSource="cardano-node",
-            CardanoNodeSocket="cardano.socket")(node_directory)
+@pytest.mark.parametrize("magics", [
+    {"NetworkMagic": 3_000_000_123, "CardanoNetworkMagic": 42, "StakeSource": "cardano-node",
+     "CardanoNodeSocket": "cardano.socket"},                    # a DMQ network of its own on the devnet chain
+    {"NetworkMagic": 12, "CardanoNetworkMagic": 7},             # the reference's config.json; magic 7 unused
+], ids=["private DMQ magic", "reference example"])
+def test_a_private_network_s_magics_are_no_problem(node_directory: NodeDirectory, capsys, magics):
+    _config(**magics)(node_directory)
     assert check(node_directory.flags(), "dmq doctor") == 0, capsys.readouterr().err
+
+
+def test_a_dmq_magic_as_the_cardano_magic_is_named(node_directory: NodeDirectory, capsys):
+    """Named as such, beside the genesis file's disagreement with it."""
+    _config(StakeSource="cardano-node", CardanoNodeSocket="cardano.socket", CardanoNetworkMagic=2147483690)(
+        node_directory)
+    status, lines = _problems(capsys, node_directory.flags())
+    assert status == 1 and len(lines) == 2, lines
+    assert '"CardanoNetworkMagic" / --cardano-network-magic 2147483690 is the DMQ magic of devnet; ' \
+           "cardano-node of devnet speaks 42" in lines[0]
+    assert "is for networkMagic 42, but CardanoNetworkMagic is 2147483690" in lines[1]
 
 
 def test_an_absent_cardano_node_socket_is_a_note_not_a_problem(node_directory: NodeDirectory, capsys):
