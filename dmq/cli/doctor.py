@@ -34,12 +34,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from dmq.cli import report
-from dmq.cli.node_flags import FLAG_KEYS, add_node_flags
+from dmq.cli.node_flags import FLAG_KEYS, add_node_flags, add_running_flag
 from dmq.cli.running_node import RunningNode, find_running_node
 from dmq.errors import OperatorError
 from dmq.ports import busy_port_problem, listen_refusal
 
-__all__ = ["add_parser", "add_running_flag", "run", "check", "diagnose", "cardano_node_notes", "DEFAULT_MIN_FREE_MB"]
+__all__ = ["add_parser", "run", "check", "diagnose", "cardano_node_notes", "DEFAULT_MIN_FREE_MB"]
 
 #: Free space the database's file system must have: four times the CIP-0137 worst case of
 #: messages held (125 MB, docs/capacity/model.md), for LMDB's free pages and a ``dmq db backup`` beside it.
@@ -265,13 +265,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--min-free-mb", type=int, default=DEFAULT_MIN_FREE_MB, metavar="MIB",
                         help=f"free space the database's file system needs (default: {DEFAULT_MIN_FREE_MB})")
     add_running_flag(parser)
-
-
-def add_running_flag(parser: argparse.ArgumentParser) -> None:
-    """``--running``, shared by ``dmq doctor`` and ``dmq-node --check``."""
-    parser.add_argument("--running", action="store_true",
-                        help="the node is running on the configured local socket: accept its socket and the "
-                             "ports its process holds (check an edited configuration before a restart)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,8 +20,7 @@ import inspect
 from typing import NoReturn, Sequence
 
 from dmq.cli import INTERRUPTED, OPERATOR_ERROR, OneLineArgumentParser, exit_with, package_version, report
-from dmq.cli.doctor import add_running_flag
-from dmq.cli.node_flags import FLAG_KEYS, add_node_flags
+from dmq.cli.node_flags import FLAG_KEYS, add_node_flags, add_running_flag
 from dmq.config import NodeConfig, configuration_doubts, load_config
 from dmq.errors import OperatorError
 from dmq.topology import Topology, load_topology
