@@ -42,6 +42,8 @@ class RunningNode:
 
 def _peer_pid(sock: socket.socket) -> int:
     """The process id of the listening end of a connected Unix socket (Linux ``SO_PEERCRED``)."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        raise OperatorError("--running needs Linux: this system cannot name the process behind a Unix socket")
     credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, _uid, _gid = struct.unpack("3i", credentials)
     return pid

@@ -12,10 +12,12 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from dmq.cli.doctor import check
 from dmq.ports import free_ports
 
 
@@ -79,3 +81,18 @@ def test_running_goes_with_check(tmp_path):
     done = subprocess.run([sys.executable, "-m", "dmq.cli.node", "--running"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (1, "dmq-node: --running goes with --check (see dmq-node --help)\n")
+
+
+def test_running_with_something_else_on_the_socket_is_one_line(node_directory, capsys):
+    """A process listening on the socket that does not answer a version query is no DMQ node."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as impostor:
+        impostor.bind(str(node_directory.path / "dmq.socket"))
+        impostor.listen(1)
+        answer = threading.Thread(target=lambda: impostor.accept()[0].close())  # hangs up at once
+        answer.start()
+        status = check(node_directory.flags(), "dmq doctor", running=True)
+        answer.join(timeout=10)
+    lines = capsys.readouterr().err.splitlines()
+    assert status == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("dmq doctor: --running: local socket dmq.socket: the process listening on it "
+                               "does not answer as a DMQ node"), lines
