@@ -957,7 +957,7 @@ def unused_key_doubts(config: NodeConfig) -> list[str]:
     if config.has_topics:
         return []
     return [f'"{key}" / {flag} {path} is set, but nothing uses it: only topic publications are signed by the '
-            f'node and "TopicsCarried" is {list(config.topics_carried)}; remove it or carry a topic'
+            f'node and "TopicsCarried" is {json.dumps(list(config.topics_carried))}; remove it or carry a topic'
             for key, flag, path in (("TopicKesKey", "--topic-kes-key", config.topic_kes_key),
                                     ("TopicOperationalCertificate", "--topic-operational-certificate",
                                      config.topic_operational_certificate))
