@@ -228,3 +228,10 @@ def test_an_absent_cardano_node_socket_is_a_note_not_a_problem(node_directory: N
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith('dmq doctor: note: CardanoNodeSocket "cardano.socket": file does not exist')
     assert "waits for cardano-node" in out[0] and out[1].startswith("dmq doctor: check passed")
+
+
+def test_a_key_in_the_wrong_case_is_matched_to_the_known_key(node_directory: NodeDirectory, capsys):
+    _config(cardanoNodeSocket="cardano.socket")(node_directory)
+    status, lines = _problems(capsys, node_directory.flags())
+    assert status == 1 and len(lines) == 1
+    assert lines[0].endswith('unknown key "cardanoNodeSocket" is ignored; did you mean "CardanoNodeSocket"?'), lines
