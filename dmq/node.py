@@ -24,8 +24,8 @@ from dmq.errors import OperatorError
 from dmq.ingress import Ingress
 from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
-from dmq.ports import busy_port_problem
 from dmq.metrics import NodeMetrics, serve_metrics
+from dmq.ports import busy_port_problem, host_port
 from dmq.recorder.recorder import NO_RECORDER, NullRecorder, TrafficRecorder
 from dmq.stake import StakeView
 from dmq.topology import Topology
@@ -118,7 +118,7 @@ class Node:
                 if self.config.ipv4 is not None or self.config.ipv6 is not None:
                     self.diffusion = await nursery.start(self._start_diffusion().run)
                     for host, port in self.diffusion.addresses:
-                        self.tracer.emit(ServerSocketUp(self.tracer.now(), _host_port(host, port)))
+                        self.tracer.emit(ServerSocketUp(self.tracer.now(), host_port(host, port)))
                 endpoint = self.config.prometheus_endpoint
                 if endpoint is not None:
                     try:
@@ -142,7 +142,3 @@ class Node:
             self.tracer.emit(NodeStopped(self.tracer.now(), "stopped"))
             self.recorder.close()
             self.mempool.close()
-
-
-def _host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -16,7 +16,7 @@ import os
 import socket
 from pathlib import Path
 
-__all__ = ["free_ports", "listen_refusal", "busy_port_problem", "listening_inodes", "process_holds"]
+__all__ = ["free_ports", "host_port", "listen_refusal", "busy_port_problem", "listening_inodes", "process_holds"]
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -64,12 +64,17 @@ def listen_refusal(host: str, port: int) -> OSError | None:
     return None
 
 
+def host_port(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[::]:3141``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def busy_port_problem(what: str, host: str, port: int, error: OSError) -> str:
     """One line for a port the node cannot listen on: which one, what it is for, what to do."""
     if error.errno == errno.EADDRINUSE:
-        return (f"{what} {host}:{port}: already in use by another process; stop that process "
+        return (f"{what} {host_port(host, port)}: already in use by another process; stop that process "
                 f"or choose another port")
-    return f"{what} {host}:{port}: cannot listen: {error.strerror or error}"
+    return f"{what} {host_port(host, port)}: cannot listen: {error.strerror or error}"
 
 
 def listening_inodes(port: int, proc: Path = Path("/proc")) -> set[int]:

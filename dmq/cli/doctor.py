@@ -37,7 +37,7 @@ from dmq.cli import report
 from dmq.cli.node_flags import FLAG_KEYS, add_node_flags, add_running_flag
 from dmq.cli.running_node import RunningNode, find_running_node
 from dmq.errors import OperatorError
-from dmq.ports import busy_port_problem, listen_refusal
+from dmq.ports import busy_port_problem, host_port, listen_refusal
 
 __all__ = ["add_parser", "run", "check", "diagnose", "cardano_node_notes", "DEFAULT_MIN_FREE_MB"]
 
@@ -169,16 +169,15 @@ def _ports(config, running: RunningNode | None) -> list[str]:
         error = listen_refusal(host, port)
         if error is None:
             continue
-        shown = f"[{host}]" if ":" in host else host
         if running is not None and error.errno == errno.EADDRINUSE:
             try:
                 if running.holds_port(port):
                     continue
             except PermissionError:
-                problems.append(f"{what} {shown}:{port}: in use, and this user may not tell whether by the "
-                                f"running node (pid {running.pid}); run the check as the node's user")
+                problems.append(f"{what} {host_port(host, port)}: in use, and this user may not tell whether by "
+                                f"the running node (pid {running.pid}); run the check as the node's user")
                 continue
-        problems.append(busy_port_problem(what, shown, port, error))
+        problems.append(busy_port_problem(what, host, port, error))
     return problems
 
 

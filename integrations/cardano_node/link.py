@@ -21,10 +21,11 @@ reference has no visible reconnect (docs/protocol/cardano-node-link.md 10.1 ⚠)
 A socket file that does not exist is the normal state after a reboot, while cardano-node
 replays its chain: the reference exits then and leaves the restarting to systemd. Here the
 node starts anyway (it serves as the reference does before its first snapshot: every message
-is refused as ``NotInitialized``), traces that it waits (``CardanoNodeAwaited``, a notice, not a
-warning, until the first snapshot; a socket vanishing later is a warning) and retries with the same back-off; while it waits it also watches for the file, and
-tries at once when cardano-node creates it, so the stake arrives within moments of
-cardano-node listening however long the back-off has grown.
+is refused as ``NotInitialized``), traces that it waits (``CardanoNodeAwaited``: a notice, not
+a warning, until the first snapshot; a socket vanishing later is a warning) and retries with
+the same back-off. While the file is absent it also watches for it and tries at once when
+cardano-node creates it, so the stake arrives within moments of cardano-node listening
+however long the back-off has grown.
 """
 
 from __future__ import annotations
