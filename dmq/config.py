@@ -17,6 +17,7 @@ ignored, ``null`` means "not set", and relative paths stay relative to the worki
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import json
 import math
@@ -28,7 +29,14 @@ from typing import Any, Mapping
 
 from dmq.errors import OperatorError
 from dmq.operator_json import OperatorJsonError, json_shown, read_operator_json
-from dmq.networks import CARDANO_MAINNET_MAGIC, DMQ_MAINNET_MAGIC, MAX_NETWORK_MAGIC, NETWORK_MAGICS
+from dmq.networks import (
+    CARDANO_MAINNET_MAGIC,
+    DMQ_MAINNET_MAGIC,
+    MAX_NETWORK_MAGIC,
+    NETWORK_MAGICS,
+    network_by_cardano_magic,
+    network_by_dmq_magic,
+)
 from dmq.trace import SEVERITIES, SILENCE, STDOUT_BACKENDS
 
 __all__ = [
@@ -54,6 +62,11 @@ __all__ = [
     "check_node_startup",
     "node_startup_problems",
     "check_cardano_node_socket",
+    "TRACING_KEYS",
+    "configuration_doubts",
+    "unknown_key_doubts",
+    "magic_doubts",
+    "unused_key_doubts",
 ]
 
 DEFAULT_CONFIG_FILE = "dmq.config.json"
@@ -675,6 +688,8 @@ class NodeConfig:
 
     # --- provenance, not configuration: whether ``config_file`` existed (defaults were used if not)
     config_file_found: bool = field(default=False, compare=False)
+    #: Keys of the configuration file that no field reads, as written (ignored, as by the reference).
+    unknown_keys: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def trace_options(self) -> dict[str, Any]:
@@ -795,7 +810,9 @@ def read_config(cli_args: Mapping[str, str | None] | None = None) -> NodeConfig:
             except _Invalid as exc:
                 expected, got = _explain(exc, f.metadata["form"], document[key])
                 raise ConfigError(f'{config_path}: "{key}" must be {expected}, got {got}') from None
-    return replace(NodeConfig(), config_file_found=found, **values)
+    file_keys = {f.metadata["key"] for f in by_key.values()}
+    unknown = tuple(key for key in document if key not in file_keys)
+    return replace(NodeConfig(), config_file_found=found, unknown_keys=unknown, **values)
 
 
 def _flag_only_name(field_name: str) -> str:
@@ -860,7 +877,11 @@ def load_config(cli_args: Mapping[str, str | None] | None = None) -> NodeConfig:
 
 
 def check_cardano_node_socket(config: NodeConfig) -> None:
-    """The reference exits when the cardano-node socket file is absent; only that source needs it."""
+    """Whether the cardano-node socket file is there; only that stake source needs it.
+
+    The reference exits when it is absent. This node starts and waits for it (after a reboot
+    cardano-node replays its chain for minutes first), so ``dmq-node --check`` shows this as a note.
+    """
     if config.stake_source.kind is not StakeSourceKind.CARDANO_NODE:
         return
     path = config.cardano_node_socket
@@ -871,3 +892,78 @@ def check_cardano_node_socket(config: NodeConfig) -> None:
         f'"CardanoNodeSocket" / --cardano-node-socket at its socket '
         f'(on a devnet without cardano-node, set "StakeSource": "genesis")'
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Doubts: settings the node accepts (the reference does too) but that are most likely mistakes.
+# A start logs each as a warning and goes on (a private network may use any magic, and the
+# reference ignores keys it does not know); ``dmq-node --check`` fails on them.
+
+#: Keys the reference's tracing library (trace-dispatcher) reads from the same file; this node
+#: ignores them, and they are no mistake.
+TRACING_KEYS = frozenset({
+    "UseTraceDispatcher", "TraceOptionForwarder", "TraceOptionNodeName", "TraceOptionPeerFrequency",
+    "TraceOptionResourceFrequency", "TraceOptionLedgerMetricsFrequency",
+})
+
+
+def unknown_key_doubts(config: NodeConfig) -> list[str]:
+    """A line per configuration-file key that nothing reads, with the nearest known key (a misspelling
+    such as ``NetworkMagik`` would otherwise leave the node on the default magic without a word)."""
+    known = [*config_keys(), *TRACING_KEYS]
+    by_folded = {key.casefold(): key for key in known}
+    doubts = []
+    for key in config.unknown_keys:
+        if key in TRACING_KEYS:
+            continue
+        near = difflib.get_close_matches(key.casefold(), list(by_folded), n=1, cutoff=0.6)
+        hint = f'; did you mean "{by_folded[near[0]]}"?' if near else ""
+        doubts.append(f'{config.config_file}: unknown key "{key}" is ignored{hint}')
+    return doubts
+
+
+def magic_doubts(config: NodeConfig) -> list[str]:
+    """The two magics checked against the named networks' pairs (docs/protocol/handshake.md 4.6).
+
+    A Cardano magic where the DMQ magic belongs (``NetworkMagic: 2`` for preview) makes every
+    Mithril client refuse the handshake; a DMQ magic of one network with cardano-node of another
+    validates messages against the wrong stake. The Cardano magic is only used, so only judged,
+    with ``StakeSource: cardano-node``.
+    """
+    doubts = []
+    dmq, cardano = config.network_magic, config.cardano_network_magic
+    dmq_network, cardano_network = network_by_dmq_magic(dmq), network_by_cardano_magic(cardano)
+    misplaced = network_by_cardano_magic(dmq)
+    if dmq_network is None and misplaced is not None:
+        doubts.append(f'"NetworkMagic" / --dmq-network-magic {dmq} is the Cardano magic of {misplaced.network}; '
+                      f"the DMQ magic of {misplaced.network} (what Mithril proposes) is {misplaced.dmq}")
+    if config.stake_source.kind is not StakeSourceKind.CARDANO_NODE:
+        return doubts
+    misplaced = network_by_dmq_magic(cardano)
+    if cardano_network is None and misplaced is not None:
+        doubts.append(f'"CardanoNetworkMagic" / --cardano-network-magic {cardano} is the DMQ magic of '
+                      f"{misplaced.network}; cardano-node of {misplaced.network} speaks {misplaced.cardano}")
+    elif dmq_network is not None and cardano != dmq_network.cardano:
+        other = f" ({cardano_network.network})" if cardano_network is not None else ""
+        doubts.append(f'"NetworkMagic" {dmq} is the DMQ magic of {dmq_network.network}, but "CardanoNetworkMagic" '
+                      f"{cardano}{other} is not {dmq_network.network}'s Cardano magic ({dmq_network.cardano}): "
+                      "the two magics belong to different networks")
+    return doubts
+
+
+def unused_key_doubts(config: NodeConfig) -> list[str]:
+    """Settings nothing will read with the rest of the configuration: the topic signer's files
+    on a node carrying only ``raw`` (only topic publications are signed by the node)."""
+    if config.has_topics:
+        return []
+    return [f'"{key}" / {flag} {path} is set, but nothing uses it: only topic publications are signed by the '
+            f'node and "TopicsCarried" is {json.dumps(list(config.topics_carried))}; remove it or carry a topic'
+            for key, flag, path in (("TopicKesKey", "--topic-kes-key", config.topic_kes_key),
+                                    ("TopicOperationalCertificate", "--topic-operational-certificate",
+                                     config.topic_operational_certificate))
+            if path is not None]
+
+
+def configuration_doubts(config: NodeConfig) -> list[str]:
+    """Every doubt about ``config``, one line each (empty: nothing looks wrong)."""
+    return [*unknown_key_doubts(config), *magic_doubts(config), *unused_key_doubts(config)]

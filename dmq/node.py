@@ -25,10 +25,20 @@ from dmq.ingress import Ingress
 from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
 from dmq.metrics import NodeMetrics, serve_metrics
+from dmq.ports import busy_port_problem, host_port
 from dmq.recorder.recorder import NO_RECORDER, NullRecorder, TrafficRecorder
 from dmq.stake import StakeView
 from dmq.topology import Topology
-from dmq.trace import NodeStopped, StakeViewUpdated, Tracer
+from dmq.trace import (
+    LocalSocketUp,
+    NodeStopped,
+    PrometheusSimpleStart,
+    ServerSocketUp,
+    StakeViewUpdated,
+    StartupConfiguration,
+    StartupTopology,
+    Tracer,
+)
 
 __all__ = ["Node", "NodeStartError", "StakeLink"]
 
@@ -81,6 +91,13 @@ class Node:
         """The cardano-node link's status, if linked."""
         return None if self.stake_link is None else self.stake_link.status
 
+    def _trace_startup(self) -> None:
+        """``Startup.Configuration`` and ``Startup.Topology``: what this run is made of, in the log."""
+        now = self.tracer.now()
+        self.tracer.emit(StartupConfiguration(now, self.config.to_json()))
+        if self.topology is not None:
+            self.tracer.emit(StartupTopology(now, self.topology.to_json()))
+
     def _start_diffusion(self) -> Diffusion:
         return Diffusion(self.config, self.topology, ingress=self.ingress, mempool=self.mempool, tracer=self.tracer,
                          metrics=self.metrics, recorder=self.recorder, policy=self.diffusion_policy,
@@ -88,6 +105,7 @@ class Node:
 
     async def run(self, *, task_status: trio.TaskStatus["Node"] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled; the database is closed on the way out."""
+        self._trace_startup()
         view = self.stake_view
         if view.ready:
             self.tracer.emit(StakeViewUpdated(self.tracer.now(), str(self.config.stake_source), view.epoch,
@@ -99,14 +117,23 @@ class Node:
                     await nursery.start(self.recorder.run)
                 if self.config.ipv4 is not None or self.config.ipv6 is not None:
                     self.diffusion = await nursery.start(self._start_diffusion().run)
+                    for host, port in self.diffusion.addresses:
+                        self.tracer.emit(ServerSocketUp(self.tracer.now(), host_port(host, port)))
                 endpoint = self.config.prometheus_endpoint
                 if endpoint is not None:
-                    self.metrics_port = await nursery.start(serve_metrics, self.metrics, endpoint.port, endpoint.host)
+                    try:
+                        self.metrics_port = await nursery.start(serve_metrics, self.metrics, endpoint.port,
+                                                                endpoint.host)
+                    except OSError as exc:
+                        raise NodeStartError(busy_port_problem("Prometheus port", endpoint.host, endpoint.port,
+                                                               exc)) from None
+                    self.tracer.emit(PrometheusSimpleStart(self.tracer.now(), endpoint.host, self.metrics_port))
                 # The local socket is bound last: local clients (a round of Mithril signers) may use up
                 # the descriptors as soon as it exists, and every other listener must be bound by then.
                 # Its appearance also tells supervisors and tests that the whole node is up.
                 await nursery.start(lambda task_status: self.local_service.serve_path(
                     self.config.local_address, mode=self.config.local_socket_mode, task_status=task_status))
+                self.tracer.emit(LocalSocketUp(self.tracer.now(), str(self.config.local_address)))
                 nursery.start_soon(self.ingress.held_back.run, self.ingress.admit)
                 for service in self.services:
                     nursery.start_soon(service)

@@ -112,6 +112,21 @@ class Topology:
         groups = (*self.local_roots, *self.public_roots)
         return tuple(ap for group in groups for ap in group.access_points)
 
+    def to_json(self) -> dict[str, Any]:
+        """The topology in the topology file's shape, every default written out (the start-up trace)."""
+        def points(group: LocalRootGroup | PublicRootGroup) -> list[dict[str, Any]]:
+            return [{"address": ap.address} if ap.port is None else {"address": ap.address, "port": ap.port}
+                    for ap in group.access_points]
+
+        return {
+            "localRoots": [{"accessPoints": points(g), "advertise": g.advertise, "hotValency": g.hot_valency,
+                            "warmValency": g.warm_valency, "trustable": g.trustable,
+                            "behindFirewall": g.behind_firewall, "diffusionMode": g.diffusion_mode.value}
+                           for g in self.local_roots],
+            "publicRoots": [{"accessPoints": points(g), "advertise": g.advertise} for g in self.public_roots],
+            "useLedgerAfterSlot": -1 if self.use_ledger_after_slot is None else self.use_ledger_after_slot,
+        }
+
 
 # ---------------------------------------------------------------------------------------------
 

@@ -42,6 +42,11 @@ __all__ = [
     "StakeViewUpdated",
     "NodeListening",
     "NodeStopped",
+    "StartupConfiguration",
+    "StartupTopology",
+    "ServerSocketUp",
+    "LocalSocketUp",
+    "PrometheusSimpleStart",
 ]
 
 
@@ -143,6 +148,41 @@ class NodeStopped(TraceEvent):
     reason: str
 
 
+# Start-up: what the node runs with, once each, as the reference's ``Startup.*`` lines, so that
+# the journal alone answers "which configuration, which peers, where does it listen".
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StartupConfiguration(TraceEvent):
+    """The effective configuration (file, flags and defaults merged), as a configuration file states it."""
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StartupTopology(TraceEvent):
+    """The topology as read, in the topology file's shape."""
+    topology: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSocketUp(TraceEvent):
+    """A node-to-node listening socket is up (``host:port``)."""
+    socket: str
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSocketUp(TraceEvent):
+    """The node-to-client socket is up."""
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusSimpleStart(TraceEvent):
+    """The metrics endpoint is up."""
+    host: str
+    port: int
+
+
 Sink = Callable[[TraceEvent], None]
 
 
@@ -235,6 +275,11 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "StakeViewUpdated": ("StakeView.Updated", "Info"),
     "NodeListening": _listening,
     "NodeStopped": ("Shutdown.Stopped", "Notice"),
+    "StartupConfiguration": ("Startup.Configuration", "Info"),
+    "StartupTopology": ("Startup.Topology", "Info"),
+    "ServerSocketUp": ("Startup.DiffusionInit.ServerSocketUp", "Info"),
+    "LocalSocketUp": ("Startup.DiffusionInit.LocalSocketUp", "Info"),
+    "PrometheusSimpleStart": ("Startup.Prometheus", "Info"),
     # dmq.diffusion.events
     "PeerDialFailed": ("Net.ConnectionManager.Remote.ConnectError", "Info"),
     "PeerBackoff": ("Net.PeerSelection.Actions.Backoff", "Info"),
@@ -246,6 +291,7 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "MessageSent": ("Net.SigSubmission.V2.Outbound.TraceSigSubmissionOutboundSendMsgReplySigs", "Debug"),
     # dmq.cardano_node.events
     "CardanoLinkRetry": ("Net.Local.Cardano.Link.Retry", "Warning"),
+    "CardanoNodeAwaited": ("Net.Local.Cardano.Link.Waiting", "Notice"),
     "CardanoLinkWarning": ("Net.Local.Cardano.Link.Warning", "Warning"),
     "CardanoEpochChanged": ("Net.Local.LocalStateQuery.NextEpoch", "Info"),
     # topics.trace

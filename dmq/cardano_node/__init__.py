@@ -7,13 +7,14 @@ which epoch, and whether cardano-node is reachable.
 
 from .backoff import Backoff
 from .errors import CardanoLinkError, CardanoNodeUnreachable, MalformedResult, UnsupportedEra
-from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning
+from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning, CardanoNodeAwaited
 from .link import (
     DEFAULT_REFRESH_INTERVAL,
     EPOCH_WAIT_MAX,
     EPOCH_WAIT_MIN,
     STAKE_SOURCE,
     CardanoNodeLink,
+    genesis_magic_mismatch,
     pool_stakes,
 )
 from .stake_round import RoundResult, query_stake_round
@@ -32,11 +33,13 @@ __all__ = [
     "RoundResult",
     "query_stake_round",
     "pool_stakes",
+    "genesis_magic_mismatch",
     "CardanoLinkError",
     "CardanoNodeUnreachable",
     "UnsupportedEra",
     "MalformedResult",
     "CardanoLinkRetry",
+    "CardanoNodeAwaited",
     "CardanoEpochChanged",
     "CardanoLinkWarning",
 ]

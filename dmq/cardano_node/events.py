@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from dmq.trace import TraceEvent
 
-__all__ = ["CARDANO_LINK", "CardanoLinkRetry", "CardanoEpochChanged", "CardanoLinkWarning"]
+__all__ = ["CARDANO_LINK", "CardanoLinkRetry", "CardanoNodeAwaited", "CardanoEpochChanged", "CardanoLinkWarning"]
 
 #: The ``link`` of the connection events of this link.
 CARDANO_LINK = "cardano-node"
@@ -20,6 +20,16 @@ class CardanoLinkRetry(TraceEvent):
 
     socket: str
     reason: str
+    retry_in: float
+
+
+@dataclass(frozen=True, slots=True)
+class CardanoNodeAwaited(TraceEvent):
+    """No stake snapshot yet and cardano-node's socket file does not exist (yet): the link waits
+    for it, trying again when the file appears or after ``retry_in`` s. Meanwhile every message
+    is refused as NotInitialized, as by the reference before its first snapshot."""
+
+    socket: str
     retry_in: float
 
 

@@ -17,6 +17,15 @@ refusal, an era mismatch at a hard fork, a malformed answer) is traced as a one-
 warning and retried with exponential back-off; the last stake map stays installed and the
 view stays Ready, so validation goes on with the snapshot of the current epoch. The
 reference has no visible reconnect (docs/protocol/cardano-node-link.md 10.1 ⚠); this is the project's rule.
+
+A socket file that does not exist is the normal state after a reboot, while cardano-node
+replays its chain: the reference exits then and leaves the restarting to systemd. Here the
+node starts anyway (it serves as the reference does before its first snapshot: every message
+is refused as ``NotInitialized``), traces that it waits (``CardanoNodeAwaited``: a notice, not
+a warning, until the first snapshot; a socket vanishing later is a warning) and retries with
+the same back-off. While the file is absent it also watches for it and tries at once when
+cardano-node creates it, so the stake arrives within moments of cardano-node listening
+however long the back-off has grown.
 """
 
 from __future__ import annotations
@@ -55,11 +64,12 @@ from ouroboros_mux.mux import Mode, Mux, Role
 
 from .backoff import Backoff
 from .errors import CardanoLinkError, CardanoNodeUnreachable
-from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning
+from .events import CARDANO_LINK, CardanoEpochChanged, CardanoLinkRetry, CardanoLinkWarning, CardanoNodeAwaited
 from .stake_round import RoundResult, query_stake_round
 from .status import StakeLinkStatus, register_gauges
 
-__all__ = ["CardanoNodeLink", "DEFAULT_REFRESH_INTERVAL", "EPOCH_WAIT_MIN", "EPOCH_WAIT_MAX", "STAKE_SOURCE"]
+__all__ = ["CardanoNodeLink", "DEFAULT_REFRESH_INTERVAL", "EPOCH_WAIT_MIN", "EPOCH_WAIT_MAX", "STAKE_SOURCE",
+           "genesis_magic_mismatch"]
 
 #: Seconds to the next round when the ledger cannot tell when its epoch ends (the end lies
 #: past its forecast horizon). The reference waits a day then; a minute keeps the view from
@@ -70,10 +80,27 @@ EPOCH_WAIT_MIN = 1.0
 EPOCH_WAIT_MAX = 86_400.0
 #: The ``source`` of the ``StakeViewUpdated`` events (the ``StakeSource`` keyword).
 STAKE_SOURCE = "cardano-node"
+#: Seconds between two looks for cardano-node's socket file while it is absent (a ``stat``).
+SOCKET_WATCH_INTERVAL = 0.5
 
 
 def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
+
+
+def genesis_magic_mismatch(view: StakeView, network_magic: int) -> str | None:
+    """One line when the view's Shelley genesis is for another network than ``CardanoNetworkMagic``
+    (also a ``dmq-node --check`` problem), else ``None``."""
+    genesis = view.genesis
+    if genesis is None or genesis.network_magic == network_magic:
+        return None
+    return (f"ShelleyGenesisFile {genesis.path} is for networkMagic {genesis.network_magic}, "
+            f"but CardanoNetworkMagic is {network_magic}: one of them names the wrong network")
+
+
+def _socket_absent(error: BaseException) -> bool:
+    """Whether the connection failed because cardano-node's socket file does not exist (yet)."""
+    return isinstance(error, CardanoNodeUnreachable) and isinstance(error.reason, FileNotFoundError)
 
 
 def _always(_epoch: int) -> bool:
@@ -145,7 +172,19 @@ class CardanoNodeLink:
             delay = self.backoff.delay(attempt, self._rng)
             attempt += 1
             self._record_failure(error, delay)
-            await trio.sleep(delay)
+            if _socket_absent(error):
+                if await self._watch_for_socket(delay):
+                    attempt = 0  # a cardano-node has just started: back off from the start again
+            else:
+                await trio.sleep(delay)
+
+    async def _watch_for_socket(self, delay: float) -> bool:
+        """Wait up to ``delay`` s for the socket file to appear; whether it did."""
+        with trio.move_on_after(delay):
+            while not self.socket_path.exists():
+                await trio.sleep(SOCKET_WATCH_INTERVAL)
+            return True
+        return False
 
     async def connect_once(self) -> BaseException:
         """One connection from connect to its end; returns the error that ended it."""
@@ -174,7 +213,10 @@ class CardanoNodeLink:
         status.failures += 1
         status.last_error = describe(error)
         status.last_error_at = self.clock.now()
-        self.tracer.emit(CardanoLinkRetry(self.tracer.now(), str(self.socket_path), status.last_error, retry_in))
+        if _socket_absent(error) and not self.view.ready:  # starting before cardano-node: no warning
+            self.tracer.emit(CardanoNodeAwaited(self.tracer.now(), str(self.socket_path), retry_in))
+        else:
+            self.tracer.emit(CardanoLinkRetry(self.tracer.now(), str(self.socket_path), status.last_error, retry_in))
 
     # -- the inner loop: query rounds on one connection ------------------------------------
 
@@ -226,10 +268,9 @@ class CardanoNodeLink:
         self.tracer.emit(CardanoLinkWarning(self.tracer.now(), str(self.socket_path), message))
 
     def _check_genesis_magic(self) -> None:
-        genesis = self.view.genesis
-        if genesis is not None and genesis.network_magic != self.network_magic:
-            self._warn(f"ShelleyGenesisFile {genesis.path} is for networkMagic {genesis.network_magic}, "
-                       f"but CardanoNetworkMagic is {self.network_magic}: one of them names the wrong network")
+        mismatch = genesis_magic_mismatch(self.view, self.network_magic)
+        if mismatch is not None:
+            self._warn(mismatch)
 
     def _check_system_start(self) -> None:
         genesis = self.view.genesis

@@ -8,18 +8,24 @@ give both commands that behaviour, including for mistyped flags.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from typing import NoReturn, TextIO
 
 from dmq.errors import OperatorError, one_line
 
-__all__ = ["OneLineArgumentParser", "USAGE_ERROR", "OPERATOR_ERROR", "INTERRUPTED", "report", "package_version", "hex_bytes"]
+__all__ = ["OneLineArgumentParser", "USAGE_ERROR", "OPERATOR_ERROR", "INTERRUPTED", "CLOSED_PIPE", "report",
+           "exit_with", "package_version", "hex_bytes"]
 
 #: Exit statuses. A bad flag exits 1 like the reference (optparse-applicative), not argparse's 2.
 OPERATOR_ERROR = 1
 USAGE_ERROR = 1
 INTERRUPTED = 130
+#: The status a shell shows for a program ended by SIGPIPE (``dmq keys pool-id ... | head -1``).
+CLOSED_PIPE = 128 + signal.SIGPIPE
 
 
 class OneLineArgumentParser(argparse.ArgumentParser):
@@ -32,6 +38,25 @@ class OneLineArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         report(self.prog, f"{message} (see {self.prog} --help)")
         sys.exit(USAGE_ERROR)
+
+
+def exit_with(run: Callable[[], int]) -> NoReturn:
+    """Exit with ``run()``'s status; a reader that went away (``| head -1``) ends the command quietly.
+
+    Python ignores SIGPIPE, so writing to a closed pipe raises ``BrokenPipeError`` wherever the
+    command printed, and flushing stdout at exit fails again. Both console scripts end here, so
+    every command behaves as ``cat`` does: no traceback, the status of a SIGPIPE death.
+    """
+    try:
+        status = run()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Nothing more can reach the reader; point stdout at /dev/null so the exit flush is silent.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        status = CLOSED_PIPE
+    sys.exit(status)
 
 
 def report(program: str, message: str, stream: TextIO | None = None) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from dmq.config import DEFAULT_CONFIG_FILE, DEFAULT_TOPOLOGY_FILE, NodeConfig
 
-__all__ = ["FLAG_KEYS", "add_node_flags"]
+__all__ = ["FLAG_KEYS", "add_node_flags", "add_running_flag"]
 
 _DEFAULTS = NodeConfig()
 
@@ -76,3 +76,10 @@ def add_node_flags(parser: argparse.ArgumentParser) -> None:
         else:
             text = f"{flag.help} (default: {flag.default})"
         parser.add_argument(*flag.names, dest=flag.key, metavar=flag.metavar, help=text)
+
+
+def add_running_flag(parser: argparse.ArgumentParser) -> None:
+    """``--running`` of ``dmq-node --check`` and ``dmq doctor`` (:mod:`dmq.cli.running_node`)."""
+    parser.add_argument("--running", action="store_true",
+                        help="check the configuration of the node running on the configured local socket, "
+                             "before a restart: its socket and the ports its process holds are its own")

@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
-import sys
 from dataclasses import dataclass
 from typing import Callable, NoReturn, Sequence
 
 import dmq.cli
-from dmq.cli import INTERRUPTED, OPERATOR_ERROR, OneLineArgumentParser, report
+from dmq.cli import INTERRUPTED, OPERATOR_ERROR, OneLineArgumentParser, exit_with, report
 from dmq.errors import OperatorError
 
 __all__ = ["PROGRAM", "SubcommandModule", "subcommand_modules", "build_parser", "run", "main"]
@@ -101,7 +100,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Console-script entry point: exits with :func:`run`'s status."""
-    sys.exit(run(argv))
+    exit_with(lambda: run(argv))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import shlex
 import tomllib
 
 from dmq.cli.node import build_parser as node_parser
+from dmq.cli.node_flags import FLAG_KEYS
 from dmq.cli.tool import build_parser as tool_parser
 from tests.conftest import ROOT
 
@@ -66,3 +67,17 @@ def test_the_files_it_installs_exist_and_the_wheel_is_the_one_built():
                 assert (ROOT / word).is_file(), word
             if word.endswith(".whl"):
                 assert word == f"dist/dmq_node-{version}-py3-none-any.whl", word
+
+
+def test_the_manual_checks_run_the_unit_s_check_for_a_running_and_a_stopped_node():
+    """Both check lines give the configuration the unit starts the node with (so the ports and the
+    socket they judge are the node's), one of them with --running (tests/operator/test_check_running.py)."""
+    unit = vars(node_parser().parse_args(_commands(UNIT.read_text())["ExecStartPre"][1:]))
+    checks = []
+    for argv in _operator_commands():
+        program, args = _program(argv)
+        if program.endswith("/dmq-node") and "--check" in args:
+            checks.append(vars(node_parser().parse_args(args)))
+    assert sorted(check["running"] for check in checks) == [False, True]
+    for check in checks:
+        assert {key: check[key] for key in FLAG_KEYS} == {key: unit[key] for key in FLAG_KEYS}

@@ -19,6 +19,7 @@ from dmq.cardano_node import (
     CardanoEpochChanged,
     CardanoLinkRetry,
     CardanoLinkWarning,
+    CardanoNodeAwaited,
     CardanoNodeLink,
     register_gauges,
 )
@@ -176,18 +177,31 @@ async def test_cardano_node_disappears_and_comes_back(tmp_path):
     assert len(h.fake.agreed_versions) == 2
 
 
-async def test_a_missing_socket_at_start_is_retried_until_cardano_node_appears(tmp_path):
+async def test_a_missing_socket_at_start_is_awaited_until_cardano_node_appears(tmp_path):
     h = Harness(tmp_path)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(h.link.run)
-        await eventually(lambda: len(h.retries()) >= 2, "two retries")
+        await eventually(lambda: len(h.recorder.of(CardanoNodeAwaited)) >= 2, "two waits")
         assert not h.link.status.ready and not h.link.status.connected
-        first = h.retries()[0]
+        assert h.retries() == []  # waiting for cardano-node at start is no warning
+        first = h.recorder.of(CardanoNodeAwaited)[0]
         assert first.socket == str(h.socket)
-        assert first.reason.startswith("CardanoNodeUnreachable: cardano-node socket")
-        assert "the socket file does not exist" in first.reason
+        assert "the socket file does not exist" in h.link.status.last_error
         await h.fake.start(nursery)
         await eventually(lambda: h.link.status.ready, "a ready stake view")
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_long_back_off_ends_when_the_socket_appears(tmp_path):
+    """However long the back-off has grown, cardano-node creating its socket is noticed at once."""
+    h = Harness(tmp_path)
+    h.link.backoff = Backoff(initial=3600.0, maximum=3600.0, jitter=0.0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(h.link.run)
+        await eventually(lambda: h.recorder.of(CardanoNodeAwaited), "a wait")
+        assert h.recorder.of(CardanoNodeAwaited)[0].retry_in == 3600.0
+        await h.fake.start(nursery)
+        await eventually(lambda: h.link.status.ready, "a ready stake view", timeout=10)
         nursery.cancel_scope.cancel()
 
 

@@ -42,9 +42,6 @@ REFUSALS = [
     ({"dmq.config.json": {"PortNumber": "abc"}}, ["--host-addr", "127.0.0.1"],
      'dmq.config.json: "PortNumber" must be an integer 0..65535, got "abc"'),
     ({}, ["--host-addr", "127.0.0.1", "--port", "65536"], '--port must be an integer 0..65535, got "65536"'),
-    ({}, ["--host-addr", "127.0.0.1", "--cardano-node-socket", "ipc/node.socket"],
-     'CardanoNodeSocket "ipc/node.socket": file does not exist; start cardano-node or point "CardanoNodeSocket" '
-     '/ --cardano-node-socket at its socket (on a devnet without cardano-node, set "StakeSource": "genesis")'),
     ({}, ["--host-addr", "127.0.0.1", "--stake-source", "genesis"],
      "dmq.topology.json: topology file not found; create it (cardano-node topology format) "
      "or name it with -t/--topology-file"),
