@@ -13,8 +13,13 @@ submission again; a local client may submit again after MsgDone). The mux only m
 instance finished; it never restarts anything itself. When no instance runs any more, the
 connection is idle: with nothing left that could start (no on-demand instance) it closes at
 once; otherwise it closes after ``idle_timeout`` seconds unless the peer starts one again
-(the reference's ``protocolIdleTimeout`` on node-to-node links), or stays open until the
-peer closes it when there is no such timeout (local links, as the reference).
+(the reference's ``protocolIdleTimeout``), or stays open until the peer closes it when there
+is no such timeout. With ``idle_from_start`` the idle time also runs from the start, until
+the peer first speaks: the reference's inbound governor begins every connection in
+``RemoteIdle`` with that timeout, so a peer that completes the handshake and never speaks is
+released too. Local links use both (docs/protocol/local-protocols.md 7.4): a client that
+leaves a finished connection open, as Mithril's publisher does, or never uses it, gives its
+descriptor back after ``LocalIdleTimeout``.
 
 A protocol error, a validation error that calls for a disconnect, or a fatal mux error ends
 the whole connection (docs/protocol/mux.md 2.6) and nothing else, with no restart: the error is returned
@@ -129,12 +134,17 @@ class _Instances:
         if task.on_demand:
             task.channel.on_data(partial(self.start, task))
         if self.running == 0 and self.mux.running:
-            if not self.restartable:
-                self.mux.stop()  # every instance is done and none can start again
-            elif self.idle_timeout is not None:
-                # Made here, not in the new task: a start before that task runs must cancel it.
-                self.idle = trio.CancelScope()
-                self.nursery.start_soon(self._close_when_idle, self.idle)
+            self.became_idle()
+
+    def became_idle(self) -> None:
+        """No instance runs: close now if none can start again, else after the idle timeout
+        unless one starts first."""
+        if not self.restartable:
+            self.mux.stop()  # every instance is done and none can start again
+        elif self.idle_timeout is not None:
+            # Made here, not in the new task: a start before that task runs must cancel it.
+            self.idle = trio.CancelScope()
+            self.nursery.start_soon(self._close_when_idle, self.idle)
 
     async def _close_when_idle(self, scope: trio.CancelScope) -> None:
         with scope:
@@ -148,6 +158,7 @@ async def run_connection(
     *,
     peer_close_is_clean: bool = False,
     idle_timeout: float | None = None,
+    idle_from_start: bool = False,
 ) -> ConnectionEnd:
     """Run ``tasks`` over ``mux`` until the connection ends; return how it ended.
 
@@ -157,6 +168,8 @@ async def run_connection(
 
     ``idle_timeout``: how long the connection may stay idle (no instance running) after an
     instance finished before it is closed; None keeps it open until the peer closes it.
+    ``idle_from_start``: count that time from the start too when no instance starts with the
+    connection (every one waits for the peer), so a peer that never speaks is released.
     """
     async with trio.open_nursery() as nursery:
         instances = _Instances(mux, nursery, any(task.on_demand for task in tasks), idle_timeout)
@@ -165,6 +178,8 @@ async def run_connection(
                 task.channel.on_data(partial(instances.start, task))
             else:
                 instances.start(task)
+        if idle_from_start and instances.running == 0 and idle_timeout is not None:
+            instances.became_idle()
         try:
             await mux.run(nursery=nursery)
         except BearerClosed as exc:
