@@ -97,6 +97,7 @@ macro_rules! dmq_roles {
         /// verdict as pallas decoded it, or the stage that failed, and how many descriptors this
         /// process holds after it (`fds`). `--connection shared` submits them all on one
         /// connection (MsgDone at the end); `mithril` is Mithril's publisher (see [`Connection`]).
+        /// `--pace-ms N` starts publications at least N ms apart.
         async fn signer(args: &Args) -> Result<(), String> {
             let (socket, magic) = socket_and_magic(args)?;
             let mode = match args.get("connection").unwrap_or("per-message") {
@@ -106,11 +107,18 @@ macro_rules! dmq_roles {
                 other => return Err(format!("--connection: per-message, shared or mithril, not {other:?}")),
             };
             let shared = mode == Connection::Shared;
+            // `--pace-ms`: publications start at least this far apart (0: back to back).
+            let pace = Duration::from_millis(args.number("pace-ms", 0)?);
+            let mut next_start = tokio::time::Instant::now();
             let mut client: Option<DmqClient> = None;
             let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
             while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
                 if line.trim().is_empty() {
                     continue;
+                }
+                if !pace.is_zero() {
+                    tokio::time::sleep_until(next_start).await;
+                    next_start = tokio::time::Instant::now() + pace;
                 }
                 let message = match decode_hex_message(&line) {
                     Ok(message) => message,
