@@ -4,7 +4,7 @@ One trio nursery per connection: the mux's reader runs in the connection's own t
 writer and one task per mini-protocol instance in the nursery. An instance marked
 ``on_demand`` gets its task only when the peer's first bytes for it arrive, as the
 reference's ``StartOnDemand`` responders: a Mithril signer's connection (one submission,
-then close) never pays for the notification server it does not use.
+then MsgDone) never pays for the notification server it does not use.
 
 This module plays the reference's inbound governor towards those responders (docs/protocol/mux.md 2.3):
 one that finishes cleanly is started again on demand, on the same connection, when the
