@@ -50,7 +50,7 @@ from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.mux import Mode, Mux, Role
 
 from dmq.codec import MessageDecodeError, is_legacy_layout
-from dmq.connection import ProtocolTask, run_connection
+from dmq.connection import IdleReaper, ProtocolTask, run_connection
 from dmq.descriptors import EXHAUSTION_ERRNOS, AcceptExhaustion
 from dmq.errors import OperatorError
 from dmq.ingress import Ingress
@@ -197,6 +197,8 @@ class LocalService:
         self._next_client = 0
         self.connections = 0
         self.exhaustion = AcceptExhaustion(tracer, "n2c")
+        #: Closes connections idle for ``idle_timeout``, and handshakes that take longer (run by ``serve_path``).
+        self.reaper = IdleReaper(idle_timeout)
 
     async def submit(self, raw: bytes) -> SubmitResult:
         try:
@@ -218,6 +220,7 @@ class LocalService:
         try:
             with sock:
                 async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self.reaper.run)
                     task_status.started()
                     await self._accept_loop(sock, nursery)
         finally:
@@ -271,12 +274,15 @@ class LocalService:
         # The local handshake has no time limit (as the reference), but a client that never
         # completes it must not hold its descriptor for ever.
         result = None
-        with trio.move_on_after(self.idle_timeout):
+        with trio.CancelScope() as handshake:
+            self.reaper.idle(handshake, handshake.cancel)
             try:
                 result = await run_server(bearer, self.versions, self.link, answers=self._answers)
             except (HandshakeError, HandshakeQueryResult) as exc:
                 self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", f"handshake: {exc}"))
                 return
+            finally:
+                self.reaper.busy(handshake)
         if result is None:
             self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c",
                                               f"handshake: not completed within {self.idle_timeout:g} s"))
@@ -303,11 +309,11 @@ class LocalService:
             tasks.append(ProtocolTask(channel, lambda: local_topic_subscription.serve(channel, session),
                                       "local-topic-subscription"))
         if self.recorder is NO_RECORDER:
-            end = await run_connection(mux, tasks, peer_close_is_clean=True, idle_timeout=self.idle_timeout,
-                                       idle_from_start=True)
+            end = await run_connection(mux, tasks, peer_close_is_clean=True, idle_from_start=True,
+                                       reaper=self.reaper)
         else:
             with self.recorder.watching(client, mux, "n2c"):
-                end = await run_connection(mux, tasks, peer_close_is_clean=True, idle_timeout=self.idle_timeout,
-                                           idle_from_start=True)
+                end = await run_connection(mux, tasks, peer_close_is_clean=True, idle_from_start=True,
+                                           reaper=self.reaper)
         self.connections -= 1
         self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", end.describe()))
