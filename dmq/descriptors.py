@@ -2,8 +2,8 @@
 
 Every connection holds a descriptor, so the ``nofile`` limit is the number of clients and
 peers the node can hold at once. The soft limit is what the kernel enforces and is often far
-below the hard one (1,024 against 524,288 in a default shell), so the node raises it to the
-hard limit at start, as a service would with ``LimitNOFILE``, and traces what it runs with.
+below the hard one (systemd's defaults are 1,024 and 524,288), so the node raises it to the
+hard limit at start (the unit's ``LimitNOFILE`` sets both) and traces what it runs with.
 
 Out of descriptors, ``accept(2)`` fails with ``EMFILE`` (or ``ENFILE``, or the kernel is out of
 memory for sockets); the accept loops wait and retry, since connections that end free some.
