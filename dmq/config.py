@@ -221,6 +221,18 @@ class _Seconds(_Form):
         return int(value) if value.is_integer() else value
 
 
+class _PositiveSeconds(_Seconds):
+    """A duration that must pass before something happens: zero would make it happen at once."""
+
+    expected = "a number of seconds > 0"
+
+    def from_json(self, value: Any) -> float:
+        seconds = super().from_json(value)
+        if seconds == 0:
+            raise _Invalid
+        return seconds
+
+
 class _Boolean(_Form):
     expected = "true or false"
 
@@ -658,6 +670,12 @@ class NodeConfig:
     #: Permission bits of the node-to-client socket: owner and group only, so that only the
     #: operator's Mithril signer and aggregator can submit and read messages.
     local_socket_mode: int = _key("LocalSocketMode", _FileMode(), 0o660)
+    #: Seconds a local connection may stay with no mini-protocol instance running (after the
+    #: last one finished, or from the handshake on) or stay in its handshake, before the node
+    #: closes it. The reference keeps such connections until the client closes them, and
+    #: Mithril's publisher never does (docs/protocol/local-protocols.md 7.4); a client with a
+    #: notification request open, or waiting between requests, is never cut.
+    local_idle_timeout: float = _key("LocalIdleTimeout", _PositiveSeconds(), 10.0)
     #: Treat ``SigTooFrequent`` and ``SigExpiresAtTooFarInTheFuture`` from peers as trace-only
     #: instead of disconnecting (docs/protocol/validation.md 6.2 allows it; clock jitter otherwise drops honest peers).
     trace_only_reactions: bool = _key("TraceOnlyReactions", _Boolean(), False)

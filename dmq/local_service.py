@@ -9,6 +9,14 @@ reading its own cursor over the mempool. Both servers start when the client firs
 their protocol (the reference's ``StartOnDemand``), and the handshake reply to a proposal
 seen before is remembered: a signer's connection costs one task for the connection, one
 for the mux writer and one for the submission server.
+
+Mithril's publisher sends MsgDone and then leaves its connection open for as long as its
+process lives (docs/protocol/local-protocols.md 7.4), and the reference keeps such a
+connection until the client closes it. Here a connection on which no instance runs is
+closed after ``LocalIdleTimeout``, as is one whose handshake does not complete within that
+time: descriptors cannot pile up until the node stops accepting. A notification client
+waiting on a request, or between requests, has its instance running and is never cut.
+Running out of descriptors anyway is traced and counted (:mod:`dmq.descriptors`).
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.mux import Mode, Mux, Role
 
 from dmq.codec import MessageDecodeError, is_legacy_layout
-from dmq.connection import ProtocolTask, run_connection
+from dmq.connection import IdleReaper, ProtocolTask, run_connection
+from dmq.descriptors import EXHAUSTION_ERRNOS, AcceptExhaustion
 from dmq.errors import OperatorError
 from dmq.ingress import Ingress
 from dmq.mempool import Mempool, MempoolCursor
@@ -55,8 +64,10 @@ __all__ = ["LocalService", "LocalSocketError", "check_socket_path", "N2C_INGRESS
 #: Pending connections the local socket queues before connects fail (see ``bind_unix_socket``).
 LISTEN_BACKLOG = 4096
 #: accept(2) failures that mean "too busy right now" (as ``trio.serve_listeners``): retried after a pause.
-ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+ACCEPT_CAPACITY_ERRNOS = EXHAUSTION_ERRNOS
 ACCEPT_RETRY_DELAY = 0.1
+#: ``LocalIdleTimeout``'s default (docs/protocol/configuration.md).
+DEFAULT_IDLE_TIMEOUT = 10.0
 #: Connections accepted in one pass of the accept loop before it lets the others run.
 ACCEPTS_PER_PASS = 64
 #: accept(2) failures that concern only the connection being accepted (as ``trio.SocketListener``).
@@ -166,8 +177,11 @@ class LocalService:
 
     def __init__(self, ingress: Ingress, mempool: Mempool, tracer: Tracer, network_magic: int,
                  recorder: TrafficRecorder | NullRecorder = NO_RECORDER, *, topics: Any = None,
-                 notify_filter: Callable[[bytes], bool] | None = None, legacy_reject_text: bool = False) -> None:
+                 notify_filter: Callable[[bytes], bool] | None = None, legacy_reject_text: bool = False,
+                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> None:
         self.ingress = ingress
+        #: Seconds a connection may hold no running instance, or stay in its handshake (``LocalIdleTimeout``).
+        self.idle_timeout = idle_timeout
         #: Reject legacy-format messages with a bare text (``LegacyRejectText``, docs/protocol/local-protocols.md 7.2).
         self.legacy_reject_text = legacy_reject_text
         self.mempool = mempool
@@ -182,6 +196,9 @@ class LocalService:
         self._answers = ServerAnswers(self.versions, self.link)
         self._next_client = 0
         self.connections = 0
+        self.exhaustion = AcceptExhaustion(tracer, "n2c")
+        #: Closes connections idle for ``idle_timeout``, and handshakes that take longer (run by ``serve_path``).
+        self.reaper = IdleReaper(idle_timeout)
 
     async def submit(self, raw: bytes) -> SubmitResult:
         try:
@@ -203,6 +220,7 @@ class LocalService:
         try:
             with sock:
                 async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self.reaper.run)
                     task_status.started()
                     await self._accept_loop(sock, nursery)
         finally:
@@ -221,6 +239,7 @@ class LocalService:
         per accepted connection was a visible share of a signer's cost.
         """
         listening = sock._sock  # the non-blocking socket under trio's wrapper
+        exhaustion = self.exhaustion
         while True:
             await trio.lowlevel.wait_readable(listening)
             for _ in range(ACCEPTS_PER_PASS):
@@ -233,9 +252,12 @@ class LocalService:
                         continue  # that client is gone already
                     if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
                         raise
-                    # Out of descriptors or memory: the clients already connected finish and free some.
+                    # Out of descriptors or memory: the clients already connected finish, or
+                    # fall idle and are closed, and free some.
+                    exhaustion.failed(exc)
                     await trio.sleep(ACCEPT_RETRY_DELAY)
                     break
+                exhaustion.accepted()
                 nursery.start_soon(self._serve_client, trio.SocketStream(trio.socket.from_stdlib_socket(client)))
             await trio.lowlevel.cancel_shielded_checkpoint()  # let the accepted connections run
 
@@ -249,10 +271,21 @@ class LocalService:
         self._next_client += 1
         client = f"local#{self._next_client}"
         bearer = Bearer(stream)
-        try:
-            result = await run_server(bearer, self.versions, self.link, answers=self._answers)
-        except (HandshakeError, HandshakeQueryResult) as exc:
-            self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", f"handshake: {exc}"))
+        # The local handshake has no time limit (as the reference), but a client that never
+        # completes it must not hold its descriptor for ever.
+        result = None
+        with trio.CancelScope() as handshake:
+            self.reaper.idle(handshake, handshake.cancel)
+            try:
+                result = await run_server(bearer, self.versions, self.link, answers=self._answers)
+            except (HandshakeError, HandshakeQueryResult) as exc:
+                self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", f"handshake: {exc}"))
+                return
+            finally:
+                self.reaper.busy(handshake)
+        if result is None:
+            self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c",
+                                              f"handshake: not completed within {self.idle_timeout:g} s"))
             return
         self.connections += 1
         self.tracer.emit(ConnectionOpened(self.tracer.now(), client, "n2c", result.version))
@@ -276,9 +309,11 @@ class LocalService:
             tasks.append(ProtocolTask(channel, lambda: local_topic_subscription.serve(channel, session),
                                       "local-topic-subscription"))
         if self.recorder is NO_RECORDER:
-            end = await run_connection(mux, tasks, peer_close_is_clean=True)
+            end = await run_connection(mux, tasks, peer_close_is_clean=True, idle_from_start=True,
+                                       reaper=self.reaper)
         else:
             with self.recorder.watching(client, mux, "n2c"):
-                end = await run_connection(mux, tasks, peer_close_is_clean=True)
+                end = await run_connection(mux, tasks, peer_close_is_clean=True, idle_from_start=True,
+                                           reaper=self.reaper)
         self.connections -= 1
         self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", end.describe()))

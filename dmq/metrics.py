@@ -11,6 +11,8 @@ quantity, the series has its name, so dashboards built for it find them:
 - ``submissions.{submitted,accepted,rejected}``: messages pulled from peers (sig-submission inbound);
 - ``connectionManager.{inboundConns,outboundConns}``: node-to-node connections;
 - ``txsInMempool``, ``mempoolBytes``: what the mempool holds (cardano-node's names);
+- ``server.descriptorsExhausted``, ``process.openDescriptors``: this node's own, for the
+  ``nofile`` limit (docs/operations.md);
 - ``currentKESPeriod``, ``remainingKESPeriods``, ``operationalCertificate{Start,Expiry}KESPeriod``:
   the node's own signing key (cardano-node's forging names).
 
@@ -36,6 +38,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from dmq.descriptors import DescriptorsExhausted, open_descriptors
 from dmq.trace import (
     ConnectionClosed,
     ConnectionOpened,
@@ -99,6 +102,7 @@ class NodeMetrics(Collector):
         self.expired = 0
         self.notified = 0
         self.connections: Counter[str] = Counter()                        # link -> open
+        self.exhausted: Counter[str] = Counter()                          # link -> accept exhaustion episodes
         self.stake: StakeViewUpdated | None = None
         self._mempool: tuple[Callable[[], float], Callable[[], float]] | None = None
         self._database: Path | None = None
@@ -111,6 +115,7 @@ class NodeMetrics(Collector):
             ConnectionOpened: self._on_opened,
             ConnectionClosed: self._on_closed,
             StakeViewUpdated: self._on_stake_view,
+            DescriptorsExhausted: self._on_exhausted,
         }
         self.registry.register(self)
 
@@ -161,6 +166,9 @@ class NodeMetrics(Collector):
         if not (event.error or "").startswith("handshake:"):
             self.connections[event.link] -= 1
 
+    def _on_exhausted(self, event: DescriptorsExhausted) -> None:
+        self.exhausted[event.link] += 1
+
     def _on_stake_view(self, event: StakeViewUpdated) -> None:
         self.stake = event
 
@@ -185,6 +193,14 @@ class NodeMetrics(Collector):
         for (reason, origin), count in sorted(self.rejected_by_reason.items()):
             by_reason.add_metric([reason, origin], count)
         yield by_reason
+        exhausted = n.family("server.descriptorsExhausted", "counter",
+                             "Episodes of a listener unable to accept, out of descriptors or memory", ["link"])
+        for link in ("n2c", "n2n-in"):
+            exhausted.add_metric([link], self.exhausted[link])
+        yield exhausted
+        held = open_descriptors()
+        if held is not None:
+            yield _gauge(n, "process.openDescriptors", "File descriptors the node holds", held)
         links = self.connections
         for name, doc, value in (
             ("connectionManager.inboundConns", "Node-to-node connections peers opened", links["n2n-in"]),

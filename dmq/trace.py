@@ -294,6 +294,12 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "CardanoNodeAwaited": ("Net.Local.Cardano.Link.Waiting", "Notice"),
     "CardanoLinkWarning": ("Net.Local.Cardano.Link.Warning", "Warning"),
     "CardanoEpochChanged": ("Net.Local.LocalStateQuery.NextEpoch", "Info"),
+    # dmq.descriptors
+    "DescriptorLimit": ("Startup.DescriptorLimit", "Notice"),
+    "DescriptorsExhausted": lambda e: (("Net.Server.Local.AcceptError" if e.link == "n2c"
+                                        else "Net.Server.Remote.AcceptError"), "Warning"),
+    "DescriptorsAvailable": lambda e: (("Net.Server.Local.AcceptResumed" if e.link == "n2c"
+                                        else "Net.Server.Remote.AcceptResumed"), "Notice"),
     # topics.trace
     "TopicDeferred": ("Topics.Ingress.Deferred", "Debug"),
     "TopicPendingDropped": ("Topics.Ingress.PendingDropped", "Warning"),

@@ -28,17 +28,32 @@ fi
 # fresh by the files of whichever checkout built it last: a checkout whose sources differ would
 # get that other build. So the harness's own artifacts are dropped (dependencies are kept) when
 # the sources differ from the ones of the last build.
-sources="$(cd "$crate" && find Cargo.toml Cargo.lock src -type f | LC_ALL=C sort | xargs sha256sum | sha256sum)"
+# The pallas harness is two packages: the harness, and its pallas-network 1.1.1 program
+# (v1_1_1/, its own dependency graph, since cargo admits one 1.x release per graph), which the
+# harness runs for version 1.1.1.
+case "$harness" in
+    pallas) manifests="$crate/Cargo.toml $crate/v1_1_1/Cargo.toml"
+            source_files="Cargo.toml Cargo.lock src v1_1_1/Cargo.toml v1_1_1/Cargo.lock v1_1_1/src" ;;
+    mithril) manifests="$crate/Cargo.toml"
+             source_files="Cargo.toml Cargo.lock src" ;;
+esac
+# shellcheck disable=SC2086  # the lists are split on purpose
+sources="$(cd "$crate" && find $source_files -type f | LC_ALL=C sort | xargs sha256sum | sha256sum)"
 stamp="$target/release/.$program-sources"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$sources" ]; then
-    CARGO_TARGET_DIR="$target" "$cargo" clean --release --quiet -p "$program" \
-        --manifest-path "$crate/Cargo.toml" 2>/dev/null || true
+    for manifest in $manifests; do
+        package="$(sed -n 's/^name = "\(.*\)"$/\1/p' "$manifest" | head -n 1)"
+        CARGO_TARGET_DIR="$target" "$cargo" clean --release --quiet -p "$package" \
+            --manifest-path "$manifest" 2>/dev/null || true
+    done
 fi
-if ! log="$(CARGO_TARGET_DIR="$target" "$cargo" build --locked --release --quiet \
-        --manifest-path "$crate/Cargo.toml" 2>&1)"; then
-    first_error="$(printf '%s\n' "$log" | grep -m1 '^error' || printf '%s\n' "$log" | tail -n 1)"
-    echo "$label: cargo build failed: $first_error" >&2
-    exit 1
-fi
+for manifest in $manifests; do
+    if ! log="$(CARGO_TARGET_DIR="$target" "$cargo" build --locked --release --quiet \
+            --manifest-path "$manifest" 2>&1)"; then
+        first_error="$(printf '%s\n' "$log" | grep -m1 '^error' || printf '%s\n' "$log" | tail -n 1)"
+        echo "$label: cargo build failed ($manifest): $first_error" >&2
+        exit 1
+    fi
+done
 printf '%s\n' "$sources" > "$stamp"
 echo "$target/release/$program"

@@ -2,7 +2,8 @@
 
 ``DmqPublisherClientPallas`` (``internal/mithril-dmq/src/publisher/client/pallas.rs``) opens a
 new connection for every message: handshake, ``[0, message]``, wait for the verdict (no
-timeout, no retry), ``[3]``, close (docs/protocol/local-protocols.md 7.4). The verdict is returned as a value: the
+timeout, no retry), ``[3]`` (docs/protocol/local-protocols.md 7.4). This publisher then closes the
+connection; Mithril's leaves it open, and the node releases it after ``LocalIdleTimeout``. The verdict is returned as a value: the
 accepted marker or the typed reject reason the node sent. Failing to obtain a verdict
 (no node, refused handshake, lost connection) raises a :class:`~.errors.DmqClientError`.
 """

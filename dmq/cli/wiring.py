@@ -28,6 +28,7 @@ from dmq.clock import Clock, SystemClock
 from dmq.codec import decode_message
 from dmq.config import NodeConfig, StakeSourceKind
 from dmq.diffusion import DiffusionPolicy, TcpTransport, Transport
+from dmq.descriptors import raise_descriptor_limit
 from dmq.errors import OperatorError
 from dmq.gc_tuning import tune_for_serving
 from dmq.ingress import Ingress
@@ -149,7 +150,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
             services.append(topics.run)
             local_service = LocalService(ingress, mempool, tracer, config.network_magic, recorder=recorder,
                                          topics=topics, notify_filter=is_raw_message,
-                                         legacy_reject_text=config.legacy_reject_text)
+                                         legacy_reject_text=config.legacy_reject_text,
+                                         idle_timeout=config.local_idle_timeout)
         else:
             # Raw only (every Mithril network): nothing is classified, every message the
             # reference accepts is accepted, stored, relayed and notified (docs/topics-design.md 2.1).
@@ -158,7 +160,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
             ingress = Ingress(mempool, validator, tracer, allow_legacy=config.legacy_message_format,
                               reactions=reactions)
             local_service = LocalService(ingress, mempool, tracer, config.network_magic, recorder=recorder,
-                                         legacy_reject_text=config.legacy_reject_text)
+                                         legacy_reject_text=config.legacy_reject_text,
+                                         idle_timeout=config.local_idle_timeout)
     except BaseException:
         recorder.close()
         mempool.close()
@@ -188,6 +191,8 @@ async def run_node(config: NodeConfig, topology: Topology | None) -> int:
     tune_for_serving()
     tracer = Tracer()
     tracer.add_sink(LogSink(sys.stdout, severities=config.trace_severities, backend=config.trace_stdout_backend))
+    # Every connection holds a descriptor: run with the hard nofile limit, and say which.
+    tracer.emit(raise_descriptor_limit(tracer.now()))
     node = assemble_node(config, topology, tracer=tracer)
     try:
         async with trio.open_nursery() as nursery:

@@ -11,8 +11,6 @@ handshake (10 s per state) with the node's version table, then its own connectio
 
 from __future__ import annotations
 
-import errno
-
 import trio
 
 from handshake.driver import run_server
@@ -21,6 +19,7 @@ from handshake.links import DMQ_NODE_TO_NODE, VersionTable
 from ouroboros_mux.bearer import Bearer
 
 from dmq.config import AcceptedConnectionsLimit
+from dmq.descriptors import EXHAUSTION_ERRNOS, AcceptExhaustion
 from dmq.trace import ConnectionClosed, ConnectionOpened, Tracer
 
 from .events import InboundDelayed, InboundRefused
@@ -33,7 +32,7 @@ __all__ = ["InboundServer", "LINK", "soft_limit_delay"]
 LINK = "n2n-in"
 
 #: Accept errors that mean "out of resources for now", not "the listener is broken".
-_TRANSIENT_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+_TRANSIENT_ACCEPT_ERRORS = EXHAUSTION_ERRNOS
 
 
 def soft_limit_delay(limit: AcceptedConnectionsLimit, connections: int) -> float:
@@ -60,6 +59,8 @@ class InboundServer:
         #: Inbound connections open now (handshaking or running).
         self.connections = 0
         self.refused = 0
+        #: Episodes of running out of descriptors, traced and counted (dmq.descriptors).
+        self.exhaustion = AcceptExhaustion(tracer, LINK)
 
     async def serve(self, listeners: list[trio.abc.Listener[trio.abc.Stream]]) -> None:
         async with trio.open_nursery() as nursery:
@@ -72,9 +73,11 @@ class InboundServer:
                 stream = await listener.accept()
             except OSError as exc:
                 if exc.errno in _TRANSIENT_ACCEPT_ERRORS:
+                    self.exhaustion.failed(exc)
                     await trio.sleep(0.1)
                     continue
                 raise
+            self.exhaustion.accepted()
             if self.connections >= self.limit.hard_limit:
                 self.refused += 1
                 self.tracer.emit(InboundRefused(self.tracer.now(), self.transport.peer_label(stream), self.connections,

@@ -210,7 +210,8 @@ class RawN2CClient:
 
 
 async def publish_like_mithril_signer(path: str | os.PathLike[str], magic: int, raw_message: bytes) -> bytes:
-    """A Mithril signer's publication: new connection, handshake, submit, MsgDone, close.
+    """A Mithril signer's publication: new connection, handshake, submit, MsgDone; then close
+    (Mithril's own publisher leaves the connection open: docs/protocol/local-protocols.md 7.4).
 
     Returns the raw reply to the submission.
     """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import resource
 import subprocess
 import threading
 import time
@@ -27,8 +28,9 @@ __all__ = [
     "run_signers",
 ]
 
-#: The pallas-network release lines the harness is built against (its Cargo.toml).
-PALLAS_VERSIONS = ("1", "0.35", "0.34")
+#: The pallas-network release lines the harness is built against (its Cargo.toml): "1" is 1.4.0,
+#: "1.1.1" what current Mithril pins (``internal/mithril-dmq/Cargo.toml``; its own program, v1_1_1/).
+PALLAS_VERSIONS = ("1", "1.1.1", "0.35", "0.34")
 #: The lines that send the legacy layout (id inside the payload, docs/protocol/message.md 5.5).
 LEGACY_VERSIONS = frozenset({"0.35", "0.34"})
 ENV_VAR = "DMQ_PALLAS_INTEROP"
@@ -49,16 +51,28 @@ def harness_path(env_var: str = ENV_VAR, program: str = PROGRAM) -> Path:
 
 
 def run_signer(program: Path, version: str, socket: Path, magic: int, raws: Iterable[bytes], *,
-               shared_connection: bool = False, timeout: float = 120) -> list[dict[str, Any]]:
-    """Publish each message as a Mithril signer on ``version`` does (a connection each, or all on
-    one with ``shared_connection``); one result per message."""
+               shared_connection: bool = False, connection: str | None = None, pace_ms: int = 0,
+               timeout: float = 120) -> list[dict[str, Any]]:
+    """Publish each message as a signer on ``version`` (a connection each, torn down after MsgDone;
+    all on one with ``shared_connection``; ``connection="mithril"``: Mithril's publisher exactly,
+    each client dropped after MsgDone without ``abort``, its socket left open while the program
+    runs); one result per message, with the descriptors the program then holds (``fds``)."""
     lines = "".join(raw.hex() + "\n" for raw in raws)
-    connection = "shared" if shared_connection else "per-message"
+    connection = connection or ("shared" if shared_connection else "per-message")
     done = subprocess.run([os.fspath(program), version, "signer", "--socket", os.fspath(socket), "--magic", str(magic),
-                           "--connection", connection],
-                          input=lines, capture_output=True, text=True, timeout=timeout)
+                           "--connection", connection, "--pace-ms", str(pace_ms)],
+                          input=lines, capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=_descriptors_to_hard_limit)
     assert done.returncode == 0, f"pallas signer {version} exited {done.returncode}: {done.stderr[-2000:]}"
     return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def _descriptors_to_hard_limit() -> None:
+    """In the child before exec: Mithril's pattern holds a descriptor per publication for the
+    life of the program, so it may open as many as the hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def run_signers(program: Path, version: str, socket: Path, magic: int, streams: list[list[bytes]],

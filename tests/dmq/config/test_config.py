@@ -62,6 +62,8 @@ REFERENCE_DEFAULTS = {
     "LegacyMessageFormat": False,
     "LegacyRejectText": False,
     "LocalSocketMode": "0660",
+    # ... except this one: the reference keeps an idle local connection until its client closes it
+    "LocalIdleTimeout": 10,
     "TraceOnlyReactions": False,
     "TopicsCarried": ["raw"],
     "TopicQueueLimits": {"MaxItems": 10000, "MaxBytes": 67108864},
@@ -109,6 +111,7 @@ EVERY_KEY = {
     "RecordTraffic": "traffic",
     "PrometheusPort": 12801,
     "LocalSocketMode": "0600",
+    "LocalIdleTimeout": 2.5,
     "TraceOnlyReactions": True,
     "TopicsCarried": ["raw", "upsycle"],
     "MithrilNetwork": False,

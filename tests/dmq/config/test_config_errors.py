@@ -73,6 +73,7 @@ BAD_FILE_VALUES = [
     ("LocalSocketMode", 660, '"LocalSocketMode" must be an octal permission string such as "0660", got 660'),
     ("LocalSocketMode", "0999", '"LocalSocketMode" must be an octal permission string such as "0660", got "0999"'),
     ("TraceOnlyReactions", "true", '"TraceOnlyReactions" must be true or false, got "true"'),
+    ("LocalIdleTimeout", 0, '"LocalIdleTimeout" must be a number of seconds > 0, got 0'),
 ]
 
 

@@ -9,7 +9,11 @@
 //! With pallas-network 1.x it also stands in for cardano-node (role `cardano-node`): the
 //! node's stake link queries it over local state query and reads pallas's encodings.
 //!
-//! Usage: `dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server|cardano-node> [--flag value]...`,
+//! pallas-network 1.1.1 (what current Mithril pins) cannot share this program's dependency graph
+//! with 1.4.0 (cargo admits one release per semver-compatible range), so it is built as its own
+//! program (`v1_1_1/`, the same role code) beside this one, which hands version `1.1.1` to it.
+//!
+//! Usage: `dmq-pallas-interop <1|1.1.1|0.35|0.34> <signer|aggregator|server|cardano-node> [--flag value]...`,
 //! `dmq-pallas-interop 1 cardano-node --socket PATH --magic N --chain FILE`.
 //! Everything it learns is printed on standard output as one JSON object per line.
 
@@ -32,6 +36,9 @@ fn main() -> ExitCode {
         (Some(version), Some(role)) => (version, role),
         _ => return usage("expected a pallas version and a role"),
     };
+    if version == "1.1.1" {
+        return v1_1_1(&role, argv);
+    }
     let args = match Args::parse(argv) {
         Ok(args) => args,
         Err(message) => return usage(&message),
@@ -46,7 +53,7 @@ fn main() -> ExitCode {
             "1" => v1::run(&role, &args).await,
             "0.35" => v035::run(&role, &args).await,
             "0.34" => v034::run(&role, &args).await,
-            other => Err(format!("unknown pallas version {other:?} (1, 0.35 or 0.34)")),
+            other => Err(format!("unknown pallas version {other:?} (1, 1.1.1, 0.35 or 0.34)")),
         }
     });
     match result {
@@ -55,9 +62,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs the 1.1.1 program, found beside this one, with the same role and flags, in this process
+/// (exec): the tests see one program whichever line they ask for.
+fn v1_1_1(role: &str, argv: impl Iterator<Item = String>) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let program = match std::env::current_exe() {
+        Ok(path) => path.with_file_name(V1_1_1_PROGRAM),
+        Err(e) => return usage(&format!("cannot find this program's path: {e}")),
+    };
+    let error = std::process::Command::new(&program).arg(role).args(argv).exec();
+    usage(&format!("cannot run {}: {error}", program.display()))
+}
+
+const V1_1_1_PROGRAM: &str = "dmq-pallas-interop-1-1-1";
+
 fn usage(message: &str) -> ExitCode {
     eprintln!("dmq-pallas-interop: {message}");
-    eprintln!("usage: dmq-pallas-interop <1|0.35|0.34> <signer|aggregator|server|cardano-node> --socket PATH --magic N [...]");
+    eprintln!("usage: dmq-pallas-interop <1|1.1.1|0.35|0.34> <signer|aggregator|server|cardano-node> --socket PATH --magic N [...]");
     eprintln!("       dmq-pallas-interop 1 cardano-node --socket PATH --magic N --chain FILE");
     ExitCode::from(2)
 }

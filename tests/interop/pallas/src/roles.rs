@@ -80,21 +80,45 @@ macro_rules! dmq_roles {
 
         // ---- signer: one connection per message, as DmqPublisherClientPallas -------------
 
+        /// How the signer uses connections (`--connection`).
+        #[derive(Clone, Copy, PartialEq)]
+        enum Connection {
+            /// One per message, MsgDone, then `abort` tears it down.
+            PerMessage,
+            /// One for every message, MsgDone at the end.
+            Shared,
+            /// `DmqPublisherClientPallas::publish_message` exactly: one per message, MsgDone,
+            /// `abort` only if MsgDone failed, then the client is dropped. The dropped client's
+            /// plexer tasks live on in this process and keep the socket open.
+            Mithril,
+        }
+
         /// Reads signed messages (hex, one per line) on standard input; for each one prints the
-        /// verdict as pallas decoded it, or the stage that failed. `--connection shared` submits
-        /// them all on one connection (MsgDone at the end) instead of one connection each.
+        /// verdict as pallas decoded it, or the stage that failed, and how many descriptors this
+        /// process holds after it (`fds`). `--connection shared` submits them all on one
+        /// connection (MsgDone at the end); `mithril` is Mithril's publisher (see [`Connection`]).
+        /// `--pace-ms N` starts publications at least N ms apart.
         async fn signer(args: &Args) -> Result<(), String> {
             let (socket, magic) = socket_and_magic(args)?;
-            let shared = match args.get("connection").unwrap_or("per-message") {
-                "per-message" => false,
-                "shared" => true,
-                other => return Err(format!("--connection: per-message or shared, not {other:?}")),
+            let mode = match args.get("connection").unwrap_or("per-message") {
+                "per-message" => Connection::PerMessage,
+                "shared" => Connection::Shared,
+                "mithril" => Connection::Mithril,
+                other => return Err(format!("--connection: per-message, shared or mithril, not {other:?}")),
             };
+            let shared = mode == Connection::Shared;
+            // `--pace-ms`: publications start at least this far apart (0: back to back).
+            let pace = Duration::from_millis(args.number("pace-ms", 0)?);
+            let mut next_start = tokio::time::Instant::now();
             let mut client: Option<DmqClient> = None;
             let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
             while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
                 if line.trim().is_empty() {
                     continue;
+                }
+                if !pace.is_zero() {
+                    tokio::time::sleep_until(next_start).await;
+                    next_start = tokio::time::Instant::now() + pace;
                 }
                 let message = match decode_hex_message(&line) {
                     Ok(message) => message,
@@ -115,14 +139,21 @@ macro_rules! dmq_roles {
                 }
                 let current = client.as_mut().expect("connected above");
                 let verdict = submit(current, message).await;
-                let done = if shared && verdict.is_ok() { Ok(()) } else { finish(client.take().expect("connected above")).await };
-                emit(match (verdict, done) {
+                let done = if shared && verdict.is_ok() {
+                    Ok(())
+                } else if mode == Connection::Mithril {
+                    leave(client.take().expect("connected above")).await
+                } else {
+                    finish(client.take().expect("connected above")).await
+                };
+                let result = match (verdict, done) {
                     (Ok(Response::Accepted), done) => json!({"verdict": "accepted", "sent": sent, "done_error": done.err()}),
                     (Ok(Response::Rejected(reason)), done) => json!({
                         "verdict": "rejected", "reason": reject_json(&reason), "sent": sent, "done_error": done.err(),
                     }),
                     (Err((stage, detail)), _) => json!({"error": stage, "detail": detail, "sent": sent}),
-                });
+                };
+                emit(with(result, json!({"fds": open_descriptors()})));
             }
             if let Some(open) = client {
                 if let Err(detail) = finish(open).await {
@@ -143,6 +174,27 @@ macro_rules! dmq_roles {
             let done = client.msg_submission().terminate_gracefully().await.map_err(|e| format!("{e:?}"));
             client.abort().await;
             done
+        }
+
+        /// As `DmqPublisherClientPallas::publish_message`: MsgDone, `abort` only when that
+        /// failed; otherwise the client is simply dropped.
+        async fn leave(mut client: DmqClient) -> Result<(), String> {
+            match client.msg_submission().terminate_gracefully().await {
+                Ok(()) => {
+                    drop(client);
+                    Ok(())
+                }
+                Err(e) => {
+                    client.abort().await;
+                    Err(format!("{e:?}"))
+                }
+            }
+        }
+
+        /// The descriptors this process holds (Linux: the entries of /proc/self/fd, less the
+        /// one the listing itself opens); None where that cannot be read.
+        fn open_descriptors() -> Option<usize> {
+            std::fs::read_dir("/proc/self/fd").ok().map(|entries| entries.count().saturating_sub(1))
         }
 
         // ---- aggregator: one cached connection, as DmqConsumerClientPallas ---------------
