@@ -12,7 +12,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dmq.metrics import NodeMetrics
+from dmq.trace_reference import REFERENCE_FIELDS
 from dmq.trace import (
+    HANDSHAKE_QUERY,
     HUMAN,
     HUMAN_COLOURED,
     MACHINE,
@@ -45,15 +47,28 @@ EVENTS = [
     NodeListening(4.0, "run/dmq-node.socket", "n2c"),
     NodeStopped(5.0, "signal"),
 ]
+#: More cases of the reference's fields: ids in a notification, a local reject, a version query, IPv6.
+REFERENCE_CASES = [
+    MessageNotified(6.0, 2, 90, "local#2", (b"\x01" * 32, b"\x02" * 32), True),
+    MessageRejected(0.5, b"\x00", b"\xff", 1, "local", "SigDuplicate", "reject"),
+    ConnectionClosed(7.0, "127.0.0.1:50000", "n2n-in", HANDSHAKE_QUERY),
+    ConnectionOpened(8.0, "[::1]:3001", "n2n-out", 1),
+]
 
 
 def expected_data(event) -> dict:
-    """The event's fields as the standard library would write them (bytes as hex), ``kind`` first."""
-    fields = {"kind": type(event).__name__}
+    """``data`` as the standard library would write it: the reference's fields where the namespace
+    is also the reference's, ``kind`` (unless the reference took it) and ``event``, then the
+    event's own fields (bytes as hex), moved where a reference field took their name."""
+    reference = REFERENCE_FIELDS.get(route_of(event)[0])
+    fields = dict(zip(reference.keys, reference.values(event))) if reference else {}
+    fields.setdefault("kind", type(event).__name__)
+    fields["event"] = type(event).__name__
+    renames = reference.renames if reference else {}
     for field in dataclasses.fields(event):
-        if field.name != "at":
+        if field.name != "at" and renames.get(field.name, field.name) is not None:
             value = getattr(event, field.name)
-            fields[field.name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
+            fields[renames.get(field.name, field.name)] = value.hex() if isinstance(value, (bytes, bytearray)) else value
     return fields
 
 
@@ -64,7 +79,7 @@ def expected_at(at: float) -> str:
         return repr(at)
 
 
-@pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("event", EVENTS + REFERENCE_CASES, ids=lambda e: type(e).__name__)
 def test_a_machine_line_is_trace_dispatchers_object_with_the_event_in_data(event):
     line = LogSink(io.StringIO(), severities={"": "Debug"}, backend=MACHINE, host="relay-1").format(event)
     assert line.endswith("\n") and "\n" not in line[:-1]
@@ -75,7 +90,11 @@ def test_a_machine_line_is_trace_dispatchers_object_with_the_event_in_data(event
     assert obj["thread"].isdigit()
     assert obj["at"] == expected_at(event.at)
     assert json.dumps(obj["data"]) == json.dumps(expected_data(event))  # same keys, same order
-    assert obj["data"] == event.to_json()
+    own = event.to_json()
+    assert obj["data"]["event"] == own.pop("kind")
+    moved = REFERENCE_FIELDS[namespace].renames if namespace in REFERENCE_FIELDS else {}
+    assert {moved.get(k, k): v for k, v in own.items() if moved.get(k, k)} == \
+        {k: v for k, v in obj["data"].items() if k in {moved.get(n, n) for n in own}}
 
 
 def test_times_are_utc_with_microseconds_and_a_z():
