@@ -9,17 +9,25 @@ reference (dmq-node, through ouroboros-network's tracers, or cardano-node) expor
 quantity, the series has its name, so dashboards built for it find them:
 
 - ``submissions.{submitted,accepted,rejected}``: messages pulled from peers (sig-submission inbound);
-- ``connectionManager.{inboundConns,outboundConns}``: node-to-node connections;
+- ``connectionManager.{fullDuplexConns,duplexConns,unidirectionalConns,inboundConns,outboundConns}``
+  and ``peerSelection.*``: node-to-node connections and outbound peers
+  (:mod:`dmq.diffusion.prometheus`);
 - ``txsInMempool``, ``mempoolBytes``: what the mempool holds (cardano-node's names);
 - ``currentKESPeriod``, ``remainingKESPeriods``, ``operationalCertificate{Start,Expiry}KESPeriod``:
   the node's own signing key (cardano-node's forging names).
 
-A counter series is exposed untyped: prometheus-client would otherwise rename it with
-``_total``, and the reference's name ends in ``_counter``. Counters are plain integers updated
-per event and read at scrape time: the trace stream carries several events per Mithril
-signer message, and a labelled prometheus-client counter per event was a visible share of the
-node's CPU. The endpoint is served by trio itself rather than prometheus-client's threaded
-server: one request, one reply, no thread in the node.
+The page is written as trace-dispatcher's ``PrometheusSimple`` writes the reference's
+(``Cardano.Logging.Prometheus.Exposition``): a ``# TYPE … counter`` line for a ``_counter``
+series and ``# TYPE … gauge`` for an ``_int`` one, whole numbers printed as integers, and no
+type for a ``_real`` one (the reference keeps those as text labels). The names keep their
+``_counter`` ending: the page is Prometheus's text format 0.0.4, which adds no ``_total``.
+Labelled series of this node's own exist from the start with every known label at zero (a
+rejection reason that never happened reads 0, not "no data"), so ``rate()`` and alerts see
+the first event. Counters are plain integers updated per event and read at scrape time: the
+trace stream carries several events per Mithril signer message, and a labelled
+prometheus-client counter per event was a visible share of the node's CPU. The endpoint is
+served by trio itself rather than prometheus-client's threaded server: one request, one
+reply, no thread in the node.
 """
 
 from __future__ import annotations
@@ -31,9 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from dmq.trace import (
@@ -46,10 +53,24 @@ from dmq.trace import (
     StakeViewUpdated,
     TraceEvent,
 )
+from dmq.validation.errors import SigValidationError, TopicRejected
 
-__all__ = ["SeriesNames", "CounterFamily", "NodeMetrics", "serve_metrics"]
+__all__ = ["SeriesNames", "Family", "NodeMetrics", "REJECT_REASONS", "ORIGINS", "render_page", "serve_metrics",
+           "CONTENT_TYPE"]
 
 _SUFFIXES = {"int": "_int", "counter": "_counter", "real": "_real"}
+#: The exposition type of each kind of series, as trace-dispatcher writes it.
+_TYPES = {"int": "gauge", "counter": "counter", "real": "unknown"}
+
+#: The text format the page is written in (no ``_total`` is added to counters in it).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+#: Every rejection reason the node can give: the reference's ``SigValidationError``
+#: constructors (a topic's own reasons, ``topic:…``, come and go with the topic adapters).
+REJECT_REASONS: tuple[str, ...] = tuple(sorted(
+    cls.__name__ for cls in SigValidationError.__subclasses__() if cls is not TopicRejected))
+#: Where a message came from, as the ``origin`` label says it.
+ORIGINS = ("local", "peer")
 
 
 class SeriesNames:
@@ -63,24 +84,53 @@ class SeriesNames:
         suffix = "" if self.no_suffix else _SUFFIXES[kind]
         return self.prefix + name.replace(".", "_") + suffix
 
-    def family(self, name: str, kind: str, documentation: str,
-               labels: list[str] | None = None) -> GaugeMetricFamily | CounterFamily:
+    def family(self, name: str, kind: str, documentation: str, labels: list[str] | None = None) -> Family:
         """An empty family for ``name``, filled with ``add_metric(label_values, value)``."""
-        full = self.of(name, kind)
-        if kind == "counter":
-            return CounterFamily(full, documentation, labels or [])
-        return GaugeMetricFamily(full, documentation, labels=labels)
+        return Family(self.of(name, kind), documentation, kind, labels or [])
 
 
-class CounterFamily(Metric):
-    """A count since start under its exact name (untyped: no ``_total`` added)."""
+class Family(Metric):
+    """One series family under its exact name; ``kind`` (``int``, ``counter``, ``real``) decides
+    its exposition type and how its values print."""
 
-    def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
-        super().__init__(name, documentation, "unknown")
+    def __init__(self, name: str, documentation: str, kind: str, labels: list[str]) -> None:
+        super().__init__(name, documentation, _TYPES[kind])
+        self.kind = kind
         self._labels = tuple(labels)
 
     def add_metric(self, label_values: list[str], value: float) -> None:
         self.add_sample(self.name, dict(zip(self._labels, label_values)), value)
+
+
+def render_page(registry: CollectorRegistry) -> bytes:
+    """Every family of ``registry`` in the text format, typed and valued as trace-dispatcher does."""
+    lines: list[str] = []
+    for family in registry.collect():
+        kind = getattr(family, "kind", None)
+        if family.documentation:
+            lines.append(f"# HELP {family.name} {_escape_help(family.documentation)}")
+        if family.type != "unknown":
+            lines.append(f"# TYPE {family.name} {family.type}")
+        for sample in family.samples:
+            labels = ",".join(f'{key}="{_escape_label(value)}"' for key, value in sorted(sample.labels.items()))
+            lines.append(f"{sample.name}{{{labels}}} {_value(sample.value, kind)}" if labels
+                         else f"{sample.name} {_value(sample.value, kind)}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _value(value: float, kind: str | None) -> str:
+    """An ``_int``/``_counter`` value as a whole number; a ``_real`` one (or a foreign family's) as a float."""
+    if kind in ("int", "counter") or isinstance(value, int):
+        return str(int(value))
+    return repr(float(value))
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _escape_label(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 class NodeMetrics(Collector):
@@ -94,7 +144,9 @@ class NodeMetrics(Collector):
         self.peer_rejected = 0
         self.local_accepted = 0
         self.local_rejected = 0
-        self.rejected_by_reason: Counter[tuple[str, str]] = Counter()   # (reason, origin)
+        #: (reason, origin) -> count, every known pair from the start.
+        self.rejected_by_reason: Counter[tuple[str, str]] = Counter(
+            {(reason, origin): 0 for reason in REJECT_REASONS for origin in ORIGINS})
         self.accepted_bytes = 0
         self.expired = 0
         self.notified = 0
@@ -185,13 +237,7 @@ class NodeMetrics(Collector):
         for (reason, origin), count in sorted(self.rejected_by_reason.items()):
             by_reason.add_metric([reason, origin], count)
         yield by_reason
-        links = self.connections
-        for name, doc, value in (
-            ("connectionManager.inboundConns", "Node-to-node connections peers opened", links["n2n-in"]),
-            ("connectionManager.outboundConns", "Node-to-node connections this node opened", links["n2n-out"]),
-            ("localConnectionManager.inboundConns", "Local clients connected", links["n2c"]),
-        ):
-            yield _gauge(n, name, doc, value)
+        yield _gauge(n, "localConnectionManager.inboundConns", "Local clients connected", self.connections["n2c"])
         if self._mempool is not None:
             count, size = self._mempool
             yield _gauge(n, "txsInMempool", "Messages held in the mempool", count())
@@ -235,7 +281,7 @@ class NodeMetrics(Collector):
                      max(0, expiry - current))
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return render_page(self.registry)
 
 
 def _gauge(names: SeriesNames, name: str, documentation: str, value: float) -> Metric:
@@ -257,7 +303,7 @@ async def serve_metrics(metrics: NodeMetrics, port: int, host: str = "127.0.0.1"
                     return
                 request += chunk
             body = metrics.render()
-            head = (f"HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE_LATEST}\r\n"
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\n"
                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
             await stream.send_all(head + body)
         await stream.aclose()

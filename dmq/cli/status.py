@@ -67,6 +67,8 @@ def parse_scrape(text: str, prefix: str, at: float) -> Scrape:
             if not sample.name.startswith(prefix):
                 continue
             name = sample.name[len(prefix):]
+            if family.type == "counter" and sample.name == family.name + "_total":
+                name = name.removesuffix("_total")  # the parser's name for a typed counter's sample
             for suffix in _SUFFIXES:
                 if name.endswith(suffix):
                     name = name[:-len(suffix)]
@@ -86,10 +88,11 @@ def _rate(now: Scrape, before: Scrape | None, value_of) -> float | None:
 
 
 def _by_reason(scrape: Scrape) -> dict[str, float]:
+    """Rejections per reason that happened (the node exports every known reason, at zero until then)."""
     totals: dict[str, float] = defaultdict(float)
     for labels, value in scrape.labelled("sigValidation_rejected"):
         totals[labels.get("reason", "")] += value
-    return dict(totals)
+    return {reason: total for reason, total in totals.items() if total}
 
 
 def status_document(now: Scrape, before: Scrape | None, socket: dict[str, Any], endpoint: str) -> dict[str, Any]:
