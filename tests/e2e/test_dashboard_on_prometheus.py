@@ -16,7 +16,6 @@ fails the test, elsewhere it is skipped with the reason.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -28,11 +27,11 @@ from pathlib import Path
 
 import pytest
 
+from dmq.ports import free_ports
 from integrations.devnet.topology import topology_document
 from tests.e2e.messages import DMQ_DEVNET_MAGIC as MAGIC
 from tests.e2e.raw_n2c import ACCEPT, publish_like_mithril_signer
-
-from dmq.ports import free_ports
+from tests.interop.conftest import missing_tool
 
 from .topic_node import n2n_port, topic_nodes  # noqa: F401  (a fixture)
 
@@ -44,14 +43,13 @@ TOPIC_SIGNING_ONLY = "Topic signing only"
 DEADLINE = 45.0
 
 
+@pytest.fixture
 def prometheus_binary() -> str:
+    """Checked before the (trio) test starts, so a skip or a CI failure is one plain line."""
     found = shutil.which("prometheus")
-    if found is not None:
-        return found
-    reason = "prometheus is missing (Debian package prometheus; scripts/setup.sh installs it as root)"
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    if found is None:
+        missing_tool("prometheus is missing (Debian package prometheus; scripts/setup.sh installs it as root)")
+    return found
 
 
 def panels() -> list[dict]:
@@ -125,9 +123,8 @@ def with_instance(expr: str, instance: str) -> str:
     return expr.replace("$instance", re.escape(instance).replace("\\", "\\\\"))
 
 
-async def test_every_dashboard_query_returns_data_on_a_mithril_sidecar_with_one_peer(start_node, topic_nodes,
-                                                                                      signers, tmp_path):
-    binary = prometheus_binary()
+async def test_every_dashboard_query_returns_data_on_a_mithril_sidecar_with_one_peer(
+        prometheus_binary, start_node, topic_nodes, signers, tmp_path):
     sidecar_port, signing_port = free_ports(2)
     sidecar = start_node("sidecar", PrometheusPort=sidecar_port, MinSigDelay=0)
     (tmp_path / "peer").mkdir()
@@ -151,7 +148,7 @@ async def test_every_dashboard_query_returns_data_on_a_mithril_sidecar_with_one_
     assert len(queries) >= 20 and len(topic_only) < len(queries) // 4
 
     (tmp_path / "prometheus").mkdir()
-    prometheus = Prometheus(binary, tmp_path / "prometheus", [sidecar_instance, signing_instance])
+    prometheus = Prometheus(prometheus_binary, tmp_path / "prometheus", [sidecar_instance, signing_instance])
     try:
         deadline = time.monotonic() + DEADLINE
         prometheus.wait_ready(deadline)
