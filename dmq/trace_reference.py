@@ -93,8 +93,9 @@ def _handshake_query(event: Any) -> tuple[Any, ...]:
 
 
 def _handshake_error(event: Any) -> tuple[Any, ...]:
-    return ("ConnectionHandler", _connection_id(event),
-            {"kind": "HandshakeServerError", "reason": (event.error or "").removeprefix("handshake: ")})
+    """ouroboros-network's ``ToJSON HandshakeException``: the protocol error's text under a ``kind``."""
+    reason = {"kind": "HandshakeProtocolError", "reason": (event.error or "").removeprefix("handshake: ")}
+    return "ConnectionHandler", _connection_id(event), {"kind": "HandshakeServerError", "reason": reason}
 
 
 def _handler_error(event: Any) -> tuple[Any, ...]:
@@ -160,7 +161,8 @@ REFERENCE_FIELDS: dict[str, ReferenceFields] = {
         lambda e: ("ServerTraceAcceptConnectionHardLimit", str(e.hard_limit))),
     "Net.Server.Remote.AcceptPolicy.ConnectionRateLimiting": ReferenceFields(
         "ServerTraceAcceptConnectionRateLimiting", ("kind", "delay", "numberOfConnection"),
-        lambda e: ("ServerTraceAcceptConnectionRateLimiting", f"{e.delay:g}s", str(e.connections))),
+        lambda e: ("ServerTraceAcceptConnectionRateLimiting", f"{e.delay:g}s", str(e.connections)),
+        renames={"delay": "delaySeconds"}),
     "Net.PeerShare.Protocol.PeerShareResult": ReferenceFields(
         "MsgSharePeers", ("kind",), lambda e: ("MsgSharePeers",)),
     "Net.PeerSelection.Selection.ForgetColdPeers": ReferenceFields(
