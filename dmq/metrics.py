@@ -42,6 +42,7 @@ import trio
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from dmq.trace import (
     ConnectionClosed,
@@ -55,8 +56,8 @@ from dmq.trace import (
 )
 from dmq.validation.errors import SigValidationError, TopicRejected
 
-__all__ = ["SeriesNames", "Family", "NodeMetrics", "REJECT_REASONS", "ORIGINS", "render_page", "serve_metrics",
-           "CONTENT_TYPE"]
+__all__ = ["SeriesNames", "Family", "NodeMetrics", "REJECT_REASONS", "ORIGINS", "render_page", "read_page",
+           "serve_metrics", "CONTENT_TYPE"]
 
 _SUFFIXES = {"int": "_int", "counter": "_counter", "real": "_real"}
 #: The exposition type of each kind of series, as trace-dispatcher writes it.
@@ -113,16 +114,36 @@ def render_page(registry: CollectorRegistry) -> bytes:
             lines.append(f"# TYPE {family.name} {family.type}")
         for sample in family.samples:
             labels = ",".join(f'{key}="{_escape_label(value)}"' for key, value in sorted(sample.labels.items()))
-            lines.append(f"{sample.name}{{{labels}}} {_value(sample.value, kind)}" if labels
-                         else f"{sample.name} {_value(sample.value, kind)}")
+            value = _value(sample.value, kind, family.type)
+            lines.append(f"{sample.name}{{{labels}}} {value}" if labels else f"{sample.name} {value}")
     return ("\n".join(lines) + "\n").encode()
 
 
-def _value(value: float, kind: str | None) -> str:
-    """An ``_int``/``_counter`` value as a whole number; a ``_real`` one (or a foreign family's) as a float."""
+def read_page(text: str, prefix: str = "dmq_node_") -> Iterator[tuple[str, dict[str, str], float]]:
+    """The samples of a metrics page written by :func:`render_page`: (name after ``prefix``, labels, value).
+
+    prometheus-client's parser names a typed counter's samples ``…_total``; the page has no
+    such name, so it is undone here and tools read the series under the names the page shows.
+    """
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name
+            if family.type == "counter" and name == family.name + "_total":
+                name = family.name
+            if name.startswith(prefix):
+                yield name[len(prefix):], sample.labels, sample.value
+
+
+def _value(value: float, kind: str | None, typ: str) -> str:
+    """An ``_int``/``_counter`` value as a whole number, so is a whole value of another typed family
+    (a prometheus-client ``Gauge``); a ``_real`` one as a float, in Prometheus's spelling."""
     if kind in ("int", "counter") or isinstance(value, int):
         return str(int(value))
-    return repr(float(value))
+    if kind is None and typ in ("gauge", "counter") and float(value).is_integer():
+        return str(int(value))
+    return floatToGoString(value)
 
 
 def _escape_help(text: str) -> str:

@@ -59,21 +59,15 @@ class Scrape:
 
 def parse_scrape(text: str, prefix: str, at: float) -> Scrape:
     """The node's series of a metrics page, named as in ``dmq.metrics`` without prefix and suffix."""
-    from prometheus_client.parser import text_string_to_metric_families
+    from dmq.metrics import read_page
 
     series: dict[str, list] = defaultdict(list)
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if not sample.name.startswith(prefix):
-                continue
-            name = sample.name[len(prefix):]
-            if family.type == "counter" and sample.name == family.name + "_total":
-                name = name.removesuffix("_total")  # the parser's name for a typed counter's sample
-            for suffix in _SUFFIXES:
-                if name.endswith(suffix):
-                    name = name[:-len(suffix)]
-                    break
-            series[name].append((sample.labels, sample.value))
+    for name, labels, value in read_page(text, prefix):
+        for suffix in _SUFFIXES:
+            if name.endswith(suffix):
+                name = name[:-len(suffix)]
+                break
+        series[name].append((labels, value))
     return Scrape(at, dict(series))
 
 
