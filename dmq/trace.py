@@ -300,8 +300,9 @@ def severity_threshold(namespace: str, severities: Mapping[str, str]) -> str:
 class LogSink:
     """The node's log: one line per event that passes the severity filter, flushed at once.
 
-    Machine lines are trace-dispatcher's (``{"at","ns","data","sev","thread","host"}``, the
-    event's fields inside ``data`` with ``kind``, its class name); human lines are its
+    Machine lines are trace-dispatcher's (``{"at","ns","data","sev","thread","host"}``; ``data``
+    holds the reference's fields for the namespace, if it has any (:mod:`dmq.trace_reference`),
+    then ``event``, the class name, and the event's own fields); human lines are its
     ``[time][host:namespace](severity,thread) text``. Which one: the ``Stdout`` backend of
     ``TraceOptions`` if given, else human on a terminal and JSON otherwise.
 
