@@ -23,7 +23,7 @@ made up: a query on them finds nothing instead of something false.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["ReferenceFields", "REFERENCE_FIELDS", "address_json", "reference_fields_for"]
@@ -40,10 +40,8 @@ class ReferenceFields:
     event: str                                  # the reference's constructor, for the docs' table
     keys: tuple[str, ...]
     values: Callable[[Any], tuple[Any, ...]]
-    renames: Mapping[str, str | None] = ()      # type: ignore[assignment]  # None: the reference's field carries it
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "renames", dict(self.renames or {}))
+    #: Own field -> the name it is written under; None: a reference field carries it already.
+    renames: Mapping[str, str | None] = field(default_factory=dict)
 
 
 def address_json(label: str) -> dict[str, str] | str:
