@@ -56,7 +56,7 @@ from dmq.errors import OperatorError
 from dmq.ingress import Ingress
 from dmq.mempool import Mempool, MempoolCursor
 from dmq.recorder.recorder import NO_RECORDER, NullRecorder, TrafficRecorder
-from dmq.trace import ConnectionClosed, ConnectionOpened, MessageNotified, NodeListening, Tracer
+from dmq.trace import HANDSHAKE_QUERY, ConnectionClosed, ConnectionOpened, MessageNotified, NodeListening, Tracer
 from dmq.validation import LocalRejectKind, SigValidationError, local_reject_reason
 
 __all__ = ["LocalService", "LocalSocketError", "check_socket_path", "N2C_INGRESS_LIMIT", "reject_reason_for"]
@@ -112,15 +112,16 @@ class _CursorSource:
 
     async def next_batch(self, blocking: bool, limit: int) -> tuple[Sequence[bytes], bool]:
         entries, has_more = await self._cursor.next_batch(blocking, limit)
-        raws = [entry.raw for entry in entries]
         if self._keep is not None:
             # A topic instance stores tagged messages too; protocol 15 serves raw ones only.
-            raws = [raw for raw in raws if self._keep(raw)]
-            while blocking and not raws:
+            entries = [entry for entry in entries if self._keep(entry.raw)]
+            while blocking and not entries:
                 entries, has_more = await self._cursor.next_batch(blocking, limit)
-                raws = [entry.raw for entry in entries if self._keep(entry.raw)]
+                entries = [entry for entry in entries if self._keep(entry.raw)]
+        raws = [entry.raw for entry in entries]
         if raws:
-            self._tracer.emit(MessageNotified(self._tracer.now(), len(raws), sum(map(len, raws)), self._client))
+            self._tracer.emit(MessageNotified(self._tracer.now(), len(raws), sum(map(len, raws)), self._client,
+                                              tuple(entry.message_id for entry in entries), has_more))
         # The mempool's messages were decoded strictly when accepted: no walk again per reply.
         return CheckedItems(raws), has_more
 
@@ -278,7 +279,10 @@ class LocalService:
             self.reaper.idle(handshake, handshake.cancel)
             try:
                 result = await run_server(bearer, self.versions, self.link, answers=self._answers)
-            except (HandshakeError, HandshakeQueryResult) as exc:
+            except HandshakeQueryResult:
+                self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", HANDSHAKE_QUERY))
+                return
+            except HandshakeError as exc:
                 self.tracer.emit(ConnectionClosed(self.tracer.now(), client, "n2c", f"handshake: {exc}"))
                 return
             finally:

@@ -9,19 +9,27 @@ reference (dmq-node, through ouroboros-network's tracers, or cardano-node) expor
 quantity, the series has its name, so dashboards built for it find them:
 
 - ``submissions.{submitted,accepted,rejected}``: messages pulled from peers (sig-submission inbound);
-- ``connectionManager.{inboundConns,outboundConns}``: node-to-node connections;
+- ``connectionManager.{fullDuplexConns,duplexConns,unidirectionalConns,inboundConns,outboundConns}``
+  and ``peerSelection.*``: node-to-node connections and outbound peers
+  (:mod:`dmq.diffusion.prometheus`);
 - ``txsInMempool``, ``mempoolBytes``: what the mempool holds (cardano-node's names);
 - ``server.descriptorsExhausted``, ``process.openDescriptors``: this node's own, for the
   ``nofile`` limit (docs/operations.md);
 - ``currentKESPeriod``, ``remainingKESPeriods``, ``operationalCertificate{Start,Expiry}KESPeriod``:
   the node's own signing key (cardano-node's forging names).
 
-A counter series is exposed untyped: prometheus-client would otherwise rename it with
-``_total``, and the reference's name ends in ``_counter``. Counters are plain integers updated
-per event and read at scrape time: the trace stream carries several events per Mithril
-signer message, and a labelled prometheus-client counter per event was a visible share of the
-node's CPU. The endpoint is served by trio itself rather than prometheus-client's threaded
-server: one request, one reply, no thread in the node.
+The page is written as trace-dispatcher's ``PrometheusSimple`` writes the reference's
+(``Cardano.Logging.Prometheus.Exposition``): a ``# TYPE … counter`` line for a ``_counter``
+series and ``# TYPE … gauge`` for an ``_int`` one, whole numbers printed as integers, and no
+type for a ``_real`` one (the reference keeps those as text labels). The names keep their
+``_counter`` ending: the page is Prometheus's text format 0.0.4, which adds no ``_total``.
+Labelled series of this node's own exist from the start with every known label at zero (a
+rejection reason that never happened reads 0, not "no data"), so ``rate()`` and alerts see
+the first event. Counters are plain integers updated per event and read at scrape time: the
+trace stream carries several events per Mithril signer message, and a labelled
+prometheus-client counter per event was a visible share of the node's CPU. The endpoint is
+served by trio itself rather than prometheus-client's threaded server: one request, one
+reply, no thread in the node.
 """
 
 from __future__ import annotations
@@ -33,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from dmq.descriptors import DescriptorsExhausted, open_descriptors
 from dmq.trace import (
@@ -49,10 +57,24 @@ from dmq.trace import (
     StakeViewUpdated,
     TraceEvent,
 )
+from dmq.validation.errors import SigValidationError, TopicRejected
 
-__all__ = ["SeriesNames", "CounterFamily", "NodeMetrics", "serve_metrics"]
+__all__ = ["SeriesNames", "Family", "NodeMetrics", "REJECT_REASONS", "ORIGINS", "render_page", "read_page",
+           "serve_metrics", "CONTENT_TYPE"]
 
 _SUFFIXES = {"int": "_int", "counter": "_counter", "real": "_real"}
+#: The exposition type of each kind of series, as trace-dispatcher writes it.
+_TYPES = {"int": "gauge", "counter": "counter", "real": "unknown"}
+
+#: The text format the page is written in (no ``_total`` is added to counters in it).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+#: Every rejection reason the node can give: the reference's ``SigValidationError``
+#: constructors (a topic's own reasons, ``topic:…``, come and go with the topic adapters).
+REJECT_REASONS: tuple[str, ...] = tuple(sorted(
+    cls.__name__ for cls in SigValidationError.__subclasses__() if cls is not TopicRejected))
+#: Where a message came from, as the ``origin`` label says it.
+ORIGINS = ("local", "peer")
 
 
 class SeriesNames:
@@ -66,24 +88,73 @@ class SeriesNames:
         suffix = "" if self.no_suffix else _SUFFIXES[kind]
         return self.prefix + name.replace(".", "_") + suffix
 
-    def family(self, name: str, kind: str, documentation: str,
-               labels: list[str] | None = None) -> GaugeMetricFamily | CounterFamily:
+    def family(self, name: str, kind: str, documentation: str, labels: list[str] | None = None) -> Family:
         """An empty family for ``name``, filled with ``add_metric(label_values, value)``."""
-        full = self.of(name, kind)
-        if kind == "counter":
-            return CounterFamily(full, documentation, labels or [])
-        return GaugeMetricFamily(full, documentation, labels=labels)
+        return Family(self.of(name, kind), documentation, kind, labels or [])
 
 
-class CounterFamily(Metric):
-    """A count since start under its exact name (untyped: no ``_total`` added)."""
+class Family(Metric):
+    """One series family under its exact name; ``kind`` (``int``, ``counter``, ``real``) decides
+    its exposition type and how its values print."""
 
-    def __init__(self, name: str, documentation: str, labels: list[str]) -> None:
-        super().__init__(name, documentation, "unknown")
+    def __init__(self, name: str, documentation: str, kind: str, labels: list[str]) -> None:
+        super().__init__(name, documentation, _TYPES[kind])
+        self.kind = kind
         self._labels = tuple(labels)
 
     def add_metric(self, label_values: list[str], value: float) -> None:
         self.add_sample(self.name, dict(zip(self._labels, label_values)), value)
+
+
+def render_page(registry: CollectorRegistry) -> bytes:
+    """Every family of ``registry`` in the text format, typed and valued as trace-dispatcher does."""
+    lines: list[str] = []
+    for family in registry.collect():
+        kind = getattr(family, "kind", None)
+        if family.documentation:
+            lines.append(f"# HELP {family.name} {_escape_help(family.documentation)}")
+        if family.type != "unknown":
+            lines.append(f"# TYPE {family.name} {family.type}")
+        for sample in family.samples:
+            labels = ",".join(f'{key}="{_escape_label(value)}"' for key, value in sorted(sample.labels.items()))
+            value = _value(sample.value, kind, family.type)
+            lines.append(f"{sample.name}{{{labels}}} {value}" if labels else f"{sample.name} {value}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def read_page(text: str, prefix: str = "dmq_node_") -> Iterator[tuple[str, dict[str, str], float]]:
+    """The samples of a metrics page written by :func:`render_page`: (name after ``prefix``, labels, value).
+
+    prometheus-client's parser names a typed counter's samples ``…_total``; the page has no
+    such name, so it is undone here and tools read the series under the names the page shows.
+    """
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name
+            if family.type == "counter" and name == family.name + "_total":
+                name = family.name
+            if name.startswith(prefix):
+                yield name[len(prefix):], sample.labels, sample.value
+
+
+def _value(value: float, kind: str | None, typ: str) -> str:
+    """An ``_int``/``_counter`` value as a whole number, so is a whole value of another typed family
+    (a prometheus-client ``Gauge``); a ``_real`` one as a float, in Prometheus's spelling."""
+    if kind in ("int", "counter") or isinstance(value, int):
+        return str(int(value))
+    if kind is None and typ in ("gauge", "counter") and float(value).is_integer():
+        return str(int(value))
+    return floatToGoString(value)
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _escape_label(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 class NodeMetrics(Collector):
@@ -97,7 +168,9 @@ class NodeMetrics(Collector):
         self.peer_rejected = 0
         self.local_accepted = 0
         self.local_rejected = 0
-        self.rejected_by_reason: Counter[tuple[str, str]] = Counter()   # (reason, origin)
+        #: (reason, origin) -> count, every known pair from the start.
+        self.rejected_by_reason: Counter[tuple[str, str]] = Counter(
+            {(reason, origin): 0 for reason in REJECT_REASONS for origin in ORIGINS})
         self.accepted_bytes = 0
         self.expired = 0
         self.notified = 0
@@ -201,13 +274,7 @@ class NodeMetrics(Collector):
         held = open_descriptors()
         if held is not None:
             yield _gauge(n, "process.openDescriptors", "File descriptors the node holds", held)
-        links = self.connections
-        for name, doc, value in (
-            ("connectionManager.inboundConns", "Node-to-node connections peers opened", links["n2n-in"]),
-            ("connectionManager.outboundConns", "Node-to-node connections this node opened", links["n2n-out"]),
-            ("localConnectionManager.inboundConns", "Local clients connected", links["n2c"]),
-        ):
-            yield _gauge(n, name, doc, value)
+        yield _gauge(n, "localConnectionManager.inboundConns", "Local clients connected", self.connections["n2c"])
         if self._mempool is not None:
             count, size = self._mempool
             yield _gauge(n, "txsInMempool", "Messages held in the mempool", count())
@@ -251,7 +318,7 @@ class NodeMetrics(Collector):
                      max(0, expiry - current))
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return render_page(self.registry)
 
 
 def _gauge(names: SeriesNames, name: str, documentation: str, value: float) -> Metric:
@@ -273,7 +340,7 @@ async def serve_metrics(metrics: NodeMetrics, port: int, host: str = "127.0.0.1"
                     return
                 request += chunk
             body = metrics.render()
-            head = (f"HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE_LATEST}\r\n"
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\n"
                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
             await stream.send_all(head + body)
         await stream.aclose()

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, TextIO
 
+from dmq.trace_reference import reference_fields_for
+
 __all__ = [
     "TraceEvent",
     "Tracer",
@@ -38,6 +40,7 @@ __all__ = [
     "MessageExpired",
     "MessageNotified",
     "ConnectionOpened",
+    "HANDSHAKE_QUERY",
     "ConnectionClosed",
     "StakeViewUpdated",
     "NodeListening",
@@ -65,6 +68,8 @@ class TraceEvent:
         out: dict[str, Any] = {"kind": type(self).__name__}
         for name in _field_names(type(self)):
             value = getattr(self, name)
+            if isinstance(value, tuple):
+                value = [v.hex() if isinstance(v, (bytes, bytearray)) else v for v in value]
             out[name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
         return out
 
@@ -113,6 +118,8 @@ class MessageNotified(TraceEvent):
     count: int
     size: int
     client: str
+    message_ids: tuple[bytes, ...] = ()   # written as the reference's ``msgids`` only
+    has_more: bool = False                # written as the reference's ``hasMore`` only
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +133,12 @@ class ConnectionOpened(TraceEvent):
 class ConnectionClosed(TraceEvent):
     peer: str
     link: str
-    error: str | None      # None for a clean close
+    error: str | None      # None for a clean close; HANDSHAKE_QUERY after a version query
+
+
+#: ``ConnectionClosed.error`` of a connection that only asked for the version table (``dmq status``,
+#: ``cardano-cli ping -q``): a normal exchange, logged as the reference's ``HandshakeQuery``.
+HANDSHAKE_QUERY = "handshake: query answered"
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +250,9 @@ def _link_kind(link: str) -> int:
 _OPENED = _link_targets("Net.Local.Cardano.Handshake", ".ConnectionHandler.HandshakeSuccess", "Info")
 _TERMINATED = _link_targets("Net.Local.Cardano.Mux", ".TerminatedConnection", "Debug")
 _HANDSHAKE_FAILED = _link_targets("Net.Local.Cardano.Mux", ".ConnectionHandler.HandshakeServerError", "Info")
+# The reference traces a query at Info; here it is Debug, so that a status probe every few seconds
+# does not fill the log (TraceOptions "Net.ConnectionManager": "Debug" shows it).
+_HANDSHAKE_QUERY = _link_targets("Net.Local.Cardano.Mux", ".ConnectionHandler.HandshakeQuery", "Debug")
 _FAILED = _link_targets("Net.Local.Cardano.Mux", ".ConnectionHandler.Error", "Info")
 
 
@@ -249,6 +264,8 @@ def _closed(event: Any) -> Target:
     error = event.error
     if error is None:
         return _TERMINATED[_link_kind(event.link)]
+    if error == HANDSHAKE_QUERY:
+        return _HANDSHAKE_QUERY[_link_kind(event.link)]
     return (_HANDSHAKE_FAILED if error.startswith("handshake:") else _FAILED)[_link_kind(event.link)]
 
 
@@ -335,8 +352,9 @@ def severity_threshold(namespace: str, severities: Mapping[str, str]) -> str:
 class LogSink:
     """The node's log: one line per event that passes the severity filter, flushed at once.
 
-    Machine lines are trace-dispatcher's (``{"at","ns","data","sev","thread","host"}``, the
-    event's fields inside ``data`` with ``kind``, its class name); human lines are its
+    Machine lines are trace-dispatcher's (``{"at","ns","data","sev","thread","host"}``; ``data``
+    holds the reference's fields for the namespace, if it has any (:mod:`dmq.trace_reference`),
+    then ``event``, the class name, and the event's own fields); human lines are its
     ``[time][host:namespace](severity,thread) text``. Which one: the ``Stdout`` backend of
     ``TraceOptions`` if given, else human on a terminal and JSON otherwise.
 
@@ -416,10 +434,32 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 def _machine_writer(cls: type, namespace: str, severity: str, host: str,
                     clock: Callable[[float], tuple[str, int]]) -> Callable[[TraceEvent], str]:
-    """A function writing one event of ``cls`` as trace-dispatcher's JSON line."""
-    names = _field_names(cls)
-    fields = tuple(zip(("," + _encode(name) + ":" for name in names), names))
-    head = '","ns":' + _encode(namespace) + ',"data":{"kind":' + _encode(cls.__name__)
+    """A function writing one event of ``cls`` as trace-dispatcher's JSON line.
+
+    ``data`` holds, in order: the reference's fields where ``namespace`` is also the
+    reference's (:mod:`dmq.trace_reference`), ``kind`` (the event class) unless the reference
+    took that name, ``event`` (the event class, always), then this node's fields.
+    """
+    reference = reference_fields_for(namespace)
+    ref_keys: tuple[str, ...] = reference.keys if reference is not None else ()
+    renames = reference.renames if reference is not None else {}
+    own = []
+    for name in _field_names(cls):
+        key = renames.get(name, name)
+        if key is None:           # carried by a reference field already
+            continue
+        if key in ref_keys or key in ("kind", "event"):
+            raise ValueError(f"{cls.__name__}.{name} would overwrite the reference's {key!r} in {namespace}")
+        own.append(("," + _encode(key) + ":", name))
+    fields = tuple(own)
+    kind = _encode(cls.__name__)
+    ref_prefixes = tuple(("," if i else "") + _encode(key) + ":" for i, key in enumerate(ref_keys))
+    ref_values = reference.values if reference is not None else None
+    if "kind" in ref_keys:
+        own_head = ',"event":' + kind
+    else:
+        own_head = ("," if ref_keys else "") + '"kind":' + kind + ',"event":' + kind
+    head = '","ns":' + _encode(namespace) + ',"data":{'
     tail = '},"sev":"' + severity + '","thread":"'
     end = '","host":' + _encode(host) + "}\n"
     get_thread = threading.get_native_id
@@ -427,6 +467,11 @@ def _machine_writer(cls: type, namespace: str, severity: str, host: str,
     def line(event: TraceEvent) -> str:
         stamp, micro = clock(event.at)
         parts = ['{"at":"', stamp, ".%06dZ" % micro if micro >= 0 else "", head]
+        if ref_values is not None:
+            for prefix, value in zip(ref_prefixes, ref_values(event)):
+                parts.append(prefix)
+                parts.append(_json_value(value))
+        parts.append(own_head)
         for key, name in fields:
             parts.append(key)
             parts.append(_json_value(getattr(event, name)))
@@ -471,6 +516,8 @@ def _human_value(value: Any) -> str:
         return "-"
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
+    if isinstance(value, tuple):
+        return ",".join(map(_human_value, value)) or "-"
     text = str(value)
     return text if text and " " not in text and "\n" not in text else _encode_text(text)
 
@@ -506,11 +553,12 @@ class LogEvent:
     at: str                 # ISO-8601 UTC, as written
     ns: str
     sev: str
-    data: dict[str, Any]    # the event's fields, with ``kind`` (its class name)
+    data: dict[str, Any]    # the reference's fields, then ``event`` (the class name) and the event's own
 
     @property
     def kind(self) -> str | None:
-        return self.data.get("kind")
+        """The event class: ``event`` (``kind`` in lines written before ``event`` existed)."""
+        return self.data.get("event", self.data.get("kind"))
 
     @property
     def timestamp(self) -> float:

@@ -19,3 +19,12 @@ if ! command -v systemd-analyze >/dev/null 2>&1 && command -v apt-get >/dev/null
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null \
         || echo "setup: could not install systemd-analyze (package systemd); the unit-file test needs it" >&2
 fi
+# The dashboard test runs deploy/grafana/dmq-node.json's queries on a real Prometheus (tests/e2e).
+if ! command -v prometheus >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+            || echo "setup: could not install prometheus (Debian package prometheus); the dashboard test needs it" >&2
+    else
+        echo "setup: prometheus is missing (Debian package prometheus, installed here only as root with apt-get); the dashboard test needs it" >&2
+    fi
+fi

@@ -59,19 +59,15 @@ class Scrape:
 
 def parse_scrape(text: str, prefix: str, at: float) -> Scrape:
     """The node's series of a metrics page, named as in ``dmq.metrics`` without prefix and suffix."""
-    from prometheus_client.parser import text_string_to_metric_families
+    from dmq.metrics import read_page
 
     series: dict[str, list] = defaultdict(list)
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if not sample.name.startswith(prefix):
-                continue
-            name = sample.name[len(prefix):]
-            for suffix in _SUFFIXES:
-                if name.endswith(suffix):
-                    name = name[:-len(suffix)]
-                    break
-            series[name].append((sample.labels, sample.value))
+    for name, labels, value in read_page(text, prefix):
+        for suffix in _SUFFIXES:
+            if name.endswith(suffix):
+                name = name[:-len(suffix)]
+                break
+        series[name].append((labels, value))
     return Scrape(at, dict(series))
 
 
@@ -86,10 +82,11 @@ def _rate(now: Scrape, before: Scrape | None, value_of) -> float | None:
 
 
 def _by_reason(scrape: Scrape) -> dict[str, float]:
+    """Rejections per reason that happened (the node exports every known reason, at zero until then)."""
     totals: dict[str, float] = defaultdict(float)
     for labels, value in scrape.labelled("sigValidation_rejected"):
         totals[labels.get("reason", "")] += value
-    return dict(totals)
+    return {reason: total for reason, total in totals.items() if total}
 
 
 def status_document(now: Scrape, before: Scrape | None, socket: dict[str, Any], endpoint: str) -> dict[str, Any]:

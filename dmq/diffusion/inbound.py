@@ -20,7 +20,7 @@ from ouroboros_mux.bearer import Bearer
 
 from dmq.config import AcceptedConnectionsLimit
 from dmq.descriptors import EXHAUSTION_ERRNOS, AcceptExhaustion
-from dmq.trace import ConnectionClosed, ConnectionOpened, Tracer
+from dmq.trace import HANDSHAKE_QUERY, ConnectionClosed, ConnectionOpened, Tracer
 
 from .events import InboundDelayed, InboundRefused
 from .n2n_connection import N2NContext, run_n2n_connection
@@ -101,7 +101,7 @@ class InboundServer:
             try:
                 result = await run_server(bearer, self.versions, DMQ_NODE_TO_NODE)
             except HandshakeQueryResult:
-                tracer.emit(ConnectionClosed(tracer.now(), label, LINK, "handshake: query answered"))
+                tracer.emit(ConnectionClosed(tracer.now(), label, LINK, HANDSHAKE_QUERY))
                 return
             except HandshakeError as exc:
                 tracer.emit(ConnectionClosed(tracer.now(), label, LINK, f"handshake: {exc}"))

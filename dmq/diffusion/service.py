@@ -164,7 +164,7 @@ class Diffusion:
         self.outbound.ctx = ctx
         self.inbound = InboundServer(ctx, self.peers, self.tracer, self.versions(),
                                      config.accepted_connections_limit, self.transport)
-        collector = PeerCollector(self.peers, self.metrics.names)
+        collector = PeerCollector(self.peers, self.metrics.names, self.governor)
         registry = self.metrics.registry
         registry.register(collector)
         try:

@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import trio
-from prometheus_client.parser import text_string_to_metric_families
+
+from dmq.metrics import read_page
 
 __all__ = ["ScrapeError", "NodeSample", "parse_node_sample", "scrape_text", "scrape_node", "Connect"]
 
@@ -45,31 +46,30 @@ class NodeSample:
         return self.connections.get("n2n-in", 0)
 
 
-#: Series name (after the prefix, as ``dmq.metrics.SeriesNames`` writes it) -> the link it counts.
-_LINKS = {"connectionManager_inboundConns_int": "n2n-in", "connectionManager_outboundConns_int": "n2n-out",
-          "localConnectionManager_inboundConns_int": "n2c"}
+#: ``direction`` of a hot peer's ``peer_state_int`` (who opened the connection) -> the link it counts.
+#: (``connectionManager_*Conns`` count as the reference does: a duplex connection both ways.)
+_DIRECTIONS = {"inbound": "n2n-in", "outbound": "n2n-out"}
 _ACCEPTED = {"localSubmissions_accepted_counter": "local", "submissions_accepted_counter": "peer"}
 
 
 def parse_node_sample(text: str, prefix: str = "dmq_node_") -> NodeSample:
     """The devnet's series from a metrics page (text exposition format)."""
     held = 0
-    connections: dict[str, int] = {}
+    connections: dict[str, int] = {"n2n-in": 0, "n2n-out": 0}
     accepted: dict[str, int] = defaultdict(int)
     rejected: dict[str, int] = defaultdict(int)
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if not sample.name.startswith(prefix):
-                continue
-            name, labels, value = sample.name[len(prefix):], sample.labels, int(sample.value)
-            if name == "txsInMempool_int":
-                held = value
-            elif name in _LINKS:
-                connections[_LINKS[name]] = value
-            elif name in _ACCEPTED:
-                accepted[_ACCEPTED[name]] += value
-            elif name == "sigValidation_rejected_counter":
-                rejected[labels.get("reason", "")] += value
+    for name, labels, number in read_page(text, prefix):
+        value = int(number)
+        if name == "txsInMempool_int":
+            held = value
+        elif name == "peer_state_int" and labels.get("state") == "hot" and labels.get("direction") in _DIRECTIONS:
+            connections[_DIRECTIONS[labels["direction"]]] += value
+        elif name == "localConnectionManager_inboundConns_int":
+            connections["n2c"] = value
+        elif name in _ACCEPTED:
+            accepted[_ACCEPTED[name]] += value
+        elif name == "sigValidation_rejected_counter" and value:
+            rejected[labels.get("reason", "")] += value
     return NodeSample(held, connections, dict(accepted), dict(rejected))
 
 

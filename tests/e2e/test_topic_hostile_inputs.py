@@ -164,7 +164,7 @@ class Client:
     def _processed(self, ident: bytes) -> bool:
         text = ident.hex()
         return any(e.get("message_id") == text or text in e.get("subject", "")
-                   for e in self.node.trace_events() if e.get("kind") in PROCESSED)
+                   for e in self.node.trace_events() if e.get("event") in PROCESSED)
 
     async def _connect_peer(self) -> None:
         self.peer_ended = trio.Event()

@@ -108,9 +108,9 @@ async def test_stake_from_cardano_node_gates_validation(tmp_path, creds):
         assert isinstance(verdict, RejectInvalid) and verdict.text.startswith("UnrecognizedPool")
 
         metrics = node.metrics.render().decode()
-        assert "dmq_node_stake_view_ready 1.0" in metrics and "dmq_node_stake_view_epoch 31.0" in metrics
-        assert "dmq_node_cardano_node_connected 1.0" in metrics
-        assert "dmq_node_stakeView_eligiblePools_int 1.0" in metrics
+        assert "dmq_node_stake_view_ready 1\n" in metrics and "dmq_node_stake_view_epoch 31\n" in metrics
+        assert "dmq_node_cardano_node_connected 1\n" in metrics
+        assert "dmq_node_stakeView_eligiblePools_int 1\n" in metrics
         assert len(node.mempool) == 1
         nursery.cancel_scope.cancel()
     assert fake.violations == []

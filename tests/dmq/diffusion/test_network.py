@@ -158,8 +158,11 @@ async def test_per_peer_metrics_are_exposed(stake_file, nursery):
     assert values[f"dmq_node_peer_bytesOut_counter{{{peer}}}"] > 0
     assert values[f"dmq_node_peer_connections_counter{{{peer}}}"] == 1
     assert values[f'dmq_node_peer_state_int{{{peer},state="hot"}}'] == 1
-    assert "dmq_node_peerSelection_ActivePeers_int 1.0" in text
-    assert "dmq_node_connectionManager_outboundConns_int 1.0" in text
+    assert "dmq_node_peerSelection_ActivePeers_int 1\n" in text
+    # B's one connection (to A) is duplex and used both ways: the reference's DuplexState.
+    for name in ("outboundConns", "inboundConns", "duplexConns", "fullDuplexConns"):
+        assert f"dmq_node_connectionManager_{name}_int 1\n" in text, name
+    assert "dmq_node_connectionManager_unidirectionalConns_int 0\n" in text
 
 
 async def test_a_restarted_node_catches_up_on_what_is_still_unexpired(stake_file, nursery):

@@ -12,7 +12,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dmq.metrics import NodeMetrics
+from dmq.trace_reference import REFERENCE_FIELDS
 from dmq.trace import (
+    HANDSHAKE_QUERY,
     HUMAN,
     HUMAN_COLOURED,
     MACHINE,
@@ -45,15 +47,28 @@ EVENTS = [
     NodeListening(4.0, "run/dmq-node.socket", "n2c"),
     NodeStopped(5.0, "signal"),
 ]
+#: More cases of the reference's fields: ids in a notification, a local reject, a version query, IPv6.
+REFERENCE_CASES = [
+    MessageNotified(6.0, 2, 90, "local#2", (b"\x01" * 32, b"\x02" * 32), True),
+    MessageRejected(0.5, b"\x00", b"\xff", 1, "local", "SigDuplicate", "reject"),
+    ConnectionClosed(7.0, "127.0.0.1:50000", "n2n-in", HANDSHAKE_QUERY),
+    ConnectionOpened(8.0, "[::1]:3001", "n2n-out", 1),
+]
 
 
 def expected_data(event) -> dict:
-    """The event's fields as the standard library would write them (bytes as hex), ``kind`` first."""
-    fields = {"kind": type(event).__name__}
+    """``data`` as the standard library would write it: the reference's fields where the namespace
+    is also the reference's, ``kind`` (unless the reference took it) and ``event``, then the
+    event's own fields (bytes as hex), moved where a reference field took their name."""
+    reference = REFERENCE_FIELDS.get(route_of(event)[0])
+    fields = dict(zip(reference.keys, reference.values(event))) if reference else {}
+    fields.setdefault("kind", type(event).__name__)
+    fields["event"] = type(event).__name__
+    renames = reference.renames if reference else {}
     for field in dataclasses.fields(event):
-        if field.name != "at":
+        if field.name != "at" and renames.get(field.name, field.name) is not None:
             value = getattr(event, field.name)
-            fields[field.name] = value.hex() if isinstance(value, (bytes, bytearray)) else value
+            fields[renames.get(field.name, field.name)] = value.hex() if isinstance(value, (bytes, bytearray)) else value
     return fields
 
 
@@ -64,7 +79,7 @@ def expected_at(at: float) -> str:
         return repr(at)
 
 
-@pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("event", EVENTS + REFERENCE_CASES, ids=lambda e: type(e).__name__)
 def test_a_machine_line_is_trace_dispatchers_object_with_the_event_in_data(event):
     line = LogSink(io.StringIO(), severities={"": "Debug"}, backend=MACHINE, host="relay-1").format(event)
     assert line.endswith("\n") and "\n" not in line[:-1]
@@ -75,7 +90,11 @@ def test_a_machine_line_is_trace_dispatchers_object_with_the_event_in_data(event
     assert obj["thread"].isdigit()
     assert obj["at"] == expected_at(event.at)
     assert json.dumps(obj["data"]) == json.dumps(expected_data(event))  # same keys, same order
-    assert obj["data"] == event.to_json()
+    own = event.to_json()
+    assert obj["data"]["event"] == own.pop("kind")
+    moved = REFERENCE_FIELDS[namespace].renames if namespace in REFERENCE_FIELDS else {}
+    assert {moved.get(k, k): v for k, v in own.items() if moved.get(k, k)} == \
+        {k: v for k, v in obj["data"].items() if k in {moved.get(n, n) for n in own}}
 
 
 def test_times_are_utc_with_microseconds_and_a_z():
@@ -176,10 +195,28 @@ def test_the_reader_gives_kind_data_and_time():
     assert read_log(out.getvalue(), "MessageExpired") == []
 
 
+def exposition(page: bytes) -> tuple[dict[str, str], dict[tuple[str, tuple], str]]:
+    """A metrics page read strictly: family -> ``# TYPE``, and (series, labels) -> the value as printed."""
+    types, values = {}, {}
+    for line in page.decode().splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            types[name] = kind
+        elif line and not line.startswith("#"):
+            series, _, value = line.rpartition(" ")
+            name, _, labels = series.partition("{")
+            pairs = tuple(sorted(tuple(pair.split("=", 1)) for pair in labels.rstrip("}").split(",") if pair))
+            values[name, tuple((k, v.strip('"')) for k, v in pairs)] = value
+    return types, values
+
+
 def samples(metrics: NodeMetrics) -> dict[tuple[str, tuple], float]:
-    text = metrics.render().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    """The page's values as numbers, each checked to print as trace-dispatcher prints it."""
+    types, values = exposition(metrics.render())
+    for (name, _), text in values.items():
+        if name.endswith(("_int", "_counter")):
+            assert text.lstrip("-").isdigit(), f"{name} printed {text!r}, not a whole number"
+    return {key: float(text) for key, text in values.items()}
 
 
 def test_metrics_follow_the_events_under_the_reference_names():
@@ -213,7 +250,6 @@ def test_metrics_follow_the_events_under_the_reference_names():
     assert values["dmq_node_mempool_expired_counter", ()] == 1
     assert values["dmq_node_localNotification_delivered_counter", ()] == 4
     assert values["dmq_node_localConnectionManager_inboundConns_int", ()] == 1
-    assert values["dmq_node_connectionManager_inboundConns_int", ()] == 1
     assert values["dmq_node_stakeView_epoch_int", ()] == 7
     assert values["dmq_node_stakeView_eligiblePools_int", ()] == 10
 
@@ -235,3 +271,60 @@ def test_the_store_and_signing_key_gauges(tmp_path):
     assert values["dmq_node_remainingKESPeriods_int", ()] == 32
     assert values["dmq_node_operationalCertificateExpiryKESPeriod_int", ()] == 162
     assert values["dmq_node_currentKESPeriod_int", ()] == 130
+
+
+def test_series_are_typed_and_whole_numbers_print_as_integers_like_the_reference():
+    metrics = NodeMetrics()
+    metrics(MessageAccepted(0.0, b"k", b"q", 500, "local"))
+    metrics.bind_mempool(lambda: 3.0, lambda: 1500.0)
+    types, values = exposition(metrics.render())
+    assert types["dmq_node_localSubmissions_accepted_counter"] == "counter"
+    assert types["dmq_node_txsInMempool_int"] == "gauge"
+    assert values["dmq_node_txsInMempool_int", ()] == "3"          # not 3.0
+    assert values["dmq_node_localSubmissions_accepted_counter", ()] == "1"
+    assert not any(name.endswith("_total") for name, _ in values)
+
+
+def test_rejections_by_reason_exist_at_zero_for_every_known_reason_and_origin():
+    from dmq.metrics import ORIGINS, REJECT_REASONS
+
+    assert {"SigDuplicate", "PoolNotEligible", "InvalidKESSignature", "SigTooFrequent"} <= set(REJECT_REASONS)
+    values = samples(NodeMetrics())
+    by_reason = {labels: value for (name, labels), value in values.items()
+                 if name == "dmq_node_sigValidation_rejected_counter"}
+    assert by_reason == {(("origin", origin), ("reason", reason)): 0
+                         for reason in REJECT_REASONS for origin in ORIGINS}
+
+
+def test_connection_manager_and_peer_selection_series_follow_the_reference():
+    from dmq.diffusion.governor import Governor
+    from dmq.diffusion.peers import PeerState, PeerTable
+    from dmq.diffusion.prometheus import PeerCollector
+    from dmq.topology import parse_topology
+
+    topology = parse_topology({"localRoots": [{"accessPoints": [{"address": "127.0.0.1", "port": 3001},
+                                                               {"address": "127.0.0.1", "port": 3002}],
+                                               "advertise": False, "valency": 2}],
+                               "publicRoots": [], "useLedgerAfterSlot": -1})
+    governor = Governor(topology, target_active=2, target_known=10)
+    governor.learn([("10.0.0.9", 3001)])               # a shared peer
+    peers = PeerTable()
+    dialled = governor.peer(("127.0.0.1", 3001))
+    dialled.state = PeerState.HOT
+    peers.outbound(dialled.label).established(None, 1, duplex=True)
+    peers.inbound("127.0.0.1:50000").established(None, 1, duplex=False)
+    metrics = NodeMetrics()
+    metrics.registry.register(PeerCollector(peers, metrics.names, governor))
+    types, values = exposition(metrics.render())
+    cm = {name.removeprefix("dmq_node_connectionManager_").removesuffix("_int"): int(value)
+          for (name, _), value in values.items() if name.startswith("dmq_node_connectionManager_")}
+    # The duplex outbound connection is used both ways; the unidirectional inbound one only inbound.
+    assert cm == {"fullDuplexConns": 1, "duplexConns": 1, "unidirectionalConns": 1,
+                  "inboundConns": 2, "outboundConns": 1}
+    ps = {name.removeprefix("dmq_node_peerSelection_").removesuffix("_int"): int(value)
+          for (name, _), value in values.items() if name.startswith("dmq_node_peerSelection_")}
+    assert {k: ps[k] for k in ("RootPeers", "KnownPeers", "Cold", "Warm", "Hot", "EstablishedPeers", "ActivePeers",
+                               "KnownLocalRootPeers", "ActiveLocalRootPeers", "KnownNonRootPeers")} == {
+        "RootPeers": 2, "KnownPeers": 3, "Cold": 2, "Warm": 0, "Hot": 1, "EstablishedPeers": 1, "ActivePeers": 1,
+        "KnownLocalRootPeers": 2, "ActiveLocalRootPeers": 1, "KnownNonRootPeers": 1}
+    assert types["dmq_node_peerSelection_RootPeers_int"] == "gauge"

@@ -10,6 +10,8 @@ import pytest
 import trio
 
 from dmq.clock import ManualClock
+from dmq.diffusion.peers import PeerTable
+from dmq.diffusion.prometheus import PeerCollector
 from dmq.metrics import NodeMetrics, serve_metrics
 from dmq.trace import ConnectionOpened, MessageAccepted, MessageRejected
 from lab.devnet.aggregator import Aggregator
@@ -63,8 +65,15 @@ def test_rate_window_forgets_old_arrivals():
 async def test_scrape_reads_what_the_nodes_metrics_endpoint_serves():
     metrics = NodeMetrics()
     metrics.bind_mempool(lambda: 7, lambda: 7000)
-    for link in ("n2n-out", "n2n-out", "n2n-in", "n2c"):
-        metrics(ConnectionOpened(0.0, "peer", link, 1))
+    metrics(ConnectionOpened(0.0, "local#1", "n2c", 1))
+    # Node-to-node links are the peer table's hot peers by who opened them (duplex ones: the
+    # connectionManager series count those both ways, as the reference does).
+    peers = PeerTable()
+    for label in ("127.0.0.1:4001", "127.0.0.1:4002"):
+        peers.outbound(label).established(None, 1, duplex=True)
+    peers.inbound("127.0.0.1:50000").established(None, 1, duplex=True)
+    peers.outbound("127.0.0.1:4003")  # known, not connected
+    metrics.registry.register(PeerCollector(peers, metrics.names))
     metrics(MessageAccepted(0.0, b"i", b"p", 1000, "local"))
     metrics(MessageAccepted(0.0, b"i", b"p", 1000, "127.0.0.1:4000"))
     metrics(MessageRejected(0.0, b"i", b"p", 1000, "local", "SigDuplicate", "reject"))
@@ -74,6 +83,7 @@ async def test_scrape_reads_what_the_nodes_metrics_endpoint_serves():
         nursery.cancel_scope.cancel()
     assert sample.messages_held == 7
     assert (sample.outbound_peers, sample.inbound_peers) == (2, 1)
+    assert sample.connections["n2c"] == 1
     assert sample.accepted == {"local": 1, "peer": 1}
     assert sample.rejected == {"SigDuplicate": 1}
 
