@@ -114,7 +114,7 @@ def _per_link(suffix: str, reference: ReferenceFields) -> dict[str, ReferenceFie
 #: ``DMQ/NodeToClient/LocalMsgNotification.hs`` (``TraceMsgNotificationServerReply``),
 #: ``DMQ/SigSubmissionV2/Outbound.hs`` via ``DMQ/Tracer.hs``, ``DMQ/NodeToClient/
 #: LocalStateQueryClient/Types.hs``; ouroboros-network's ``tracing/Ouroboros/Network/Tracing/``
-#: ``ConnectionManager.hs``, ``Server.hs``, ``TxSubmission/Inbound.hs``,
+#: ``ConnectionManager.hs``, ``Server.hs``, ``TxSubmission/Inbound.hs``, dmq-node's ``DMQ/Tracer.hs`` (``Startup.*``),
 #: ``PeerSelection/Governor/TracePeerSelection.hs`` and ``orphan-instances`` (addresses).
 REFERENCE_FIELDS: dict[str, ReferenceFields] = {
     "Net.Local.SigSubmission.Server.TraceSubmitAccept": ReferenceFields(
@@ -168,6 +168,11 @@ REFERENCE_FIELDS: dict[str, ReferenceFields] = {
         lambda e: ("ForgetColdPeers", [address_json(e.peer)])),
     "Net.Local.LocalStateQuery.NextEpoch": ReferenceFields(
         "NextEpoch", ("kind",), lambda e: ("NextEpoch",)),
+    "Startup.Configuration": ReferenceFields(
+        "DMQConfiguration", ("kind", "config"), lambda e: ("Configuration", e.config),
+        renames={"config": None}),
+    "Startup.Topology": ReferenceFields(
+        "DMQTopology", ("kind",), lambda e: ("Topology",)),
 }
 
 

@@ -27,7 +27,8 @@ import trio
 
 from dmq.diffusion.events import InboundDelayed, InboundRefused, MessageSent, PeerForgotten, PeersShared
 from dmq.ports import free_ports
-from dmq.trace import HANDSHAKE_QUERY, MACHINE, ConnectionClosed, LogSink, read_log_line, route_of
+from dmq.trace import (HANDSHAKE_QUERY, MACHINE, ConnectionClosed, LogSink, StartupConfiguration, StartupTopology,
+                       read_log_line, route_of)
 from dmq.trace_reference import REFERENCE_FIELDS
 from dmq.cardano_node.events import CardanoEpochChanged
 from lab.devnet.topology import topology_document
@@ -71,6 +72,8 @@ SAMPLES = [
     PeersShared(1.0, "127.0.0.1:3001", 3, 1),
     PeerForgotten(1.0, "127.0.0.1:3001", 5),
     CardanoEpochChanged(1.0, 4, 5, "Conway"),
+    StartupConfiguration(1.0, {"NetworkMagic": 3141592}),
+    StartupTopology(1.0, {"localRoots": [], "publicRoots": []}),
 ]
 
 

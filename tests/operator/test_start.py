@@ -72,6 +72,9 @@ def test_the_start_up_lines_name_configuration_topology_sockets_and_metrics(star
     assert namespaces["Startup.Topology"]["topology"] == {"localRoots": [], "publicRoots": [],
                                                           "useLedgerAfterSlot": -1}
     assert namespaces["Startup.DiffusionInit.ServerSocketUp"]["socket"] == f"127.0.0.1:{n2n}"
-    assert namespaces["Startup.Prometheus"] == {"kind": "PrometheusSimpleStart", "host": "127.0.0.1",
+    assert namespaces["Startup.Prometheus"] == {"kind": "PrometheusSimpleStart", "event": "PrometheusSimpleStart",
+                                                "host": "127.0.0.1",
                                                 "port": metrics}
+    assert namespaces["Startup.Configuration"]["kind"] == "Configuration"
+    assert namespaces["Startup.Topology"]["kind"] == "Topology"
     assert namespaces["Startup.DiffusionInit.LocalSocketUp"]["path"] == "dmq.socket"
