@@ -27,7 +27,7 @@ from .publication import PER_KEY_LIMIT, NodePublisher
 from .session import TopicSession
 from .signer import NodeSigner
 from .store import for_store
-from .subscriptions import QueueLimits, SubscriptionHub
+from .subscriptions import QueueLimits, SubscriptionCaps, SubscriptionHub
 from .trace import TopicPublicationRefused
 
 __all__ = ["TopicService", "build_topic_service", "DUE_INTERVAL"]
@@ -133,9 +133,12 @@ def build_topic_service(mempool: DurableMempool, validator: Validator, tracer: T
                         bucket: TokenBucket | None = None, signer: NodeSigner | None = None,
                         allow_legacy: bool = False, reactions: ReactionPolicy = ReactionPolicy(),
                         params: dict[str, Any] | None = None, queue_limits: QueueLimits = QueueLimits(),
-                        per_key: tuple[int, float] = PER_KEY_LIMIT) -> TopicService:
+                        per_key: tuple[int, float] = PER_KEY_LIMIT, caps: SubscriptionCaps = SubscriptionCaps(),
+                        disk: Any = None) -> TopicService:
+    """The topic service of an instance; ``caps`` and ``disk`` (a :class:`~topics.disk.DiskGuard`)
+    bound what local clients make it hold."""
     ingress = TopicIngress(mempool, validator, tracer, adapters=adapters, carried=carried,
                            dbs=for_store(mempool.store), bucket=bucket or TokenBucket(), network_magic=network_magic,
                            allow_legacy=allow_legacy, reactions=reactions, params=params,
-                           hub=SubscriptionHub(queue_limits))
+                           hub=SubscriptionHub(queue_limits, caps, disk))
     return TopicService(ingress, NodePublisher(ingress, signer, per_key=per_key), network_magic)

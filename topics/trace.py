@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dmq.trace import TraceEvent
 
 __all__ = ["TopicDeferred", "TopicPendingDropped", "TopicAcceptedLate", "TopicPublicationRefused",
-           "TopicFailureContained"]
+           "TopicFailureContained", "TopicSubscriptionRefused"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +58,13 @@ class TopicFailureContained(TraceEvent):
     where: str
     subject: str
     error: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSubscriptionRefused(TraceEvent):
+    """A local client's subscription was refused by a cap (``TopicSubscriptionLimits``):
+    ``limit`` names it, ``value`` is its setting."""
+
+    client: str
+    limit: str
+    value: float
