@@ -254,6 +254,7 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "TopicAcceptedLate": ("Topics.Ingress.AcceptedLate", "Info"),
     "TopicPublicationRefused": ("Topics.Publication.Refused", "Warning"),
     "TopicSubscriptionRefused": ("Topics.Subscriptions.Refused", "Warning"),
+    "TopicSigningStopped": ("Topics.Publication.SigningStopped", "Error"),
 }
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dmq.trace import TraceEvent
 
 __all__ = ["TopicDeferred", "TopicPendingDropped", "TopicAcceptedLate", "TopicPublicationRefused",
-           "TopicFailureContained", "TopicSubscriptionRefused"]
+           "TopicFailureContained", "TopicSubscriptionRefused", "TopicSigningStopped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +68,17 @@ class TopicSubscriptionRefused(TraceEvent):
     client: str
     limit: str
     value: float
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSigningStopped(TraceEvent):
+    """The node saw a block of its own pool that it did not sign and stopped signing for the
+    pool in that topic: another node holds the same pool key, or this database is older than
+    the pool's history there. ``action`` says what the operator must do."""
+
+    adapter: str
+    topic: bytes
+    pool: bytes
+    block: bytes
+    seq: int
+    action: str

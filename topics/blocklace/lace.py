@@ -172,6 +172,8 @@ class Lace:
 
     def check_ingress(self, block: Block, creator: bytes, solicited: bool) -> None:
         """Raise :class:`BlocklaceReject` for what 5.3 checks at ingress."""
+        if block.seq > 0 and not block.ptrs:
+            raise BlocklaceReject(MALFORMED, "a block with seq > 0 has no self-parent")
         state = self.topics.get(block.topic)
         final = state.final if state is not None else 0
         if block.epoch < final - 1:
