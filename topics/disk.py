@@ -9,9 +9,14 @@ network is lost, and acknowledgements free room again.
 The database's size is the pages its databases use (LMDB's own accounting, summed over the
 main database and every named one), not the file's length: LMDB never shrinks its file, and
 reuses freed pages before growing it, so the file's length is a high-water mark that would
-refuse for ever once reached. The filesystem's size comes from ``os.statvfs``. Both are
-measured at most once per ``interval`` seconds; between two measurements the bytes queued
-since the last one are added, so a burst cannot run past the bound unseen.
+refuse for ever once reached. The filesystem's size comes from ``os.statvfs``.
+
+Measuring opens named databases, which LMDB serialises with writers (the store's write lock):
+it happens only in the event loop (:meth:`DiskGuard.measure_if_due`, at most once per
+``interval`` seconds, by the topic service's timer and before a durable subscription is
+made), never inside a commit, which holds that lock. :meth:`DiskGuard.room`, which a commit
+asks, reads the last measurement plus the bytes queued since, so a burst between two
+measurements cannot run past the bound unseen.
 """
 
 from __future__ import annotations
@@ -59,31 +64,31 @@ class DiskGuard:
         self._monotonic = monotonic
         handles: dict[bytes, Any] = {}
         self._measure = lambda: database_bytes(env, open_db, handles)
-        self._measured_at: float | None = None
+        self._measured_at = 0.0
         self._used = 0
         self._since = 0
+        self.limit = 0
+        self.measure()
 
-    @property
-    def limit(self) -> int:
-        """The bytes the database may use: ``share`` of the filesystem's size."""
+    def measure(self) -> None:
+        """Measure the database and the filesystem (event loop only, see the module docstring)."""
         st = os.statvfs(self.path)
-        return int(st.f_blocks * st.f_frsize * self.share)
+        self.limit = int(st.f_blocks * st.f_frsize * self.share)
+        self._used, self._since, self._measured_at = self._measure(), 0, self._monotonic()
+
+    def measure_if_due(self) -> None:
+        if self._monotonic() - self._measured_at >= self.interval:
+            self.measure()
 
     def used(self) -> int:
-        """The database's size (measured at most once per interval) plus bytes added since."""
-        now = self._monotonic()
-        if self._measured_at is None or now - self._measured_at >= self.interval:
-            self._used, self._since, self._measured_at = self._measure(), 0, now
+        """The database's size at the last measurement plus the bytes queued since."""
         return self._used + self._since
 
     def room(self, extra: int = 0) -> bool:
-        """Whether ``extra`` more bytes keep the database within its share."""
+        """Whether ``extra`` more bytes keep the database within its share (no measurement:
+        safe inside a commit)."""
         return self.used() + extra <= self.limit
 
     def added(self, nbytes: int) -> None:
         """``nbytes`` were written since the last measurement (counted until the next one)."""
         self._since += nbytes
-
-    def refresh(self) -> None:
-        """Measure again at the next look (after a commit freed or took much)."""
-        self._measured_at = None

@@ -93,7 +93,17 @@ class TopicService:
             await nursery.start(self.publisher.run)
             await nursery.start(partial(self.ingress.run, interval=self.prune_interval))
             nursery.start_soon(self._publish_due_forever, nursery)
+            if self.hub.disk is not None:
+                nursery.start_soon(self._measure_disk_forever)
             task_status.started()
+
+    async def _measure_disk_forever(self) -> None:
+        """The database's size against its disk share, measured in the event loop (never in
+        a commit, :mod:`topics.disk`)."""
+        disk = self.hub.disk
+        while True:
+            await trio.sleep(max(disk.interval, 0.1))
+            disk.measure_if_due()
 
     async def _publish_due_forever(self, nursery: trio.Nursery) -> None:
         while True:

@@ -221,6 +221,8 @@ class TopicSession:
             return self._limit("durable subscriptions in total", caps.durable)
         if hub.durable_bytes + NEW_DURABLE_BYTES > caps.durable_bytes:
             return self._limit("bytes queued for durable subscriptions in total", caps.durable_bytes)
+        if hub.disk is not None:
+            hub.disk.measure_if_due()
         if hub.disk is not None and not hub.disk.room(NEW_DURABLE_BYTES):
             return self._limit("share of the disk the database may use", caps.disk_share)
         return None

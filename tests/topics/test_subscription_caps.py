@@ -224,3 +224,25 @@ async def test_an_event_for_many_durable_subscriptions_is_stored_once(tmp_path):
                         break
         with inst.dbs.reading(HUB_OWNER) as view:
             assert list(view.scan(ITEM_DB)) == [] and list(view.scan(QUEUE_DB)) == []
+
+
+async def test_durable_queues_come_back_after_a_restart_with_their_items_stored_once(tmp_path):
+    async with served(tmp_path) as inst:
+        async with open_topic_connection(inst.socket, TOPIC_MAGIC) as conn:
+            for name in (b"a", b"b"):
+                await conn.ask(conn.topics.subscribe([{0: KV}], 0, Durable(name)))
+        await _publish(inst, b"before", 1, KILOBYTE)
+    async with served(tmp_path) as inst:
+        store = inst.mempool.store
+        inst.hub.disk = DiskGuard(store.env, store.open_db, store.path, 1.0)
+        # A commit queueing for the reloaded subscriptions asks the guard (which never
+        # measures inside a commit) and references the stored item.
+        await _publish(inst, b"after", 1, KILOBYTE)
+        with inst.dbs.reading(HUB_OWNER) as view:
+            counts = sorted(cbor.decode(value)[0] for _, value in view.scan(ITEM_DB))
+        assert counts == [2, 2]
+        for name in (b"a", b"b"):
+            async with open_topic_connection(inst.socket, TOPIC_MAGIC) as conn:
+                await conn.ask(conn.topics.subscribe([{0: KV}], 0, Durable(name)))
+                got = await _items(conn)
+                assert [i.kind for i in got] == [0, 0] and got[0].payload != got[1].payload
