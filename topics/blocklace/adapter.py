@@ -252,7 +252,7 @@ class BlocklaceAdapter(TopicAdapter):
             return refused
         built = build_own_block(self.lace, view, self.recovery.pool_id, inner.content, body)
         if isinstance(built, bytes):
-            self.signing.building(inner.content, body, decode_body(built)[1].seq)
+            self.signing.building(inner.content, body, decode_body(built)[1].seq, built)
         return built
 
     def discard_caches(self) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from dmq.codec import decode_message
 from topics.adapter import AdapterTxn, AlreadyPublished, Reject, StoreView
 from topics.reasons import CONFLICT, SIGNING_STOPPED
 
@@ -75,8 +76,10 @@ class OwnSigning:
         self.halted: dict[bytes, store.Halt] = {}
         #: Blocks of the pool seen that this node did not sign, since start.
         self.foreign = 0
-        #: (topic, seq) of a block being built -> (draft id, hash of the draft's body)
-        self._building: dict[tuple[bytes, int], tuple[int, bytes]] = {}
+        #: (topic, seq) of a block being built -> (draft id, hash of the draft's body, hash of
+        #: the block's body): a block refused after it was built leaves an entry that only
+        #: the same block can use
+        self._building: dict[tuple[bytes, int], tuple[int, bytes, bytes]] = {}
         self._traces: list[Stopped] = []
 
     def load(self, view: StoreView) -> None:
@@ -98,10 +101,13 @@ class OwnSigning:
                 return Reject(CONFLICT, f"draft id {draft.seq} was used for another draft of the topic")
         return None
 
-    def building(self, draft: Block, body: bytes, seq: int) -> None:
-        """The block of ``draft`` (encoded as ``body``) gets sequence number ``seq``."""
+    def building(self, draft: Block, body: bytes, seq: int, built: bytes) -> None:
+        """The block of ``draft`` (encoded as ``body``) gets sequence number ``seq``; its body
+        is ``built``."""
         if draft.seq and not draft.ptrs:
-            self._building[(draft.topic, seq)] = (draft.seq, _digest(body))
+            self._building[(draft.topic, seq)] = (draft.seq, _digest(body), _digest(built))
+        else:
+            self._building.pop((draft.topic, seq), None)
 
     # -- inside a commit ------------------------------------------------------------------------
 
@@ -113,7 +119,7 @@ class OwnSigning:
         topic, seq = held.block.topic, held.block.seq
         if own:
             draft = self._building.pop((topic, seq), None)
-            if draft is not None:
+            if draft is not None and draft[2] == _digest(decode_message(held.raw).body):
                 store.put_draft(txn, topic, draft[0], held.id, draft[1], now)
             return
         if held.id in store.chain_ids(txn, topic, self.pool_id, seq):

@@ -205,3 +205,27 @@ async def test_epoch_options_the_node_would_not_honour_are_refused(tmp_path):
         assert block.payload.type == EPOCH
 
     await _running([node], body)
+
+
+async def test_a_draft_id_names_only_the_block_its_draft_became(tmp_path):
+    """A draft built and then not committed leaves no record for the next block of that
+    sequence number (here one the pool's key signed elsewhere and a local client submitted)."""
+    from topics.blocklace.codec import Block, encode_block
+    from topics.blocklace.creator import complete_block
+
+    clock = ManualClock(NOW)
+    node = _node(tmp_path, "node", 0, clock)
+
+    async def body() -> None:
+        assert (await node.publish(draft_body(TOPIC, ad_payload(advertisement(0, {pool(0).id: ALL}))))).accepted
+        draft = draft_body(TOPIC, event(b"built, then lost"), (), 9)
+        node.blocklace.signing.building(decode_body(draft)[1], draft, 1, b"the body that was built")
+        parent = _chain(node, pool(0).id)[0][0]
+        block = complete_block(node.blocklace.lace, pool(0).id, 1, parent, Block(TOPIC, 0, 0, (), 0, event(b"local"), ()))
+        local = pool(0).sign(encode_block(block))
+        assert await node.submit_local(local.raw) is None
+        made = await node.publish(draft)
+        assert made.accepted and made.dmq_id != local.message_id
+        assert sorted(_chain(node, pool(0).id)) == [0, 1, 2]
+
+    await _running([node], body)
