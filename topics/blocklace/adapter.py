@@ -386,7 +386,11 @@ class BlocklaceAdapter(TopicAdapter):
         if message.message_id in self.lace.blocks:
             return []
         outcome = self.lace.accept(message, block, arrival, solicited)
-        return self._recorded(txn, outcome, flags, own=own)
+        items = self._recorded(txn, outcome, flags, own=own)
+        if block.payload.type == AD and block.topic in self._candidates:
+            # The advertisement a held-aside certificate names may come after the certificate.
+            items += self._checkpoint(txn, block.topic, arrival, flags)
+        return items
 
     def _recorded(self, txn: AdapterTxn, outcome: Outcome, flags: int, *, own: bool = False) -> list[Delivery]:
         """Write an acceptance and return its items: the block, its proofs, its final epochs.
@@ -413,6 +417,11 @@ class BlocklaceAdapter(TopicAdapter):
         held[message.message_id] = Candidate(message, block, arrival)
         while len(held) > ANCHORS_HELD:
             del held[next(iter(held))]
+        return self._checkpoint(txn, topic, arrival, flags)
+
+    def _checkpoint(self, txn: AdapterTxn, topic: bytes, arrival: int, flags: int) -> list[Delivery]:
+        """Take the certificate the anchors held aside prove, if they do, as the checkpoint."""
+        held = self._candidates[topic]
         wanted = self.recovery.anchors_wanted.get(topic)
         found = self.lace.checkpoint_from(topic, list(held.values()), 0 if wanted is None else wanted.asked)
         if found is None:
