@@ -191,6 +191,11 @@ class TopicSession:
             return _reject(NOT_AUTHORIZED)
         if name in self.service.attached:
             return _reject(BUSY)
+        # K's queue is a durable subscription: the per-connection cap and the disk share
+        # apply to it (UPSYCLE's own caps, 4.5, bound the subscribers and each queue).
+        refused = self._durable_refusal(new=not ops.known(name), upsycle=True)
+        if refused is not None:
+            return refused
         detail = await ops.attach(name)
         if detail:
             return _reject(NOT_AUTHORIZED if detail == 1 else RATE_LIMITED)
@@ -210,16 +215,17 @@ class TopicSession:
         shown = f"{value:g}" if isinstance(value, float) else str(value)
         return MsgReject(LIMIT_REACHED.code, f"{LIMIT_REACHED.name}: {what} ({shown})")
 
-    def _durable_refusal(self, new: bool) -> MsgReject | None:
-        """The cap a durable subscription (``new``: one to create) would pass, if any."""
+    def _durable_refusal(self, new: bool, upsycle: bool = False) -> MsgReject | None:
+        """The cap a durable subscription (``new``: one to create; ``upsycle``: a subscriber's
+        queue, counted by UPSYCLE's own caps) would pass, if any."""
         caps, hub = self.hub.caps, self.hub
-        if sum(1 for s in self.subs.values() if s.durable) >= caps.durable_per_connection:
+        if sum(1 for s in self.subs.values() if s.durable) + len(self.queues) >= caps.durable_per_connection:
             return self._limit("durable subscriptions per connection", caps.durable_per_connection)
         if not new:
             return None
-        if len(hub.durable) + len(hub.creating) >= caps.durable:
+        if not upsycle and len(hub.durable) + len(hub.creating) >= caps.durable:
             return self._limit("durable subscriptions in total", caps.durable)
-        if hub.durable_bytes + NEW_DURABLE_BYTES > caps.durable_bytes:
+        if not upsycle and hub.durable_bytes + NEW_DURABLE_BYTES > caps.durable_bytes:
             return self._limit("bytes queued for durable subscriptions in total", caps.durable_bytes)
         if hub.disk is not None:
             hub.disk.measure_if_due()
