@@ -48,6 +48,7 @@ __all__ = [
     "TopicBucket",
     "TopicQueueLimits",
     "TopicKeyLimit",
+    "TopicSubscriptionLimits",
     "TopicPublishers",
     "PrometheusEndpoint",
     "NodeConfig",
@@ -446,6 +447,55 @@ class _TopicQueueLimitsForm(_Form):
 
 
 @dataclass(frozen=True, slots=True)
+class TopicSubscriptionLimits:
+    """What local clients may make a topic node hold (docs/topics.md "Caps on local clients")."""
+
+    durable_per_connection: int = 16
+    durable: int = 1024
+    ephemeral: int = 4096
+    durable_queue_bytes: int = 16 << 20
+    durable_bytes: int = 1 << 30
+    disk_share: float = 0.5
+
+
+_SUBSCRIPTION_LIMITS = (("DurablePerConnection", "durable_per_connection", 1), ("Durable", "durable", 1),
+                        ("Ephemeral", "ephemeral", 1), ("DurableQueueBytes", "durable_queue_bytes", 48),
+                        ("DurableBytes", "durable_bytes", 48))
+
+
+class _TopicSubscriptionLimitsForm(_Form):
+    expected = ('an object of any of "DurablePerConnection", "Durable", "Ephemeral" (integers >= 1), '
+                '"DurableQueueBytes", "DurableBytes" (integers >= 48, the total at least a queue\'s) '
+                'and "DiskShare" (a fraction > 0 and <= 1)')
+
+    def from_json(self, value: Any) -> TopicSubscriptionLimits:
+        known = {key for key, _, _ in _SUBSCRIPTION_LIMITS} | {"DiskShare"}
+        if not isinstance(value, dict) or not value.keys() <= known:
+            raise _Invalid
+        given: dict[str, Any] = {}
+        for key, name, least in _SUBSCRIPTION_LIMITS:
+            if key in value:
+                number = _COUNT.from_json(value[key])
+                if number < least:
+                    raise _Invalid
+                given[name] = number
+        if "DiskShare" in value:
+            share = value["DiskShare"]
+            if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+                raise _Invalid
+            given["disk_share"] = float(share)
+        limits = TopicSubscriptionLimits(**given)
+        if limits.durable_bytes < limits.durable_queue_bytes:
+            raise _Invalid
+        return limits
+
+    def to_json(self, value: TopicSubscriptionLimits) -> dict[str, Any]:
+        out: dict[str, Any] = {key: getattr(value, name) for key, name, _ in _SUBSCRIPTION_LIMITS}
+        out["DiskShare"] = value.disk_share
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class TopicKeyLimit:
     """Publications per local publisher key and window (docs/topics-design.md 2.7, P: 20 per 10 minutes)."""
 
@@ -694,6 +744,11 @@ class NodeConfig:
     #: Caps of protocol 1000 subscription queues; overflow is reported by ``[4, n]`` items.
     topic_queue_limits: TopicQueueLimits = _key("TopicQueueLimits", _TopicQueueLimitsForm(),
                                                 default_factory=TopicQueueLimits)
+    #: Caps on what local clients make the node hold: durable subscriptions per connection and
+    #: in total, their queued bytes per queue and in total, ephemeral subscriptions in total,
+    #: and the share of the disk the database may take.
+    topic_subscription_limits: TopicSubscriptionLimits = _key(
+        "TopicSubscriptionLimits", _TopicSubscriptionLimitsForm(), default_factory=TopicSubscriptionLimits)
     #: Client publications per publisher key (UPSYCLE source, group or service, dmsg static key).
     topic_key_limit: TopicKeyLimit = _key("TopicKeyLimit", _TopicKeyLimitForm(), default_factory=TopicKeyLimit)
     #: Allow-lists of local publishers; not set: any local client (docs/topics-design.md 2.7).

@@ -322,6 +322,8 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "TopicPendingDropped": ("Topics.Ingress.PendingDropped", "Warning"),
     "TopicAcceptedLate": ("Topics.Ingress.AcceptedLate", "Info"),
     "TopicPublicationRefused": ("Topics.Publication.Refused", "Warning"),
+    "TopicSubscriptionRefused": ("Topics.Subscriptions.Refused", "Warning"),
+    "TopicSigningStopped": ("Topics.Publication.SigningStopped", "Error"),
 }
 
 

@@ -60,7 +60,7 @@ from .pending import Parked, PendingBuffer, RejectedCache
 from .raw import raw_delivery
 from .reasons import BUFFER_OVERFLOW, BUSY, MALFORMED, RATE_LIMITED, TOPIC_NOT_CARRIED, UNKNOWN_TOPIC, RejectReason
 from .store import AdapterDatabases
-from .subscriptions import HUB_DATABASES, SubscriptionHub
+from .subscriptions import HUB_DATABASES, SubscriptionHub, release
 from .trace import TopicAcceptedLate, TopicDeferred, TopicPendingDropped
 
 __all__ = ["TopicIngress", "TopicOutcome", "HUB_OWNER", "PRUNE_INTERVAL"]
@@ -157,7 +157,7 @@ class TopicIngress(Ingress, IngressStages):
         with self.dbs.reading(HUB_OWNER) as view:
             expired = self.hub.load(view, now)
         if expired:
-            self.dbs.write(HUB_OWNER, lambda txn: [txn.delete("queue", k) for k in expired])
+            self.dbs.write(HUB_OWNER, lambda txn: release(txn, expired))
 
     def start_adapters(self, runtime: AdapterRuntime) -> None:
         for adapter in self.adapters.values():

@@ -20,6 +20,7 @@ from .classify import ADAPTER_TAGS
 from .registry import build_adapter
 from .service import TopicService, build_topic_service
 from .signer import NodeSigner, SigningError
+from .disk import DiskGuard
 from .subscriptions import QueueLimits
 
 __all__ = ["topic_service_for", "signer_for", "TopicSignerError"]
@@ -79,7 +80,10 @@ def topic_service_for(config: NodeConfig, mempool: Any, validator: Any, tracer: 
     bucket = _budgets(config, carried)
     queues = QueueLimits(config.topic_queue_limits.max_items, config.topic_queue_limits.max_bytes)
     key_limit = (config.topic_key_limit.count, config.topic_key_limit.window_seconds)
+    caps = config.topic_subscription_limits
+    store = mempool.store
+    disk = DiskGuard(store.env, store.open_db, store.path, caps.disk_share)
     return build_topic_service(mempool, validator, tracer, adapters=adapters, carried=carried,
                                network_magic=config.network_magic, bucket=bucket, signer=signer,
                                allow_legacy=allow_legacy, reactions=reactions, queue_limits=queues,
-                               per_key=key_limit)
+                               per_key=key_limit, caps=caps, disk=disk)

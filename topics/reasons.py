@@ -1,7 +1,7 @@
 """The numbered reject reasons of docs/topics-design.md 2.10.
 
 A reason is a number and a name: protocol 1000 sends ``[code, name, ? retryAfter]``, and
-protocol 14 answers ``"topic:<adapter>:<name>"``. Codes 1 to 20 belong to the framework;
+protocol 14 answers ``"topic:<adapter>:<name>"``. Codes 1 to 22 belong to the framework;
 adapters define their own with :func:`adapter_reason` in the range the specification gives
 them (Blocklace 32..47, dmsg 48..63), so two adapters can never reuse a number.
 """
@@ -37,6 +37,8 @@ __all__ = [
     "NOT_FRESH",
     "BUSY",
     "BUFFER_OVERFLOW",
+    "LIMIT_REACHED",
+    "SIGNING_STOPPED",
 ]
 
 
@@ -79,15 +81,22 @@ CONFLICT = RejectReason(17, "conflict")
 NOT_FRESH = RejectReason(18, "not_fresh")
 BUSY = RejectReason(19, "busy")
 BUFFER_OVERFLOW = RejectReason(20, "buffer_overflow")
+#: A cap on what local clients make the node hold (subscriptions, queued bytes, disk share);
+#: protocol 1000 sends the name followed by the cap, e.g. ``limit_reached: durable
+#: subscriptions in total (1024)``.
+LIMIT_REACHED = RejectReason(21, "limit_reached")
+#: The node stopped signing for its pool where it saw a block of the pool it did not sign
+#: (another node with the same key, or a database older than the pool's history).
+SIGNING_STOPPED = RejectReason(22, "signing_stopped")
 
 CORE_REASONS: tuple[RejectReason, ...] = (
     MALFORMED, NON_CANONICAL, TOO_LARGE, UNKNOWN_TOPIC, TOPIC_NOT_CARRIED, BAD_SIGNATURE,
     INNER_EXPIRED, EXPIRY_EXCEEDS_INNER, EXPIRY_EXCEEDS_BOUND, DUPLICATE_INNER, UNSOLICITED,
     ANSWER_QUOTA, RATE_LIMITED, NOT_AUTHORIZED, NO_SIGNER, STALE, CONFLICT, NOT_FRESH, BUSY,
-    BUFFER_OVERFLOW,
+    BUFFER_OVERFLOW, LIMIT_REACHED, SIGNING_STOPPED,
 )
 
-#: The code ranges adapters own (inclusive); the framework's own codes are 1..20.
+#: The code ranges adapters own (inclusive); the framework's own codes are 1..22.
 ADAPTER_RANGES: dict[str, range] = {
     "blocklace": range(32, 48),
     "dmsg": range(48, 64),

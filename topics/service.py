@@ -27,7 +27,7 @@ from .publication import PER_KEY_LIMIT, NodePublisher
 from .session import TopicSession
 from .signer import NodeSigner
 from .store import for_store
-from .subscriptions import QueueLimits, SubscriptionHub
+from .subscriptions import QueueLimits, SubscriptionCaps, SubscriptionHub
 from .trace import TopicPublicationRefused
 
 __all__ = ["TopicService", "build_topic_service", "DUE_INTERVAL"]
@@ -93,7 +93,17 @@ class TopicService:
             await nursery.start(self.publisher.run)
             await nursery.start(partial(self.ingress.run, interval=self.prune_interval))
             nursery.start_soon(self._publish_due_forever, nursery)
+            if self.hub.disk is not None:
+                nursery.start_soon(self._measure_disk_forever)
             task_status.started()
+
+    async def _measure_disk_forever(self) -> None:
+        """The database's size against its disk share, measured in the event loop (never in
+        a commit, :mod:`topics.disk`)."""
+        disk = self.hub.disk
+        while True:
+            await trio.sleep(max(disk.interval, 0.1))
+            disk.measure_if_due()
 
     async def _publish_due_forever(self, nursery: trio.Nursery) -> None:
         while True:
@@ -133,9 +143,12 @@ def build_topic_service(mempool: DurableMempool, validator: Validator, tracer: T
                         bucket: TokenBucket | None = None, signer: NodeSigner | None = None,
                         allow_legacy: bool = False, reactions: ReactionPolicy = ReactionPolicy(),
                         params: dict[str, Any] | None = None, queue_limits: QueueLimits = QueueLimits(),
-                        per_key: tuple[int, float] = PER_KEY_LIMIT) -> TopicService:
+                        per_key: tuple[int, float] = PER_KEY_LIMIT, caps: SubscriptionCaps = SubscriptionCaps(),
+                        disk: Any = None) -> TopicService:
+    """The topic service of an instance; ``caps`` and ``disk`` (a :class:`~topics.disk.DiskGuard`)
+    bound what local clients make it hold."""
     ingress = TopicIngress(mempool, validator, tracer, adapters=adapters, carried=carried,
                            dbs=for_store(mempool.store), bucket=bucket or TokenBucket(), network_magic=network_magic,
                            allow_legacy=allow_legacy, reactions=reactions, params=params,
-                           hub=SubscriptionHub(queue_limits))
+                           hub=SubscriptionHub(queue_limits, caps, disk))
     return TopicService(ingress, NodePublisher(ingress, signer, per_key=per_key), network_magic)

@@ -43,9 +43,11 @@ from .auth import verify_auth
 from .classify import tag_of
 from .filters import FilterError, check_filter
 from .ingress import HUB_OWNER
+from .trace import TopicSubscriptionRefused
 from .raw import is_raw_message, raw_delivery
 from .reasons import (
     BUSY,
+    LIMIT_REACHED,
     MALFORMED,
     NOT_AUTHORIZED,
     RATE_LIMITED,
@@ -53,7 +55,15 @@ from .reasons import (
     UNKNOWN_TOPIC,
     RejectReason,
 )
-from .subscriptions import DURABLE_DB, MAX_SUBSCRIPTIONS, QUEUE_DB, Subscription, SubscriptionHub, encode_item
+from .subscriptions import (
+    DURABLE_DB,
+    MAX_SUBSCRIPTIONS,
+    Subscription,
+    SubscriptionHub,
+    encode_item,
+    queue_records,
+    release,
+)
 
 __all__ = ["TopicSession", "QueueAttachment", "BLOCKING_WAIT", "PULL_STATUS_NOT_MEMBER"]
 
@@ -66,6 +76,8 @@ RAW = 0
 UPSYCLE = 1
 #: Queue items handed out per subscriber and request: 256 KiB holds about 110 of the largest.
 QUEUE_BATCH = 128
+#: Room a new durable subscription needs on disk: its record and a first queue page.
+NEW_DURABLE_BYTES = 4096
 
 
 def _reject(reason: RejectReason, retry_after: int | None = None) -> MsgReject:
@@ -124,6 +136,9 @@ class TopicSession:
         if request.durable is None:
             if isinstance(request.start, Resume):
                 return _reject(MALFORMED)
+            caps = self.hub.caps
+            if len(self.hub.ephemeral) >= caps.ephemeral:
+                return self._limit("ephemeral subscriptions in total", caps.ephemeral)
             sub = Subscription(filter_)
             self.hub.apply(self.hub.stage(None, [sub], await self._initial(filter_, request.start), self._now()))
             self.hub.ephemeral.add(sub)
@@ -176,6 +191,11 @@ class TopicSession:
             return _reject(NOT_AUTHORIZED)
         if name in self.service.attached:
             return _reject(BUSY)
+        # K's queue is a durable subscription: the per-connection cap and the disk share
+        # apply to it (UPSYCLE's own caps, 4.5, bound the subscribers and each queue).
+        refused = self._durable_refusal(new=not ops.known(name), upsycle=True)
+        if refused is not None:
+            return refused
         detail = await ops.attach(name)
         if detail:
             return _reject(NOT_AUTHORIZED if detail == 1 else RATE_LIMITED)
@@ -188,10 +208,38 @@ class TopicSession:
         self.queues[sub_id] = QueueAttachment(name, cursor)
         return MsgSubscribed(sub_id, ops.head(name) if cursor is None else cursor)
 
+    def _limit(self, what: str, value: float) -> MsgReject:
+        """The refusal of a subscription by a cap, traced; its text names the cap."""
+        tracer = self.service.ingress.tracer
+        tracer.emit(TopicSubscriptionRefused(tracer.now(), self.client, what, value))
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        return MsgReject(LIMIT_REACHED.code, f"{LIMIT_REACHED.name}: {what} ({shown})")
+
+    def _durable_refusal(self, new: bool, upsycle: bool = False) -> MsgReject | None:
+        """The cap a durable subscription (``new``: one to create; ``upsycle``: a subscriber's
+        queue, counted by UPSYCLE's own caps) would pass, if any."""
+        caps, hub = self.hub.caps, self.hub
+        if sum(1 for s in self.subs.values() if s.durable) + len(self.queues) >= caps.durable_per_connection:
+            return self._limit("durable subscriptions per connection", caps.durable_per_connection)
+        if not new:
+            return None
+        if not upsycle and len(hub.durable) + len(hub.creating) >= caps.durable:
+            return self._limit("durable subscriptions in total", caps.durable)
+        if not upsycle and hub.durable_bytes + NEW_DURABLE_BYTES > caps.durable_bytes:
+            return self._limit("bytes queued for durable subscriptions in total", caps.durable_bytes)
+        if hub.disk is not None:
+            hub.disk.measure_if_due()
+        if hub.disk is not None and not hub.disk.room(NEW_DURABLE_BYTES):
+            return self._limit("share of the disk the database may use", caps.disk_share)
+        return None
+
     async def _attach_durable(self, filter_: list[dict[int, Any]], request: MsgSubscribe) -> Any:
         durable = request.durable
         name = durable.name
         existing = self.hub.durable.get(name)
+        refused = self._durable_refusal(new=existing is None)
+        if refused is not None:
+            return refused
         if existing is not None:
             if existing.attached:
                 return _reject(BUSY)
@@ -203,12 +251,22 @@ class TopicSession:
         sub = Subscription(filter_, name=name)
         initial = await self._initial(filter_, request.start)
         now = self._now()
+        # Checked again after the awaits: another connection may have taken the last place.
+        if name in self.hub.durable or name in self.hub.creating:
+            return _reject(BUSY)
+        refused = self._durable_refusal(new=True)
+        if refused is not None:
+            return refused
 
         def create(txn: Any) -> Any:
             txn.put(DURABLE_DB, name, sub.record())
             return self.hub.stage(txn, [sub], initial, now)
 
-        self.hub.apply(await self._write(create))
+        self.hub.creating.add(name)
+        try:
+            self.hub.apply(await self._write(create))
+        finally:
+            self.hub.creating.discard(name)
         self.hub.durable[name] = sub
         return sub
 
@@ -226,13 +284,11 @@ class TopicSession:
         if not sub.durable:
             self.hub.ephemeral.discard(sub)
         elif request.forget:
-            self.hub.durable.pop(sub.name, None)
-            prefix = bytes((len(sub.name),)) + sub.name
+            self.hub.forget(sub)
 
             def forget(txn: Any) -> None:
                 txn.delete(DURABLE_DB, sub.name)
-                for key, _ in list(txn.scan(QUEUE_DB, prefix)):
-                    txn.delete(QUEUE_DB, key)
+                release(txn, queue_records(txn, sub.name))
 
             await self._write(forget)
         return MsgUnsubscribed(request.sub_id)
@@ -297,7 +353,7 @@ class TopicSession:
         return out, used
 
     async def _acknowledge(self, acks: Any) -> None:
-        removed: list[bytes] = []
+        removed: list[Any] = []
         touched: list[Subscription] = []
         for sub_id, dseq in acks:
             attachment = self.queues.get(sub_id)
@@ -316,8 +372,7 @@ class TopicSession:
             records = [(sub.name, sub.record()) for sub in touched]
 
             def commit(txn: Any) -> None:
-                for key in removed:
-                    txn.delete(QUEUE_DB, key)
+                release(txn, removed)
                 for name, record in records:
                     txn.put(DURABLE_DB, name, record)
 

@@ -7,6 +7,17 @@ counters and queue in LMDB: their queue appends are written in the same transact
 message that produced them (C7), so a crash never loses an acknowledged-to-the-network item
 and never delivers an acknowledged one again. Ephemeral subscriptions live in memory.
 
+Durable queues hold references: an item queued for many durable subscriptions is written
+once, in ``topics/item`` (keyed by the Blake2b-256 of its encoding, with a count of the
+queue records naming it), and each queue record holds the reference, so an event costs its
+bytes once plus a few dozen bytes per subscription instead of a copy (and a B-tree page)
+per subscription. Drop notices, a few bytes each, stay inline.
+
+What local clients can make the node hold is capped (:class:`SubscriptionCaps`): the hub
+keeps each durable queue within its byte cap, all durable queues within their total, and the
+database within its share of the disk (:class:`~topics.disk.DiskGuard`); an item beyond a cap
+is dropped and reported like a queue overflow. The counts of subscriptions are the session's.
+
 Queues are capped (:class:`QueueLimits`, configurable): an item that does not fit is
 dropped and counted, and an ``[4, n]`` "items dropped" item reports the count in the stream.
 Dseqs are fixed when an item is queued (in the commit that queues it), so the cap keeps the
@@ -22,6 +33,7 @@ are applied to memory after the commit succeeded (:meth:`SubscriptionHub.apply`)
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
@@ -30,6 +42,8 @@ from typing import Any
 
 import trio
 
+from dmq.config import TopicSubscriptionLimits as SubscriptionCaps
+
 from . import cbor
 from .adapter import ITEM_DROPPED, Delivery
 from .filters import matches
@@ -37,6 +51,9 @@ from .filters import matches
 __all__ = [
     "QueuedItem",
     "QueueLimits",
+    "SubscriptionCaps",
+    "ITEM_DB",
+    "Released",
     "Subscription",
     "SubscriptionHub",
     "Staged",
@@ -46,6 +63,8 @@ __all__ = [
     "QUEUE_DB",
     "HUB_DATABASES",
     "encode_item",
+    "release",
+    "queue_records",
     "DROP_NOTICE_SIZE",
 ]
 
@@ -54,7 +73,10 @@ MAX_UNACKED = 4000              # delivered, not acknowledged, per subscription 
 DEDUP_MEMORY = 4096             # inner ids remembered per subscription
 DURABLE_DB = "durable"
 QUEUE_DB = "queue"
-HUB_DATABASES = (DURABLE_DB, QUEUE_DB)
+ITEM_DB = "item"
+HUB_DATABASES = (DURABLE_DB, QUEUE_DB, ITEM_DB)
+#: Item bodies at least this long are stored once and referenced from durable queues.
+REFERENCE_FROM = 64
 _U64 = struct.Struct(">Q")
 #: Bytes a drop notice counts for against the byte cap (its encoding is at most 11).
 DROP_NOTICE_SIZE = 16
@@ -79,6 +101,12 @@ class QueuedItem:
     item_body: bytes             # encoded itemBody
     deadline: float | None
     dedup: bytes | None = None
+    #: The item's key in ``topics/item`` when its durable queue record references it.
+    ref: bytes | None = None
+
+
+#: A durable queue record leaving: its key and the item it references (None: inline).
+Released = tuple[bytes, bytes | None]
 
 
 @dataclass(eq=False)
@@ -131,6 +159,9 @@ class Staged:
     items: list[tuple[Subscription, QueuedItem]] = field(default_factory=list)
     #: ``(dropped, overflow)`` of every subscription the commit changed them for.
     overflow: dict[Subscription, tuple[int, bool]] = field(default_factory=dict)
+    #: Bytes queued for durable subscriptions, and references written, by this staging.
+    durable_bytes: int = 0
+    refs: dict[bytes, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -153,20 +184,62 @@ def _queue_key(name: bytes, dseq: int) -> bytes:
     return bytes((len(name),)) + name + _U64.pack(dseq)
 
 
+def _reference(item_body: bytes) -> bytes:
+    return hashlib.blake2b(item_body, digest_size=32).digest()
+
+
+def queue_records(view: Any, name: bytes) -> list[Released]:
+    """Every queue record of the durable subscription ``name``, as :func:`release` takes them."""
+    prefix = bytes((len(name),)) + name
+    out: list[Released] = []
+    for key, value in view.scan(QUEUE_DB, prefix):
+        _, _, *reference = cbor.decode(value)
+        out.append((key, reference[0] if reference else None))
+    return out
+
+
+def release(txn: Any, released: Iterable[Released]) -> None:
+    """Delete durable queue records and drop one count of each item they reference (the
+    item goes with its last reference)."""
+    counts: dict[bytes, int] = {}
+    for key, ref in released:
+        txn.delete(QUEUE_DB, key)
+        if ref is not None:
+            counts[ref] = counts.get(ref, 0) + 1
+    for ref, gone in counts.items():
+        raw = txn.get(ITEM_DB, ref)
+        if raw is None:
+            continue
+        count, body = cbor.decode(raw)
+        if count <= gone:
+            txn.delete(ITEM_DB, ref)
+        else:
+            txn.put(ITEM_DB, ref, cbor.encode([count - gone, body]))
+
+
 class SubscriptionHub:
     """All subscriptions of one instance, durable ones persisted in ``topics/*`` databases."""
 
-    def __init__(self, limits: QueueLimits = QueueLimits()) -> None:
+    def __init__(self, limits: QueueLimits = QueueLimits(), caps: SubscriptionCaps = SubscriptionCaps(),
+                 disk: Any = None) -> None:
         self.limits = limits
+        self.caps = caps
+        #: A :class:`~topics.disk.DiskGuard`, or None: no disk share is enforced.
+        self.disk = disk
         self.durable: dict[bytes, Subscription] = {}
+        #: Names of durable subscriptions being created (counted against the total).
+        self.creating: set[bytes] = set()
         self.ephemeral: set[Subscription] = set()
+        #: Bytes queued in every durable subscription.
+        self.durable_bytes = 0
         self._changed = trio.Event()
 
     # -- durable state ----------------------------------------------------------------------
 
     def load(self, view: Any, now: float) -> list[bytes]:
         """Reload durable subscriptions; return the queue keys past their deadline (to delete)."""
-        expired: list[bytes] = []
+        expired: list[Released] = []
+        bodies: dict[bytes, bytes | None] = {}
         for name, raw in view.scan(DURABLE_DB):
             filter_, next_dseq, first_unacked, *rest = cbor.decode(raw)
             sub = Subscription(filter=[{k: (tuple(v) if isinstance(v, list) else v) for k, v in s.items()}
@@ -177,15 +250,22 @@ class SubscriptionHub:
             prefix = bytes((len(name),)) + name
             for key, value in view.scan(QUEUE_DB, prefix):
                 dseq = _U64.unpack(key[len(prefix):])[0]
-                deadline, item_body = cbor.decode(value)
-                if dseq <= sub.acked or (deadline is not None and deadline < now):
-                    expired.append(key)
+                deadline, item_body, *reference = cbor.decode(value)
+                ref = reference[0] if reference else None
+                if ref is not None:
+                    if ref not in bodies:
+                        held = view.get(ITEM_DB, ref)
+                        bodies[ref] = None if held is None else cbor.decode(held)[1]
+                    item_body = bodies[ref]
+                if dseq <= sub.acked or (deadline is not None and deadline < now) or item_body is None:
+                    expired.append((key, ref))
                     continue
-                sub.queue.append(QueuedItem(dseq, item_body, deadline))
+                sub.queue.append(QueuedItem(dseq, item_body, deadline, ref=ref))
                 sub.queued_bytes += len(item_body)
                 # A record written by an acknowledgement may predate the last queued item.
                 sub.next_dseq = max(sub.next_dseq, dseq + 1)
             self.durable[name] = sub
+            self.durable_bytes += sub.queued_bytes
         return expired
 
     # -- staging inside a commit ------------------------------------------------------------
@@ -204,6 +284,7 @@ class SubscriptionHub:
             if delivery.deadline is not None and delivery.deadline < now:
                 continue
             encoded = cbor.encode(delivery.body)
+            ref = _reference(encoded) if len(encoded) >= REFERENCE_FROM else None
             for sub in targets:
                 if not matches(sub.filter, delivery) or (delivery.dedup is not None and delivery.dedup in sub.seen):
                     continue
@@ -211,22 +292,47 @@ class SubscriptionHub:
                 if fill is None:
                     fill = fills[sub] = _Fill(len(sub.queue), sub.queued_bytes, sub.dropped, sub.overflow,
                                               sub.next_dseq)
-                self._admit(txn, staged, sub, fill, QueuedItem(0, encoded, delivery.deadline, delivery.dedup))
+                self._admit(txn, staged, sub, fill, QueuedItem(0, encoded, delivery.deadline, delivery.dedup,
+                                                               ref if sub.durable else None))
         for sub, fill in fills.items():
             overflow = (fill.dropped, fill.overflow)
             if overflow != (sub.dropped, sub.overflow):
                 staged.overflow[sub] = overflow
             if sub.durable and txn is not None and (fill.next_dseq != sub.next_dseq or sub in staged.overflow):
                 txn.put(DURABLE_DB, sub.name, sub.record(fill.next_dseq, overflow))
+        if txn is not None:
+            self._write_references(txn, staged)
         return staged
+
+    @staticmethod
+    def _write_references(txn: Any, staged: Staged) -> None:
+        """Store each referenced item once, counting the queue records that name it."""
+        bodies = {item.ref: item.item_body for sub, item in staged.items if item.ref is not None}
+        for ref, added in staged.refs.items():
+            held = txn.get(ITEM_DB, ref)
+            count = added if held is None else cbor.decode(held)[0] + added
+            txn.put(ITEM_DB, ref, cbor.encode([count, bodies[ref]]))
+
+    def _fits_durable(self, sub: Subscription, fill: _Fill, staged: Staged, size: int) -> bool:
+        """Whether ``size`` more bytes keep a durable queue, all durable queues and the
+        database within their caps (the reserved slot's notice included)."""
+        caps = self.caps
+        need = size + DROP_NOTICE_SIZE
+        if fill.bytes + need > caps.durable_queue_bytes:
+            return False
+        if self.durable_bytes + staged.durable_bytes + need > caps.durable_bytes:
+            return False
+        return self.disk is None or self.disk.room(staged.durable_bytes + need)
 
     def _admit(self, txn: Any, staged: Staged, sub: Subscription, fill: _Fill, item: QueuedItem) -> None:
         """Queue ``item`` if it fits beside a pending notice and the reserved slot; else count
         it as dropped, reporting the first drop of an overflow in the reserved slot."""
         limits = self.limits
         notice = 1 if fill.dropped else 0
+        size = notice * DROP_NOTICE_SIZE + len(item.item_body)
         if (fill.items + notice + 2 <= limits.max_items
-                and fill.bytes + notice * DROP_NOTICE_SIZE + len(item.item_body) + DROP_NOTICE_SIZE <= limits.max_bytes):
+                and fill.bytes + size + DROP_NOTICE_SIZE <= limits.max_bytes
+                and (not sub.durable or self._fits_durable(sub, fill, staged, size))):
             if fill.dropped:
                 self._queue(txn, staged, sub, fill, QueuedItem(0, cbor.encode([ITEM_DROPPED, fill.dropped]), None))
                 fill.dropped = 0
@@ -246,8 +352,15 @@ class SubscriptionHub:
         fill.items += 1
         fill.bytes += len(item.item_body)
         staged.items.append((sub, item))
+        if sub.durable:
+            staged.durable_bytes += len(item.item_body)
         if sub.durable and txn is not None:
-            txn.put(QUEUE_DB, _queue_key(sub.name, item.dseq), cbor.encode([item.deadline, item.item_body]))
+            if item.ref is None:
+                record = cbor.encode([item.deadline, item.item_body])
+            else:
+                record = cbor.encode([item.deadline, 0, item.ref])
+                staged.refs[item.ref] = staged.refs.get(item.ref, 0) + 1
+            txn.put(QUEUE_DB, _queue_key(sub.name, item.dseq), record)
 
     def apply(self, staged: Staged) -> None:
         """Make staged items visible (after their commit)."""
@@ -256,6 +369,9 @@ class SubscriptionHub:
             sub.queue.append(item)
             sub.queued_bytes += len(item.item_body)
             sub.fresh(item.dedup)
+        self.durable_bytes += staged.durable_bytes
+        if self.disk is not None:
+            self.disk.added(staged.durable_bytes)
         for sub, (dropped, overflow) in staged.overflow.items():
             sub.dropped, sub.overflow = dropped, overflow
         if staged.items:
@@ -312,10 +428,9 @@ class SubscriptionHub:
             return False
         return any(item.dseq >= sub.cursor and (item.deadline is None or item.deadline >= now) for item in sub.queue)
 
-    @staticmethod
-    def ack(sub: Subscription, dseq: int) -> list[bytes]:
-        """Acknowledge up to ``dseq``; return the durable queue keys to delete."""
-        removed: list[bytes] = []
+    def ack(self, sub: Subscription, dseq: int) -> list[Released]:
+        """Acknowledge up to ``dseq``; return the durable queue records to :func:`release`."""
+        removed: list[Released] = []
         if dseq <= sub.acked:
             return removed
         sub.acked = dseq
@@ -323,5 +438,13 @@ class SubscriptionHub:
             item = sub.queue.popleft()
             sub.queued_bytes -= len(item.item_body)
             if sub.durable:
-                removed.append(_queue_key(sub.name, item.dseq))
+                self.durable_bytes -= len(item.item_body)
+                removed.append((_queue_key(sub.name, item.dseq), item.ref))
         return removed
+
+    def forget(self, sub: Subscription) -> None:
+        """Drop durable ``sub`` from memory (its records go with :func:`queue_records`)."""
+        self.durable.pop(sub.name, None)
+        self.durable_bytes -= sub.queued_bytes
+        sub.queue.clear()
+        sub.queued_bytes = 0

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dmq.trace import TraceEvent
 
 __all__ = ["TopicDeferred", "TopicPendingDropped", "TopicAcceptedLate", "TopicPublicationRefused",
-           "TopicFailureContained"]
+           "TopicFailureContained", "TopicSubscriptionRefused", "TopicSigningStopped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +58,27 @@ class TopicFailureContained(TraceEvent):
     where: str
     subject: str
     error: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSubscriptionRefused(TraceEvent):
+    """A local client's subscription was refused by a cap (``TopicSubscriptionLimits``):
+    ``limit`` names it, ``value`` is its setting."""
+
+    client: str
+    limit: str
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSigningStopped(TraceEvent):
+    """The node saw a block of its own pool that it did not sign and stopped signing for the
+    pool in that topic: another node holds the same pool key, or this database is older than
+    the pool's history there. ``action`` says what the operator must do."""
+
+    adapter: str
+    topic: bytes
+    pool: bytes
+    block: bytes
+    seq: int
+    action: str

@@ -11,7 +11,12 @@
 
 Every block is a draft (:mod:`clients.topics.blocklace`): the node fills in the
 sequence number, pointers, epoch and floor from its pool's chain, signs it, and prints
-``published id=<DMQ id of the block>``. Owner keys are Ed25519 key files (``dmq topic new-key``).
+``published id=<DMQ id of the block>``. ``--draft-id N`` names the draft: the same command run
+again with it (after a lost answer, or a crash of the node) prints the block the first made.
+Owner keys are Ed25519 key files (``dmq topic new-key``).
+
+- ``resume-signing``: clears the node's stop of signing in a topic (docs/topics.md, "A pool
+  never equivocates"), in the database of a stopped node.
 """
 
 from __future__ import annotations
@@ -32,6 +37,21 @@ def _topic_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topic", required=True, metavar="HEX", help="the topic id")
     parser.add_argument("--tag", action="append", default=[], metavar="HEX",
                         help="a content tag, 1 to 32 bytes (repeat, up to 8)")
+    _draft_argument(parser)
+
+
+def _draft_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--draft-id", type=int, metavar="N",
+                        help="the draft's id, 1 to 2**63 - 1 (default: a new random one); run again with the same "
+                             "id, the command gets the block the first run made instead of a second one")
+
+
+def _draft_id(args: argparse.Namespace) -> int | None:
+    from clients.topics.blocklace import MAX_DRAFT_ID
+
+    if args.draft_id is not None and not 1 <= args.draft_id <= MAX_DRAFT_ID:
+        raise OperatorError(f"--draft-id {args.draft_id}: expected 1 to {MAX_DRAFT_ID}")
+    return args.draft_id
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,12 +67,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="an owner key file, in the topic's order (repeat)")
     topic_id.add_argument("--threshold", type=int, default=1, metavar="K", help="as given to create (default 1)")
 
+    resume = actions.add_parser("resume-signing", help="let the node sign again in a topic where it stopped",
+                                description="Clear the stop a node recorded when it saw a block of its pool that it "
+                                            "did not sign. Do it once the other node using the pool's key is "
+                                            "stopped (or the newest database restored), with this node stopped: "
+                                            "it signs again in the topic when it starts.")
+    resume.add_argument("--database-path", default="dmq-db", metavar="DIR",
+                        help="the node's database (default dmq-db)")
+    resume.add_argument("--topic", required=True, metavar="HEX", help="the topic id")
+
     for name, text in (("create", "publish a new topic's first advertisement and print the topic id"),
                        ("advertise", "publish a later version of a topic's advertisement")):
         ad = actions.add_parser(name, help=text)
         add_connection_arguments(ad)
         ad.add_argument("--owner-key", action="append", required=True, metavar="FILE",
                         help="an owner key file, in the topic's order (repeat)")
+        _draft_argument(ad)
         ad.add_argument("--threshold", type=int, default=1, metavar="K",
                         help="owner signatures an advertisement needs (default 1); the first K keys sign")
         ad.add_argument("--publisher", action="append", required=True, metavar="POOL[:PERMS]",
@@ -139,7 +169,7 @@ def _advertisement(args: argparse.Namespace) -> tuple[bytes, bytes]:
     params = TopicParams(quorum=(_QUORUM_RULES[args.quorum], 2, 3), epoch_interval=args.epoch_interval,
                          attempt_timeout=args.attempt_timeout, max_pointers=args.max_pointers)
     ad = owners.advertisement(version, _publishers(args.publisher), params=params)
-    return owners.topic_id, advertisement_draft(ad)
+    return owners.topic_id, advertisement_draft(ad, draft_id=_draft_id(args))
 
 
 def run_blocklace(args: argparse.Namespace) -> int:
@@ -150,25 +180,57 @@ def run_blocklace(args: argparse.Namespace) -> int:
     if action == "topic-id":
         print(_owners(args).topic_id.hex())
         return 0
+    if action == "resume-signing":
+        return _resume_signing(args.database_path, hex_bytes(args.topic, "--topic", 32))
     try:
         if action in ("create", "advertise"):
             topic, body = _advertisement(args)
             return publish_body(args, body, f"topic={topic.hex()}")
         topic = hex_bytes(args.topic, "--topic", 32)
         tags = _tags(args)
+        draft_id = _draft_id(args)
         if action == "event":
-            body = blocklace.event_draft(topic, payload_of(args), tags)
+            body = blocklace.event_draft(topic, payload_of(args), tags, draft_id=draft_id)
         elif action == "ack":
-            body = blocklace.ack_draft(topic, tags)
+            body = blocklace.ack_draft(topic, tags, draft_id=draft_id)
         elif action == "propose-epoch":
             cut = [hex_bytes(c, "--cut", 32) for c in args.cut]
             if len(set(cut)) > 16:
                 raise OperatorError(f"--cut given {len(set(cut))} blocks: a proposal names at most 16")
             body = blocklace.proposal_draft(topic, args.number, args.attempt, args.ad_version, cut,
-                                            stake_epoch=args.stake_epoch, tags=tags)
+                                            stake_epoch=args.stake_epoch, tags=tags, draft_id=draft_id)
         else:
             body = blocklace.acknowledgement_draft(topic, hex_bytes(args.proposal, "--proposal", 32), args.number,
-                                                   args.attempt, args.ad_version, tags=tags)
+                                                   args.attempt, args.ad_version, tags=tags, draft_id=draft_id)
     except BlocklaceReject as exc:       # too large for a block
         raise OperatorError(f"{exc.reason.name}: {exc.detail}") from None
     return publish_body(args, body)
+
+
+def _resume_signing(path: str, topic: bytes) -> int:
+    """Delete the stop of ``topic`` from the node's database (``topics.blocklace.signing``)."""
+    from pathlib import Path
+
+    import lmdb
+
+    from dmq.mempool.store import _MAX_DBS
+    from topics.blocklace import store
+    from topics.store import LmdbTxn
+
+    if not (Path(path) / "data.mdb").exists():
+        raise OperatorError(f"{path}: no node database here (--database-path)")
+    env = lmdb.open(path, subdir=True, lock=True, max_dbs=_MAX_DBS)
+    try:
+        with env.begin(write=True) as txn:
+            try:
+                meta = env.open_db(b"blocklace/meta", txn=txn, create=False)
+            except lmdb.NotFoundError:
+                raise OperatorError(f"{path}: the node has no blocklace state (adapter not enabled?)") from None
+            cleared = store.drop_halt(LmdbTxn(txn, {"meta": meta}, "blocklace"), topic)
+    finally:
+        env.close()
+    if not cleared:
+        print(f"no stop of signing recorded for topic {topic.hex()}")
+        return 1
+    print(f"signing in topic {topic.hex()} resumes when the node starts")
+    return 0

@@ -24,8 +24,8 @@ from clients.topics import decode_item, draft_block, open_topic_connection
 from tests.e2e.raw_n2c import ACCEPT, RawN2CClient
 from tests.topics.blocklace.world import ALL, TOPIC, ad_payload, advertisement, pool
 from topics.adapter import ITEM_EPOCH_FINAL, ITEM_MESSAGE
-from topics.blocklace.codec import EVENT, PERM_EVENT, Block, Payload, TopicParams, decode_body, encode_block
-from topics.blocklace.creator import complete_block
+from clients.topics.blocklace import PoolCreator
+from topics.blocklace.codec import EVENT, PERM_EVENT, Payload, TopicParams, decode_body
 from topics.blocklace.lace import Lace
 
 from .topic_node import TOPIC_MAGIC, n2n_port, topic_nodes  # noqa: F401 (a fixture)
@@ -48,6 +48,8 @@ class Follower:
         self.delivered: list[bytes] = []
         self.epochs: dict[bytes, int] = {}
         self.finals: list[int] = []
+        #: pools building their own blocks over what this client reads
+        self.creators: list[PoolCreator] = []
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with open_topic_connection(self.node.socket_path, TOPIC_MAGIC) as conn:
@@ -62,6 +64,8 @@ class Follower:
                 acks = [(sub.sub_id, items[-1].dseq)] if items else []
 
     def _take(self, item) -> None:
+        for creator in self.creators:
+            creator.follow(item)
         if item.kind == ITEM_EPOCH_FINAL:
             self.finals.append(item.payload[1])
         elif item.kind == ITEM_MESSAGE:
@@ -74,25 +78,25 @@ class Follower:
 
 
 class Author:
-    """Pool 4 writing events as an honest creator: its chain, the leaves and the epoch of what
-    it has seen (``complete_block`` over the blocks its follower delivered)."""
+    """Pool 4 writing events as an honest creator that signs its own blocks: the library's
+    :class:`~clients.topics.blocklace.PoolCreator` over what its follower reads."""
 
     def __init__(self, follower: Follower) -> None:
         self.follower = follower
         self.pool = pool(AUTHOR)
-        self.seq, self.last = 0, None
+        self.creator = PoolCreator(self.pool.id, TOPIC)
+        follower.creators.append(self.creator)
         self.written: list[bytes] = []
 
     async def write(self, data: bytes) -> None:
-        if self.last is not None and self.last not in self.follower.lace.blocks:
+        if not self.creator.ready:
             return                              # its previous block is not back yet
-        draft = Block(TOPIC, 0, 0, (), 0, Payload(EVENT, event=data), ())
-        block = complete_block(self.follower.lace, self.pool.id, self.seq, self.last, draft)
-        message = self.pool.sign(encode_block(block), int(time.time()) + EVENT_LIFETIME)
+        body = self.creator.next_block(Payload(EVENT, event=data))
+        message = self.pool.sign(body, int(time.time()) + EVENT_LIFETIME)
         async with await RawN2CClient.connect(self.follower.node.socket_path) as client:
             await client.handshake(TOPIC_MAGIC)
             if await client.submit(message.raw) == ACCEPT:
-                self.seq, self.last = self.seq + 1, message.message_id
+                self.creator.published(message.message_id)
                 self.written.append(message.message_id)
 
 
@@ -181,6 +185,33 @@ async def test_epochs_advance_pruning_runs_and_a_late_joiner_syncs(topic_nodes, 
         below = [i for i in late.delivered if late.epochs[i] < checkpoint]
         assert below and not set(below) & set(author.written)
         for node in (*nodes, joiner):
+            node.check_running()
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_stake_rule_moves_on_with_blocks_a_pool_builds_itself(topic_nodes, tmp_path):
+    """Under the stake rule a client cannot weigh a quorum (it has no stake snapshot): its
+    PoolCreator takes the final epochs the node reports, so its events are in the current
+    epoch, and the electors keep finding blocks of it to cut. Without that, the author's
+    events stayed in epoch 0 and no epoch after the first became final."""
+    first = start(topic_nodes, tmp_path, "n0", 0, [])
+    others = await _together([lambda i=i: start(topic_nodes, tmp_path, f"n{i}", i, [first]) for i in ELECTORS[1:]])
+    async with trio.open_nursery() as nursery:
+        watcher = Follower(first)
+        await nursery.start(watcher.run)
+        author = Author(watcher)
+        publishers = {pool(i).id: ALL for i in ELECTORS} | {pool(AUTHOR).id: PERM_EVENT}
+        params = TopicParams(quorum=(1, 2, 3), epoch_interval=INTERVAL, attempt_timeout=TIMEOUT)
+        async with open_topic_connection(first.socket_path, TOPIC_MAGIC) as conn:
+            await conn.ask(conn.topics.publish(draft_block(TOPIC, ad_payload(advertisement(0, publishers, params)))))
+        counter = iter(range(10**6))
+
+        async def write() -> None:
+            await author.write(b"event %d" % next(counter))
+
+        await until(lambda: _true(watcher.finals and watcher.finals[-1] >= 3), 60, "three epochs", each=write)
+        assert [watcher.epochs[i] for i in author.written][-1] >= 2
+        for node in (first, *others):
             node.check_running()
         nursery.cancel_scope.cancel()
 

@@ -161,7 +161,7 @@ from dmq.clock import ManualClock
 from tests.topics.harness import instance, sign, NOW
 from tests.topics.kv_adapter import kv_body
 from topics.ingress import HUB_OWNER
-from topics.subscriptions import Subscription
+from topics.subscriptions import Subscription, release
 
 async def main():
     async with instance(Path(sys.argv[2]), ManualClock(NOW)) as inst:
@@ -172,8 +172,8 @@ async def main():
             await inst.ingress.submit_local(sign(kv_body(b"k", i), int(NOW) + 300).raw)
             if i == 3:
                 sub.cursor = 4
-                keys = inst.hub.ack(sub, 1)
-                inst.dbs.write(HUB_OWNER, lambda txn: ([txn.delete("queue", k) for k in keys],
+                released = inst.hub.ack(sub, 1)
+                inst.dbs.write(HUB_OWNER, lambda txn: (release(txn, released),
                                                        txn.put("durable", b"d", sub.record())))
                 print("acked", flush=True)
             print(i, flush=True)

@@ -16,6 +16,7 @@ SPEC_TABLE = {
     6: "bad_signature", 7: "inner_expired", 8: "expiry_exceeds_inner", 9: "expiry_exceeds_bound",
     10: "duplicate_inner", 11: "unsolicited", 12: "answer_quota", 13: "rate_limited", 14: "not_authorized",
     15: "no_signer", 16: "stale", 17: "conflict", 18: "not_fresh", 19: "busy", 20: "buffer_overflow",
+    21: "limit_reached", 22: "signing_stopped",
 }
 
 

@@ -6,11 +6,21 @@ import json
 
 import pytest
 
-from dmq.config import ConfigError, TopicBucket, TopicKeyLimit, TopicPublishers, TopicQueueLimits, read_config
+from dmq.config import (
+    ConfigError,
+    TopicBucket,
+    TopicKeyLimit,
+    TopicPublishers,
+    TopicQueueLimits,
+    TopicSubscriptionLimits,
+    read_config,
+)
 
 GOOD = {
     "TopicQueueLimits": ({"MaxItems": 3, "MaxBytes": 48}, "topic_queue_limits", TopicQueueLimits(3, 48)),
     "TopicKeyLimit": ({"Count": 1, "WindowSeconds": 0.5}, "topic_key_limit", TopicKeyLimit(1, 0.5)),
+    "TopicSubscriptionLimits": ({"Durable": 5, "DiskShare": 0.01}, "topic_subscription_limits",
+                                TopicSubscriptionLimits(durable=5, disk_share=0.01)),
     "TopicBudgets": ({"dmsg": {"Capacity": 2, "RefillSeconds": 0.5}}, "topic_budgets",
                      (("dmsg", TopicBucket(2, 0.5)),)),
     "TopicPublishers": ({"UpsycleServices": ["AB" * 32]}, "topic_publishers",
@@ -21,6 +31,11 @@ BAD = [
     ("TopicQueueLimits", {"MaxItems": 10}),
     ("TopicQueueLimits", {"MaxItems": 10, "MaxBytes": 47}),
     ("TopicKeyLimit", {"Count": 0, "WindowSeconds": 600}),
+    ("TopicSubscriptionLimits", {"Durable": 0}),
+    ("TopicSubscriptionLimits", {"DiskShare": 0}),
+    ("TopicSubscriptionLimits", {"DiskShare": 1.5}),
+    ("TopicSubscriptionLimits", {"DurableQueueBytes": 4096, "DurableBytes": 1024}),
+    ("TopicSubscriptionLimits", {"Durables": 10}),
     ("TopicKeyLimit", {"Count": 20, "WindowSeconds": 0}),
     ("TopicBudgets", {"dmsg": {"Capacity": 0, "RefillSeconds": 10}}),
     ("TopicBudgets", {"Blocklace": {"Capacity": 8, "RefillSeconds": 10}}),
@@ -59,5 +74,6 @@ def test_defaults_are_the_specification_numbers():
     config = read_config({"ConfigFile": "/nonexistent/config.json"})
     assert config.topic_queue_limits == TopicQueueLimits(10_000, 64 << 20)
     assert config.topic_key_limit == TopicKeyLimit(20, 600.0)
+    assert config.topic_subscription_limits == TopicSubscriptionLimits(16, 1024, 4096, 16 << 20, 1 << 30, 0.5)
     assert config.topic_publishers is None
     assert config.topic_token_bucket is None and config.topic_budgets is None   # the per-topic defaults

@@ -61,6 +61,7 @@ from topics.adapter import (
 from topics.classify import TAG_BLOCKLACE, tag_of
 from topics.filters import matches
 from topics.raw import message_meta
+from topics.trace import TopicSigningStopped
 from topics.reasons import ANSWER_QUOTA, CONFLICT, EXPIRY_EXCEEDS_BOUND, RATE_LIMITED, UNSOLICITED, RejectReason
 
 from . import store
@@ -74,6 +75,7 @@ from .node import PENDING_PER_CREATOR
 from .proofs import carried_block
 from .reasons import EPOCH_CLOSED, EQUIVOCATOR_EXCLUDED, STALE_STAKE_SNAPSHOT, BlocklaceReject
 from .recovery import ANSWERS_PER_ITEM, REQUEST_LIFETIME, Recovery
+from .signing import OwnSigning, operator_action
 
 __all__ = ["BlocklaceAdapter", "BlocklaceInner", "ADAPTER_NUMBER", "REQUESTS_PER_WINDOW", "REQUEST_WINDOW",
            "CARRY_WAIT", "SKEW"]
@@ -123,6 +125,8 @@ class BlocklaceAdapter(TopicAdapter):
         options = {} if pending_wait is None else {"pending_wait": pending_wait}
         self.recovery = Recovery(self.lace, seed=seed, **options)
         self.epochs = EpochDriver(self.lace, stake_epochs)
+        #: where the node stopped signing for its pool, and the blocks clients' drafts became
+        self.signing = OwnSigning()
         self.runtime: AdapterRuntime | None = None
         self._loaded = False
         #: late joining (5.8): anchors held aside per topic, the ids pending blocks wait for
@@ -136,6 +140,7 @@ class BlocklaceAdapter(TopicAdapter):
         for planner in (self.recovery, self.epochs):
             planner.can_publish = runtime.has_signer
             planner.pool_id = runtime.pool_id
+        self.signing.pool_id = runtime.pool_id
 
     # -- the lace as a cache of the store ---------------------------------------------------
 
@@ -159,6 +164,7 @@ class BlocklaceAdapter(TopicAdapter):
             self.lace.accept(message, block, row.arrival, row.solicited)
         for proof in store.proofs(view):
             self._remember_proof(proof)
+        self.signing.load(view)
 
     def _remember_proof(self, proof: Proof) -> None:
         from .lace import proof_key
@@ -241,7 +247,13 @@ class BlocklaceAdapter(TopicAdapter):
         if inner.kind != KIND_BLOCK or self.recovery.pool_id is None:
             return body
         self._ensure_loaded(view)
-        return build_own_block(self.lace, view, self.recovery.pool_id, inner.content, body)
+        refused = self.signing.refusal(view, inner.content, body)
+        if refused is not None:
+            return refused
+        built = build_own_block(self.lace, view, self.recovery.pool_id, inner.content, body)
+        if isinstance(built, bytes):
+            self.signing.building(inner.content, body, decode_body(built)[1].seq, built)
+        return built
 
     def discard_caches(self) -> None:
         """The lace is rebuilt from the databases at the next hook call."""
@@ -343,7 +355,8 @@ class BlocklaceAdapter(TopicAdapter):
         facts = message.facts
         flags = (FLAG_LATE if message.late else 0) | (0 if facts.origin is Origin.PEER else FLAG_LOCAL)
         if inner.kind == KIND_BLOCK:
-            return self._accept_block(txn, message.message, inner.content, message.arrival, False, flags)
+            return self._accept_block(txn, message.message, inner.content, message.arrival, False, flags,
+                                      own=facts.origin is not Origin.PEER)
         if inner.kind == KIND_CARRY:
             store.count_answer(txn, inner.content.need, inner.carried.message_id)
             if self._is_candidate(inner.carried.message_id, inner.carried_block):
@@ -369,15 +382,21 @@ class BlocklaceAdapter(TopicAdapter):
         return pool is not None and ad is not None and pool in ad.relays
 
     def _accept_block(self, txn: AdapterTxn, message: DmqMessage, block: Block, arrival: int, solicited: bool,
-                      flags: int) -> list[Delivery]:
+                      flags: int, *, own: bool = False) -> list[Delivery]:
         if message.message_id in self.lace.blocks:
             return []
         outcome = self.lace.accept(message, block, arrival, solicited)
-        return self._recorded(txn, outcome, flags)
+        items = self._recorded(txn, outcome, flags, own=own)
+        if block.payload.type == AD and block.topic in self._candidates:
+            # The advertisement a held-aside certificate names may come after the certificate.
+            items += self._checkpoint(txn, block.topic, arrival, flags)
+        return items
 
-    def _recorded(self, txn: AdapterTxn, outcome: Outcome, flags: int) -> list[Delivery]:
-        """Write an acceptance and return its items: the block, its proofs, its final epochs."""
+    def _recorded(self, txn: AdapterTxn, outcome: Outcome, flags: int, *, own: bool = False) -> list[Delivery]:
+        """Write an acceptance and return its items: the block, its proofs, its final epochs.
+        ``own``: the block came from this node or its local clients, not from a peer."""
         held = outcome.held
+        self.signing.recording(txn, held, own, held.arrival)
         store.write_accepted(txn, held, outcome.finals, outcome.proofs)
         self.recovery.arrived(held.id)
         items = [self._block_item(held.raw, held.creator, held.block, held.id, held.arrival, flags)]
@@ -398,6 +417,11 @@ class BlocklaceAdapter(TopicAdapter):
         held[message.message_id] = Candidate(message, block, arrival)
         while len(held) > ANCHORS_HELD:
             del held[next(iter(held))]
+        return self._checkpoint(txn, topic, arrival, flags)
+
+    def _checkpoint(self, txn: AdapterTxn, topic: bytes, arrival: int, flags: int) -> list[Delivery]:
+        """Take the certificate the anchors held aside prove, if they do, as the checkpoint."""
+        held = self._candidates[topic]
         wanted = self.recovery.anchors_wanted.get(topic)
         found = self.lace.checkpoint_from(topic, list(held.values()), 0 if wanted is None else wanted.asked)
         if found is None:
@@ -474,7 +498,16 @@ class BlocklaceAdapter(TopicAdapter):
     def due_publications(self, view: StoreView, now: float) -> list[bytes]:
         """Bodies this node should publish now (carries, needs, proof notices)."""
         self._ensure_loaded(view)
+        self._trace_stops()
         return self.recovery.due(view, now) + self.epochs.due(now)
+
+    def _trace_stops(self) -> None:
+        """Trace, from the event loop, every topic where signing stopped since the last call."""
+        tracer = self.runtime.tracer if self.runtime is not None else None
+        for stopped in self.signing.take_traces():
+            if tracer is not None:
+                tracer.emit(TopicSigningStopped(tracer.now(), self.name, stopped.topic, self.signing.pool_id,
+                                                stopped.block, stopped.seq, operator_action(stopped.topic)))
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -495,6 +528,7 @@ class BlocklaceAdapter(TopicAdapter):
                 store.write_tombs(txn, topic, gone, dropped)
         for need_id in store.expired_requests(txn, now):
             store.drop_request(txn, need_id)
+        self.signing.prune(txn, now)
         for topic in [t for t in self._waiting_on if t not in self.recovery.anchors_wanted]:
             del self._waiting_on[topic]             # only a checkpoint to come releases them
 

@@ -210,7 +210,7 @@ class Block:
 
     @property
     def self_parent(self) -> bytes | None:
-        return self.ptrs[0] if self.seq > 0 else None
+        return self.ptrs[0] if self.seq > 0 and self.ptrs else None
 
     def wire(self) -> list:
         return [self.topic, self.seq, self.epoch, list(self.ptrs), self.floor_mask,
@@ -351,8 +351,8 @@ def _decode_block(value: Any) -> Block:
     ptrs = tuple(_bstr(p, "pointer", ID_SIZE) for p in raw_ptrs)
     if len(set(ptrs)) != len(ptrs):
         raise _fail("duplicate pointers")
-    if seq > 0 and not ptrs:
-        raise _fail("a block with seq > 0 has no self-parent")
+    # seq > 0 without pointers is a client's draft naming its draft id (creator.is_draft), so
+    # it decodes; as a block it is refused by Lace.check_ingress (no self-parent).
     others = ptrs[1:] if seq > 0 else ptrs
     if any(a >= b for a, b in zip(others, others[1:])):
         raise _fail("pointers after the self-parent are not strictly ascending")

@@ -56,13 +56,16 @@ __all__ = ["is_draft", "draft_body", "build_own_block", "complete_block"]
 
 
 def is_draft(block: Block) -> bool:
-    """A block whose creator fields are left to the node: ``seq, epoch, ptrs, floorMask = 0, 0, [], 0``."""
-    return block.seq == 0 and block.epoch == 0 and not block.ptrs and block.floor_mask == 0
+    """A block whose creator fields are left to the node: ``epoch, ptrs, floorMask = 0, [], 0``;
+    its ``seq`` is 0 or the client's draft id (a block with ``seq`` above 0 and no self-parent
+    is never valid, so a draft id cannot be mistaken for a block, :mod:`.signing`)."""
+    return block.epoch == 0 and not block.ptrs and block.floor_mask == 0
 
 
-def draft_body(topic: bytes, payload: Payload, tags: tuple[bytes, ...] = ()) -> bytes:
-    """The body of a draft of ``payload`` in ``topic``: the node fills in the rest."""
-    return encode_block(Block(topic, 0, 0, (), 0, payload, tags))
+def draft_body(topic: bytes, payload: Payload, tags: tuple[bytes, ...] = (), draft_id: int = 0) -> bytes:
+    """The body of a draft of ``payload`` in ``topic``: the node fills in the rest. A
+    ``draft_id`` above 0 makes a retry of the same body get the block it already became."""
+    return encode_block(Block(topic, draft_id, 0, (), 0, payload, tags))
 
 
 def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
@@ -133,18 +136,47 @@ def _epoch_message(lace: Lace, topic: bytes, pool: bytes, message: EpochMsg, ptr
         ad = lace.ad_in_force(topic, ads)
         if ad is None:
             return Reject(MALFORMED, "no advertisement in the block's causal past")
-        cut = sorted(p for p in ptrs if lace.holds(p) and lace.epoch_of(p) == epoch)[:MAX_CUT]
-        if not cut:
-            return Reject(MALFORMED, f"no block of epoch {epoch} to cut")
-        filled = EpochMsg(epoch + 1, message.attempt, ad.version, tuple(cut), message.stake_epoch)
-        if filled.number <= state.final:
-            return Reject(CONFLICT, f"epoch {filled.number} is final here already")
+        if message.number <= state.final:
+            return Reject(CONFLICT, f"epoch {message.number} is final here already")
+        refused = _disagreement(message, epoch + 1, message.attempt, ad.version)
+        if refused is not None:
+            return refused
+        cut = _cut(lace, message.cut or (), ptrs, epoch)
+        if isinstance(cut, Reject):
+            return cut
+        filled = EpochMsg(epoch + 1, message.attempt, ad.version, cut, message.stake_epoch)
     else:
         proposal = lace.blocks[message.acked].block.payload.epoch
+        refused = _disagreement(message, proposal.number, proposal.attempt, proposal.ad_version)
+        if refused is not None:
+            return refused
         filled = EpochMsg(proposal.number, proposal.attempt, proposal.ad_version, acked=message.acked)
     if (pool, filled.number, filled.attempt) in state.votes:
         return Reject(CONFLICT, f"this node's pool already voted in epoch {filled.number} attempt {filled.attempt}")
     return filled
+
+
+def _disagreement(message: EpochMsg, number: int, attempt: int, ad_version: int) -> Reject | None:
+    """The draft's epoch number, attempt and advertisement version must be those the block
+    will carry: a client's option is honoured or refused, never replaced."""
+    for name, given, wanted in (("number", message.number, number), ("attempt", message.attempt, attempt),
+                                ("advertisement version", message.ad_version, ad_version)):
+        if given != wanted:
+            return Reject(MALFORMED, f"the draft's epoch {name} is {given}, the block's would be {wanted}")
+    return None
+
+
+def _cut(lace: Lace, asked: tuple[bytes, ...], ptrs: list[bytes], epoch: int) -> tuple[bytes, ...] | Reject:
+    """The proposal's cut: the blocks the draft names, each a block of ``epoch`` held here
+    (else the draft is refused), then the block's own pointers of that epoch, at most 16."""
+    for ident in asked:
+        if not lace.holds(ident) or lace.epoch_of(ident) != epoch:
+            return Reject(MALFORMED, f"cut block {ident.hex()} is not a block of epoch {epoch} held here")
+    own = [p for p in sorted(ptrs) if p not in asked and lace.holds(p) and lace.epoch_of(p) == epoch]
+    cut = sorted([*asked, *own[:max(0, MAX_CUT - len(asked))]])
+    if not cut:
+        return Reject(MALFORMED, f"no block of epoch {epoch} to cut")
+    return tuple(cut)
 
 
 def _pointers(lace: Lace, topic: bytes, parent: bytes | None, required: tuple[bytes, ...] = ()) -> list[bytes]:

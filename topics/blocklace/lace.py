@@ -125,11 +125,28 @@ class Lace:
         self.stake_of = stake_of
         #: late joiners: topic -> the certificate accepted as the start of its history (5.8)
         self.checkpoints: dict[bytes, Checkpoint] = {}
+        #: a client's lace (no stake view): proposals a node said are final, with their voters
+        #: then (:meth:`adopt_final`)
+        self.adopted: dict[bytes, frozenset[bytes]] = {}
 
     def clear(self) -> None:
         """Forget every block and summary (the adapter then replays its databases)."""
         self.blocks, self.tombs, self.topics = {}, {}, {}
         self.invalid, self.proofs, self.checkpoints = {}, {}, {}
+        self.adopted = {}
+
+    def adopt_final(self, topic: bytes, epoch: int, proposal: bytes) -> None:
+        """A node said epoch ``epoch`` of ``topic`` is final with ``proposal`` (protocol 1000 item
+        kind 3). A lace without the stake view (a client's) cannot weigh a stake-rule quorum
+        itself; it takes the votes it holds for that proposal now, which are those the node
+        counted (items come in delivery order, the final after the votes that made it), as the
+        quorum, so that blocks built over them are in the new epoch as the node's are. Under
+        the count rule, and with a stake view, the lace counts for itself."""
+        state = self.topic(topic)
+        self.adopted[proposal] = frozenset(state.acks.get(proposal, ()))
+        if epoch == state.final + 1 and proposal in self.blocks:
+            state.certificates.setdefault(epoch, proposal)
+            state.final = epoch
 
     # -- reading --------------------------------------------------------------------------
 
@@ -172,6 +189,8 @@ class Lace:
 
     def check_ingress(self, block: Block, creator: bytes, solicited: bool) -> None:
         """Raise :class:`BlocklaceReject` for what 5.3 checks at ingress."""
+        if block.seq > 0 and not block.ptrs:
+            raise BlocklaceReject(MALFORMED, "a block with seq > 0 has no self-parent")
         state = self.topics.get(block.topic)
         final = state.final if state is not None else 0
         if block.epoch < final - 1:
@@ -247,25 +266,28 @@ class Lace:
             for proposal in sorted(proposals):
                 if proposal in self.blocks or proposal == block_id:
                     p_epoch = block.payload.epoch if proposal == block_id else self.blocks[proposal].block.payload.epoch
-                    if self.quorum(topic, p_epoch, proposals[proposal]):
+                    if self.quorum(topic, p_epoch, proposals[proposal], proposal):
                         winner = proposal
                         break
             if winner is None:
                 return cert, frozenset(v for v in votes if self._vote_of(v, block_id, block, creator)[1].number > cert)
             cert += 1
 
-    def quorum(self, topic: bytes, proposal, voters: set[bytes]) -> bool:
+    def quorum(self, topic: bytes, proposal, voters: set[bytes], proposal_id: bytes | None = None) -> bool:
         """Whether ``voters`` are a quorum for a proposal (docs/topics-design.md 5.7)."""
         ad = self.ad_version(topic, proposal.ad_version)
-        return ad is not None and self.quorum_under(ad, proposal, voters)
+        return ad is not None and self.quorum_under(ad, proposal, voters, proposal_id)
 
-    def quorum_under(self, ad: AdBody, proposal, voters: set[bytes]) -> bool:
-        """The quorum rule of ``ad`` (the advertisement the proposal names) over ``voters``."""
+    def quorum_under(self, ad: AdBody, proposal, voters: set[bytes], proposal_id: bytes | None = None) -> bool:
+        """The quorum rule of ``ad`` (the advertisement the proposal names) over ``voters``;
+        without a stake view, a stake-rule quorum is one a node said it saw (:meth:`adopt_final`)."""
         electors = [p for p, perms in ad.publishers.items() if perms & PERMISSION_OF[EPOCH]]
         rule, num, den = ad.params.quorum
         counted = [p for p in electors if p in voters]
         if rule == 0:
             return len(counted) * den > num * len(electors)
+        if self.stake_of is None and proposal_id in self.adopted:
+            return self.adopted[proposal_id] <= set(voters)
         if proposal.stake_epoch is None or self.stake_of is None:
             return False
         total = sum(self.stake_of(proposal.stake_epoch, p) or 0 for p in electors)
@@ -435,7 +457,7 @@ class Lace:
         voters = state.acks.setdefault(named, set())
         voters.add(held.creator)
         proposal = self.blocks.get(named)
-        if proposal is None or not self.quorum(held.block.topic, proposal.block.payload.epoch, voters):
+        if proposal is None or not self.quorum(held.block.topic, proposal.block.payload.epoch, voters, named):
             return
         number = epoch.number
         chosen = state.certificates.get(number)
@@ -500,7 +522,7 @@ class Lace:
             acks = [a for a in epochs if a.block.payload.epoch.acked == ident
                     and _same_vote(a.block.payload.epoch, proposal)]
             voters = {c.message.pool_id} | {a.message.pool_id for a in acks}
-            if not self.quorum_under(ad, proposal, voters):
+            if not self.quorum_under(ad, proposal, voters, ident):
                 continue
             rank = (proposal.number, bytes(b ^ 0xFF for b in ident))     # highest epoch, then lowest id
             if best is None or rank > best[0]:

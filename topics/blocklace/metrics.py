@@ -13,6 +13,7 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry, Gauge
 
 from .lace import Lace
+from .signing import OwnSigning
 
 __all__ = ["PROOF_KINDS", "HoldsLace", "BlocklaceMetrics"]
 
@@ -24,6 +25,7 @@ class HoldsLace(Protocol):
     """What the gauges read: the adapter's lace (a Protocol, so the adapter may import this module)."""
 
     lace: Lace
+    signing: OwnSigning
 
 
 class BlocklaceMetrics:
@@ -40,6 +42,15 @@ class BlocklaceMetrics:
         self.final_epoch = Gauge(f"{prefix}blocklace_final_epoch", "Highest final epoch over the topics held",
                                  registry=registry)
         self.final_epoch.set_function(lambda: max((t.final for t in adapter.lace.topics.values()), default=0))
+        # Misconfiguration (:mod:`.signing`): where the node stopped signing for its pool, and
+        # the blocks of the pool it saw but did not sign.
+        self.stopped = Gauge(f"{prefix}blocklace_signing_stopped_topics",
+                             "Topics where the node stopped signing: a block of its pool it did not sign was seen",
+                             registry=registry)
+        self.stopped.set_function(lambda: len(adapter.signing.halted))
+        self.foreign = Gauge(f"{prefix}blocklace_foreign_own_blocks",
+                             "Blocks of this node's pool it did not sign, seen since start", registry=registry)
+        self.foreign.set_function(lambda: adapter.signing.foreign)
 
     def _count(self, kind: int) -> int:
         return sum(1 for p in self.adapter.lace.proofs.values() if p.kind == kind)

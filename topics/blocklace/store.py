@@ -21,6 +21,11 @@ req        ``r`` need id                                [topic, ids, anchors, ex
 meta       ``order``                                    next acceptance number
            ``ckpt`` topic                               [epoch, proposal id, advertisement id]: the
                                                         checkpoint a late joiner started from (5.8)
+           ``halt`` topic                               [block id, seq, time]: a block of this
+                                                        node's pool it did not sign; the node no
+                                                        longer signs in the topic (5.8)
+           ``draft`` topic, draft id (8)                [block id, draft hash, time]: the block a
+                                                        client's draft became (retries get it)
 =========  ==========================================  ==========================================
 """
 
@@ -38,12 +43,15 @@ from .lace import Checkpoint, Held, Tomb, proof_key
 
 __all__ = ["DATABASES", "Request", "BlockRow", "write_accepted", "write_tombs", "blocks", "tombs",
            "epochs", "proofs", "checkpoints", "put_checkpoint", "chain_ids", "last_seq", "request", "put_request", "answers", "count_answer", "requests_since",
-           "drop_request", "expired_requests"]
+           "drop_request", "expired_requests", "Halt", "put_halt", "halts", "drop_halt", "put_draft", "draft",
+           "drop_drafts_before"]
 
 DATABASES = ("block", "chain", "tomb", "ad", "epoch", "proof", "req", "meta")
 _U64 = struct.Struct(">Q")
 _ORDER = b"order"
 _CHECKPOINT = b"ckpt"
+_HALT = b"halt"
+_DRAFT = b"draft"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,3 +210,48 @@ def drop_request(txn: AdapterTxn, need_id: bytes) -> None:
         txn.delete("req", key)
     if req is not None:
         txn.delete("req", b"p" + req.pool + req.topic + _U64.pack(req.arrival) + need_id)
+
+
+# -- the node's signing: stops and drafts -----------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Halt:
+    """Why the node stopped signing for its pool in a topic: a block of the pool it did not sign."""
+
+    topic: bytes
+    block: bytes
+    seq: int
+    since: int
+
+
+def put_halt(txn: AdapterTxn, halt: Halt) -> None:
+    txn.put("meta", _HALT + halt.topic, cbor.encode([halt.block, halt.seq, halt.since]))
+
+
+def halts(view: StoreView) -> Iterator[Halt]:
+    for key, value in view.scan("meta", _HALT):
+        block, seq, since = cbor.decode(value)
+        yield Halt(key[len(_HALT):], block, seq, since)
+
+
+def drop_halt(txn: AdapterTxn, topic: bytes) -> bool:
+    return txn.delete("meta", _HALT + topic)
+
+
+def put_draft(txn: AdapterTxn, topic: bytes, draft_id: int, block: bytes, draft_hash: bytes, now: int) -> None:
+    txn.put("meta", _DRAFT + topic + _U64.pack(draft_id), cbor.encode([block, draft_hash, now]))
+
+
+def draft(view: StoreView, topic: bytes, draft_id: int) -> tuple[bytes, bytes] | None:
+    """``(block id, draft hash)`` of the block the draft ``draft_id`` of ``topic`` became, or None."""
+    raw = view.get("meta", _DRAFT + topic + _U64.pack(draft_id))
+    if raw is None:
+        return None
+    block, draft_hash, _ = cbor.decode(raw)
+    return block, draft_hash
+
+
+def drop_drafts_before(txn: AdapterTxn, before: float) -> None:
+    for key, value in list(txn.scan("meta", _DRAFT)):
+        if cbor.decode(value)[2] < before:
+            txn.delete("meta", key)

@@ -85,6 +85,11 @@ class UpsycleLocal:
         """Cumulative acknowledgement; :class:`~topics.upsycle.queues.AckError` if not delivered."""
         return await self._write(lambda txn: self.adapter.ack(txn, subscriber, dseq))
 
+    def known(self, subscriber: bytes) -> bool:
+        """Whether the durable subscriber K exists here (an attach would not create it)."""
+        with self.ingress.dbs.reading(self.adapter.name) as view:
+            return self.adapter.state.subscriber(view, subscriber) is not None
+
     def head(self, subscriber: bytes) -> int:
         """The ``dseq`` a fresh attachment starts from."""
         with self.ingress.dbs.reading(self.adapter.name) as view:

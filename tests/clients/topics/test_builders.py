@@ -13,8 +13,8 @@ from clients.topics.selectors import FilterError
 from topics import cbor
 from topics.adapter import Reject
 from topics.blocklace.ads import check_advertisement
-from topics.blocklace.codec import AD, EPOCH, EVENT, PERM_ACK, PERM_EPOCH, PERM_EVENT, TopicParams, decode_body
-from topics.blocklace.creator import is_draft
+from topics.blocklace.codec import AD, EPOCH, EVENT, PERM_ACK, PERM_EPOCH, PERM_EVENT, Payload, TopicParams, decode_body
+from topics.blocklace.creator import draft_body, is_draft
 from topics.dmsg.adapter import DmsgAdapter
 from topics.dmsg.entry import parse_entry
 from topics.upsycle.identity import verify
@@ -64,6 +64,13 @@ def test_a_topics_advertisement_passes_the_owner_check_and_its_drafts_leave_the_
     assert kind == 0 and is_draft(block) and block.topic == owners.topic_id and block.payload.type == AD
     _, event = decode_body(event_draft(TOPIC, b"data", [b"t"]))
     assert (event.payload.type, event.payload.event, event.tags) == (EVENT, b"data", (b"t",)) and is_draft(event)
+    # Every draft carries an id in its seq (a fresh random one unless given): a retry of the
+    # same bytes gets the block the first one became.
+    _, other = decode_body(event_draft(TOPIC, b"data", [b"t"]))
+    assert event.seq > 0 and other.seq > 0 and event.seq != other.seq
+    assert decode_body(event_draft(TOPIC, b"data", draft_id=42))[1].seq == 42
+    with pytest.raises(ValueError):
+        event_draft(TOPIC, b"data", draft_id=0)
     _, proposal = decode_body(proposal_draft(TOPIC, 2, 1, 4, [b"b" * 32, b"a" * 32, b"b" * 32]))
     assert proposal.payload.type == EPOCH and proposal.payload.epoch.cut == (b"a" * 32, b"b" * 32)
     assert (proposal.payload.epoch.number, proposal.payload.epoch.attempt, proposal.payload.epoch.ad_version) == (2, 1, 4)
@@ -103,7 +110,7 @@ def test_selectors_name_the_fields_and_refuse_what_the_node_would():
 
 
 def test_an_item_is_described_with_its_causal_metadata_and_payload():
-    body = event_draft(TOPIC, "héllo".encode(), [b"t"])
+    body = draft_body(TOPIC, Payload(EVENT, event="héllo".encode()), (b"t",))      # a pool's first block
     message = pool(0).sign(body)
     meta = {0: 2, 1: TOPIC, 2: message.message_id, 3: pool(0).id, 4: int(NOW)}
     record = describe(Item(cbor.encode([5, 9, [0, meta, message.raw]])))

@@ -24,6 +24,7 @@ from dmq.config import (
     TopicKeyLimit,
     TopicPublishers,
     TopicQueueLimits,
+    TopicSubscriptionLimits,
     check_cardano_node_socket,
     config_keys,
     load_config,
@@ -67,6 +68,8 @@ REFERENCE_DEFAULTS = {
     "TraceOnlyReactions": False,
     "TopicsCarried": ["raw"],
     "TopicQueueLimits": {"MaxItems": 10000, "MaxBytes": 67108864},
+    "TopicSubscriptionLimits": {"DurablePerConnection": 16, "Durable": 1024, "Ephemeral": 4096,
+                                "DurableQueueBytes": 16777216, "DurableBytes": 1073741824, "DiskShare": 0.5},
     "TopicKeyLimit": {"Count": 20, "WindowSeconds": 600},
 }
 #: Keys whose default is "not set" (omitted from ``to_json``).
@@ -120,6 +123,8 @@ EVERY_KEY = {
     "TopicKesKey": "kes.skey",
     "TopicOperationalCertificate": "node.cert",
     "TopicQueueLimits": {"MaxItems": 50, "MaxBytes": 4096},
+    "TopicSubscriptionLimits": {"DurablePerConnection": 2, "Durable": 10, "Ephemeral": 20,
+                                "DurableQueueBytes": 4096, "DurableBytes": 8192, "DiskShare": 0.25},
     "TopicKeyLimit": {"Count": 5, "WindowSeconds": 60},
     "TopicPublishers": {"UpsycleServices": ["11" * 32], "DmsgStaticKeys": ["02" + "22" * 32]},
 }
@@ -165,6 +170,7 @@ EVERY_KEY_PARSED = {
     "topic_kes_key": Path("kes.skey"),
     "topic_operational_certificate": Path("node.cert"),
     "topic_queue_limits": TopicQueueLimits(50, 4096),
+    "topic_subscription_limits": TopicSubscriptionLimits(2, 10, 20, 4096, 8192, 0.25),
     "topic_key_limit": TopicKeyLimit(5, 60.0),
     "topic_publishers": TopicPublishers(frozenset({b"\x11" * 32}), frozenset({b"\x02" + b"\x22" * 32})),
 }

@@ -247,3 +247,40 @@ def test_partitions_and_delays_never_split_an_epoch(tmp_path_factory, steps):
             assert all(certificates[k] == reference[k] for k in set(certificates) & set(reference))
 
     trio.run(_cluster, tmp_path, 4, scenario)
+
+
+@pytest.mark.trio
+async def test_the_stake_rule_moves_on_with_blocks_a_client_builds(tmp_path):
+    """Pool 4 signs its own events, built by the library's PoolCreator over what node 0
+    delivers. The creator cannot weigh a stake quorum; it takes the final epochs node 0
+    reports, so its events are in the epoch the electors cut next, and epochs go on."""
+    from types import SimpleNamespace
+
+    from clients.topics.blocklace import PoolCreator
+    from topics.blocklace.codec import PERM_EVENT, Payload, EVENT
+
+    async def scenario(nodes, clock):
+        cluster = Cluster(nodes[:4])
+        electors = {pool(i).id: ALL for i in range(4)}
+        ad = advertisement(0, electors | {pool(4).id: PERM_EVENT},
+                           TopicParams(quorum=(1, 2, 3), epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        assert (await nodes[0].publish(draft_body(TOPIC, ad_payload(ad)))).accepted
+        await cluster.settle()
+        creator = PoolCreator(pool(4).id, TOPIC)
+        followed = 0
+        for n in range(8):
+            for body in nodes[0].items()[followed:]:
+                creator.follow(SimpleNamespace(kind=body[0], payload=body[2] if body[0] == 0 else body[1]))
+            followed = len(nodes[0].items())
+            message = pool(4).sign(creator.next_block(Payload(EVENT, event=b"event %d" % n)))
+            assert (await nodes[0].submit_local(message.raw)) is None
+            creator.published(message.message_id)
+            await cluster.settle()
+            clock.advance(INTERVAL)
+            await cluster.settle()
+            if _final(nodes[0]) >= 4:
+                break
+        assert [_final(node) for node in nodes[:4]] == [_final(nodes[0])] * 4 and _final(nodes[0]) >= 4
+        assert nodes[0].blocklace.lace.blocks[creator.last].block.epoch >= 3
+
+    await _cluster(tmp_path, 5, scenario)
