@@ -219,7 +219,7 @@ class _Seconds(_Form):
             raise _Invalid from None
 
     def to_json(self, value: float) -> int | float:
-        return int(value) if value.is_integer() else value
+        return int(value) if float(value).is_integer() else value  # a value built in code may be an int
 
 
 class _PositiveSeconds(_Seconds):

@@ -400,3 +400,10 @@ def test_stake_source_forms(text: str, kind: StakeSourceKind, path: Path | None)
     source = StakeSource.parse(text)
     assert (source.kind, source.path) == (kind, path)
     assert StakeSource.parse(str(source)) == source
+
+
+def test_to_json_takes_whole_seconds_given_as_integers_in_code() -> None:
+    """A configuration built in code (tests, the lab) may hold ``int`` seconds; the start-up
+    line writes it as the file would, instead of failing the node's start."""
+    config = dataclasses.replace(NodeConfig(), topic_key_limit=TopicKeyLimit(count=8, window_seconds=25))
+    assert config.to_json()["TopicKeyLimit"] == {"Count": 8, "WindowSeconds": 25}
