@@ -24,9 +24,11 @@ a case's CPU per message per node over that floor.
 
 ``--tree PATH`` (repeatable) runs the node of another checkout (its ``dmq`` package first
 on the node's path, this checkout's interpreter): two trees given run case by case in turn,
-so a before/after comes from one window of the machine's load. ``--profile`` samples one
-mesh node's CPU time with py-spy (``pip install py-spy``, a development tool, not a
-dependency of the node) over the loaded window and prints its hottest functions.
+so a before/after comes from one window of the machine's load. ``--profile`` samples node 1
+of the mesh's CPU time with py-spy (``pip install py-spy``, a development tool, not a
+dependency of the node) over the loaded and the idle windows, counting only samples where a
+thread holds the GIL (its Python work, not its waits in epoll or fsync), and prints the
+hottest functions.
 
     .venv/bin/python bench/diffusion_cost.py [--warmup 10] [--window 45] [--idle-window 60]
         [--tree PATH ...] [--cases mesh,line,idle] [--profile]
@@ -57,7 +59,7 @@ from bench.rawclient import RawConnection, sdu  # noqa: E402
 from bench.validation_throughput import floor_inputs, run_floor  # noqa: E402
 from dmq.ports import free_ports  # noqa: E402
 from integrations.devnet.node_process import NodeExited, NodeFiles, NodeProcess  # noqa: E402
-from integrations.devnet.scrape import ScrapeError, scrape_node  # noqa: E402
+from integrations.devnet.scrape import ScrapeError, scrape_node, scrape_text  # noqa: E402
 from integrations.devnet.topology import Shape, dials_of, links_of, topology_document  # noqa: E402
 from integrations.netlab.resources import read_cpu_seconds  # noqa: E402
 from tests.e2e.raw_n2c import ACCEPT, MSG_DONE, submit_message  # noqa: E402
@@ -77,7 +79,7 @@ CASES = ("mesh", "line", "idle")
 #: Seconds from signing to expiry: within the nodes' bound on a message's lifetime.
 TTL = 1700
 #: Functions listed per profile view.
-TOP = 30
+TOP = 70
 
 #: The node of another checkout: its directory first on the path, then the operator's entry point.
 TREE_NODE = """
@@ -145,6 +147,16 @@ async def wait_linked(nodes: list[NodeProcess], dials: list[int], timeout: float
                        + " || ".join(f"{n.name}: {n.diagnostics()}" for n in nodes))
 
 
+async def wire_bytes(nodes: list[NodeProcess]) -> list[int]:
+    """Each node's bytes in and out with all its peers so far (per-peer counters, SDU headers included)."""
+    totals = []
+    for node in nodes:
+        text = await scrape_text(node.files.config["PrometheusPort"], host=HOST, timeout=10)
+        totals.append(sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+                          if line.startswith(("dmq_node_peer_bytesIn_counter{", "dmq_node_peer_bytesOut_counter{"))))
+    return totals
+
+
 async def held(nodes: list[NodeProcess]) -> list[int]:
     return [(await scrape_node(n.files.config["PrometheusPort"], host=HOST, timeout=10)).messages_held for n in nodes]
 
@@ -201,9 +213,15 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
         if case == "idle":
             await trio.sleep(args.warmup)
             before, t0 = cpu_of(nodes), time.perf_counter()
+            profile = None
+            if args.profile:
+                profile = await start_profile(nodes[0], args.idle_window, workdir / f"idle-{abs(hash(tree))}.txt")
             await trio.sleep(args.idle_window)
             after, t1 = cpu_of(nodes), time.perf_counter()
-            return per_node([b - a for a, b in zip(before, after)], 0, t1 - t0)
+            result = per_node([b - a for a, b in zip(before, after)], 0, t1 - t0)
+            if profile is not None:
+                result["profile"] = await finish_profile(*profile)
+            return result
         targets = nodes[:1] if case == "line" else nodes
         connections = [await open_local(n.files.socket_path) for n in targets for _ in range(SIGNERS_PER_NODE)]
         submitter = Submitter(connections, messages)
@@ -211,6 +229,7 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
         async with trio.open_nursery() as nursery:
             nursery.start_soon(submitter.run)
             await trio.sleep(args.warmup)
+            bytes_before = await wire_bytes(nodes)  # scraped outside the CPU window
             before, sent_before, t0 = cpu_of(nodes), submitter.accepted, time.perf_counter()
             own_before = time.process_time()
             profile = None
@@ -220,6 +239,8 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
             after, sent_after, t1 = cpu_of(nodes), submitter.accepted, time.perf_counter()
             result = per_node([b - a for a, b in zip(before, after)], sent_after - sent_before, t1 - t0)
             result["bench_core_percent"] = 100 * (time.process_time() - own_before) / (t1 - t0)
+            result["wire_bytes_per_message"] = [(b - a) / max(1, result["messages"])
+                                                for a, b in zip(bytes_before, await wire_bytes(nodes))]
             nursery.cancel_scope.cancel()
         if profile is not None:
             result["profile"] = await finish_profile(*profile)
@@ -277,24 +298,26 @@ def measure_floor(messages: list, repeat: int = 5) -> float:
 
 
 def print_case(case: str, tree: str, result: dict, floor: float) -> None:
+    print(f"  {case} on {tree}, load average {result['load']:.2f} at its end:")
     pct = result["core_percent"]
     if case == "idle":
-        print(f"  {case:<5} {tree}: {result['seconds']:.0f} s window, % of a core per node: "
+        print(f"        {result['seconds']:.0f} s window, % of a core per node: "
               + ", ".join(f"{p:.2f}" for p in pct) + f"  (mean {statistics.mean(pct):.2f} %)")
         return
     ms = result["cpu_ms_per_message"]
     mean = statistics.mean(ms)
-    print(f"  {case:<5} {tree}: {result['messages']} messages in {result['seconds']:.0f} s "
+    print(f"        {result['messages']} messages in {result['seconds']:.0f} s "
           f"({result['messages'] / result['seconds']:.1f} msg/s), bench itself {result['bench_core_percent']:.1f} % of a core")
     print(f"        CPU per message per node (ms): " + ", ".join(f"{v:.2f}" for v in ms)
           + f"  mean {mean:.2f} = {mean / (floor * 1e3):.0f} x the floor")
     print(f"        % of a core per node        : " + ", ".join(f"{p:.1f}" for p in pct)
           + f"  mean {statistics.mean(pct):.1f}")
+    print(f"        wire bytes per message per node: " + ", ".join(f"{b:.0f}" for b in result["wire_bytes_per_message"]))
 
 
-def print_profile(tree: str, profile: dict) -> None:
+def print_profile(case: str, tree: str, profile: dict) -> None:
     total = profile["samples"] or 1
-    print(f"profile of mesh node1 ({tree}), py-spy, {profile['samples']} CPU samples:")
+    print(f"profile of {case} node1 ({tree}), py-spy, {profile['samples']} CPU samples:")
     print("  own time:")
     for frame, n in profile["own"]:
         print(f"    {100 * n / total:5.1f} %  {frame}")
@@ -311,9 +334,12 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=None, metavar="PATH",
                         help="checkout whose node to run (repeat for a before/after; default: this one)")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
-    parser.add_argument("--profile", action="store_true", help="py-spy one mesh node over the loaded window")
+    parser.add_argument("--profile", action="store_true", help="py-spy node 1 of the mesh over its windows")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of every case and tree, alternated (a before/after on a busy machine)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
     cases = [c for c in args.cases.split(",") if c]
     if bad := [c for c in cases if c not in CASES]:
         parser.error(f"unknown case {', '.join(bad)}; the cases are {', '.join(CASES)}")
@@ -333,12 +359,16 @@ def main() -> None:
     floors = [measure_floor(messages)]
     results: dict = {}
     try:
-        for case in cases:
-            for tree in trees:
-                # Signed afresh for each run: expiry stays within what the nodes accept.
-                _, messages = make_messages(count, POOLS, ttl=TTL)
-                results[(case, tree)] = trio.run(run_case, case, tree, workdir, stake, messages, args)
-                floors.append(measure_floor(messages))
+        for round_ in range(args.repeat):
+            for case in cases:
+                for tree in trees:
+                    # Signed afresh for each run: expiry stays within what the nodes accept.
+                    _, messages = make_messages(count, POOLS, ttl=TTL)
+                    result = trio.run(run_case, case, tree, workdir / str(round_), stake, messages, args)
+                    result["load"] = os.getloadavg()[0]
+                    results[(case, tree, round_)] = result
+                    floors.append(measure_floor(messages))
+                    print_case(case, tree or "this tree", result, min(floors))  # progress, as each run ends
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     # The lowest is the floor: other work on the cores only ever adds to a measurement.
@@ -348,16 +378,27 @@ def main() -> None:
     print(f"validation floor (1 Ed25519 + 7 Blake2b-256, libsodium and hashlib): {floor * 1e6:.1f} µs per message "
           f"(lowest of {len(floors)}: " + ", ".join(f"{f * 1e6:.0f}" for f in floors) + ")")
     print(f"rate {RATE:.0f} msg/s, warm-up {args.warmup:g} s, window {args.window:g} s, idle window {args.idle_window:g} s")
-    for (case, tree), result in results.items():
+    for (case, tree, _), result in results.items():
         print_case(case, tree or "this tree", result, floor)
-    for (case, tree), result in results.items():
+    if args.repeat > 1:
+        print(f"median over {args.repeat} rounds of the mean per node:")
+        for case in cases:
+            for tree in trees:
+                runs = [r for (c, t, _), r in results.items() if (c, t) == (case, tree)]
+                pct = statistics.median(statistics.mean(r["core_percent"]) for r in runs)
+                line = f"  {case:<5} {tree or 'this tree'}: {pct:.2f} % of a core"
+                if case != "idle":
+                    ms = statistics.median(statistics.mean(r["cpu_ms_per_message"]) for r in runs)
+                    line += f", {ms:.2f} ms per message = {ms / (floor * 1e3):.0f} x the floor"
+                print(line)
+    for (case, tree, _), result in results.items():
         if "profile" in result:
-            print_profile(tree or "this tree", result["profile"])
+            print_profile(case, tree or "this tree", result["profile"])
     if args.json:
         args.json.write_text(json.dumps({"floor_us": floor * 1e6, "load": load,
-                                         "results": [{"case": c, "tree": t, **{k: v for k, v in r.items()
-                                                                               if k != "profile"}}
-                                                     for (c, t), r in results.items()]}, indent=1))
+                                         "results": [{"case": c, "tree": t, "round": n,
+                                                      **{k: v for k, v in r.items() if k != "profile"}}
+                                                     for (c, t, n), r in results.items()]}, indent=1))
 
 
 if __name__ == "__main__":
