@@ -86,10 +86,19 @@ class Mempool:
         self,
         messages: Iterable[AppendableMessage],
         pool_state_updates: Mapping[Any, Any] | None = None,
+        *,
+        relayed: bool = False,
     ) -> list[int]:
-        """Append and return once the messages are as safe as this mempool makes them."""
+        """Append and return once the messages are as safe as this mempool makes them.
+
+        The one write the node's ingress makes, whatever the mempool. ``relayed``: the
+        messages came from a peer, which offers them again if they are lost, so nothing
+        waits for them (a durable mempool commits them with its next group); the call then
+        returns without yielding.
+        """
         indices = self.append(messages, pool_state_updates)
-        await trio.lowlevel.checkpoint()
+        if not relayed:
+            await trio.lowlevel.checkpoint()
         return indices
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:
