@@ -123,6 +123,29 @@ class ProfiledNodeFiles(NodeFiles):
         return [*command[:at], "-c", PROFILED_NODE, PROFILE_FILE, *command[at + 2:]]
 
 
+def write_stake(workdir: Path, keys: list) -> Path:
+    """A stake file giving every pool of ``keys`` (from ``make_messages``) the same stake."""
+    stake = workdir / "stake.json"
+    stake.write_text(json.dumps({"epoch": 1, "maxKESEvolutions": 62,
+                                 "pools": {pool_id_of(cold_vk).hex(): 1_000_000 for cold_vk, _, _ in keys}}))
+    return stake
+
+
+def node_config(directory: Path, stake: Path, port: int, metrics_port: int, *, min_sig_delay: float) -> dict:
+    """A loopback node's configuration on the devnet magic, its paths relative to ``directory``."""
+    return {
+        "NetworkMagic": MAGIC,
+        "CardanoNetworkMagic": DEVNET.cardano,
+        "IPv4": HOST,
+        "PortNumber": port,
+        "LocalAddress": SOCKET_FILE,
+        "DatabasePath": "db",
+        "StakeSource": os.path.relpath(stake, directory),
+        "MinSigDelay": min_sig_delay,
+        "PrometheusPort": metrics_port,
+    }
+
+
 def line_files(workdir: Path, stake: Path, profile: int | None) -> list[NodeFiles]:
     """Nodes 1, 2, 3 in ``workdir``: node 2 has node 1 as its local root, node 3 has node 2.
 
@@ -131,19 +154,9 @@ def line_files(workdir: Path, stake: Path, profile: int | None) -> list[NodeFile
     files = []
     for index in range(3):
         directory = workdir / f"node{index + 1}"
-        config = {
-            "NetworkMagic": MAGIC,
-            "CardanoNetworkMagic": DEVNET.cardano,
-            "IPv4": HOST,
-            "PortNumber": ports[index],
-            "LocalAddress": SOCKET_FILE,
-            "DatabasePath": "db",
-            "StakeSource": os.path.relpath(stake, directory),
-            "MinSigDelay": 0,
-            "PrometheusPort": ports[3 + index],
-            # Debug: a message accepted from a peer is logged at Debug, as by the reference node.
-            "TraceOptions": {"": {"severity": "Debug"}},
-        }
+        config = node_config(directory, stake, ports[index], ports[3 + index], min_sig_delay=0)
+        # Debug: a message accepted from a peer is logged at Debug, as by the reference node.
+        config["TraceOptions"] = {"": {"severity": "Debug"}}
         topology = topology_document([(HOST, ports[index - 1])] if index else [])
         kind = ProfiledNodeFiles if profile == index + 1 else NodeFiles
         files.append(kind(directory.name, directory, config, topology))
@@ -424,9 +437,7 @@ def main() -> None:
     print(f"signed {len(messages)} messages of {len(messages[0].raw)} bytes from {args.pools} pools "
           f"in {time.perf_counter() - t:.1f} s")
     workdir = Path(tempfile.mkdtemp(prefix="dqb"))
-    stake = workdir / "stake.json"
-    stake.write_text(json.dumps({"epoch": 1, "maxKESEvolutions": 62,
-                                 "pools": {pool_id_of(cold_vk).hex(): 1_000_000 for cold_vk, _, _ in keys}}))
+    stake = write_stake(workdir, keys)
     files = line_files(workdir, stake, args.profile)
     try:
         results = trio.run(run_line, args, files, messages)

@@ -28,7 +28,7 @@ import trio
 
 from dmq.codec import MessageDecodeError, decode_message
 from dmq.held_back import HeldBack
-from dmq.mempool import DurableMempool, Mempool
+from dmq.mempool import Mempool
 from dmq.message import DmqMessage
 from dmq.trace import MessageAccepted, MessageRejected, Tracer
 from dmq.validation import (Outcome, PeerReaction, ReactionPolicy, Screen, SigTooFrequent, SigValidationError,
@@ -112,10 +112,7 @@ class IngressStages:
                 exported = state.export_pool(message.pool_id)
                 if exported is not None:
                     updates[message.pool_id.hex()] = exported
-            if isinstance(self.mempool, DurableMempool):
-                await self.mempool.submit(accepted, pool_state_updates=updates)
-            else:
-                self.mempool.append(accepted)
+            await self.mempool.submit(accepted, pool_state_updates=updates, relayed=origin not in LOCAL_ORIGINS)
         return outcomes
 
     def failed(self, message: DmqMessage, failure: str) -> Outcome:

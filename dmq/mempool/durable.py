@@ -6,6 +6,14 @@ fsync per message would cap throughput at the disk's sync rate, so a single writ
 collects every submission that arrives while it waits or while a commit is in flight, and
 writes them all in ONE transaction with one fsync, then wakes every submitter at once.
 
+Messages relayed from peers are not waited for: :meth:`DurableMempool.submit` with
+``relayed=True`` returns at once, its messages visible to readers at once, and they are
+committed with the next group, which the writer holds open for up to
+``relay_commit_interval`` seconds (or until a submitter that waits arrives): at mainnet's
+rate one transaction, one fsync and one thread hop per interval instead of per message. A
+crash may lose the relayed messages of the last interval; the peers that offered them offer
+them again (docs/architecture.md principle 5).
+
 The blocking commit runs in a worker thread (``trio.to_thread.run_sync``): LMDB's fsync
 blocks, and that must not stall the event loop. Only the writer task ever dispatches
 writes, so there is exactly one writer at a time. A simulated network on trio's virtual
@@ -13,10 +21,13 @@ clock runs the commit in the loop's own thread instead (``run_blocking``): a wor
 would let virtual time jump while the commit runs, by however long the thread happened to
 take, and the run would no longer follow from its seed.
 
-Readers never see a message before it is on disk: entries are held (they count as
-duplicates at once, so a concurrent second copy is refused) but are published to cursors
-only when their transaction has committed. A write that fails withdraws its messages and
-raises :class:`MempoolWriteError` in each of their submitters: nothing was acknowledged.
+Readers never see a message whose submitter waits for the disk before it is on disk:
+such entries are held (they count as duplicates at once, so a concurrent second copy is
+refused) but are published to cursors only when their transaction has committed, and a
+relayed message behind them in the log waits with them. A write that fails withdraws the
+waited-for messages and raises :class:`MempoolWriteError` in each of their submitters:
+nothing was acknowledged. Relayed messages of a failed write stay in memory (they were
+visible already); ``relayed_write_errors`` counts such failures.
 
 Expired messages are purged from memory at once and deleted from LMDB in their own
 batched transactions by the same writer, after any pending append that wrote them.
@@ -40,12 +51,15 @@ from .log import AppendableMessage
 from .memory import DEFAULT_EXPIRY_INTERVAL, Mempool
 from .store import DEFAULT_MAP_SIZE, InTxn, LoadReport, MempoolStore
 
-__all__ = ["DurableMempool", "open_durable_mempool", "DEFAULT_COMMIT_WINDOW"]
+__all__ = ["DurableMempool", "open_durable_mempool", "DEFAULT_COMMIT_WINDOW", "DEFAULT_RELAY_COMMIT_INTERVAL"]
 
 #: How long the writer lingers after the first submission of a group before committing.
 #: Zero still lets every submitter that is ready in the same scheduler pass join, and every
 #: submitter that arrives during a commit joins the next one.
 DEFAULT_COMMIT_WINDOW = 0.0
+#: How long relayed messages may wait in memory for their commit, at most: what a crash can
+#: lose of them, and what bounds the fsyncs and thread hops they cost to one per interval.
+DEFAULT_RELAY_COMMIT_INTERVAL = 1.0
 
 
 class _PendingAppend:
@@ -54,11 +68,12 @@ class _PendingAppend:
     __slots__ = ("entries", "pool_state_updates", "in_txn", "done", "error")
 
     def __init__(self, entries: list[StoredMessage], pool_state_updates: Mapping[Any, Any] | None,
-                 in_txn: InTxn | None = None) -> None:
+                 in_txn: InTxn | None = None, waited: bool = True) -> None:
         self.entries = entries
         self.pool_state_updates = pool_state_updates
         self.in_txn = in_txn
-        self.done = trio.Event()
+        #: None for a relayed batch: nobody waits for it.
+        self.done: trio.Event | None = trio.Event() if waited else None
         self.error: BaseException | None = None
 
 
@@ -73,6 +88,7 @@ class DurableMempool(Mempool):
         map_size: int = DEFAULT_MAP_SIZE,
         decode: Callable[[bytes], DmqMessage] | None = None,
         commit_window: float = DEFAULT_COMMIT_WINDOW,
+        relay_commit_interval: float = DEFAULT_RELAY_COMMIT_INTERVAL,
         expiry_interval: float = DEFAULT_EXPIRY_INTERVAL,
         run_blocking: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
     ) -> None:
@@ -91,7 +107,12 @@ class DurableMempool(Mempool):
         #: What the reopen found (loaded, expired and corrupt records).
         self.load_report: LoadReport = loaded.report
         self._commit_window = commit_window
+        self._relay_commit_interval = relay_commit_interval
         self._queue: list[_PendingAppend] = []
+        #: Relayed batches queued: only the first wakes the writer, which then holds the group open.
+        self._relayed_queued = 0
+        #: Failed writes that held relayed messages only (nobody to raise to).
+        self.relayed_write_errors = 0
         self._in_flight: list[_PendingAppend] = []
         self._deletes: list[StoredMessage] = []
         self._work = trio.Event()
@@ -134,6 +155,8 @@ class DurableMempool(Mempool):
         messages: Iterable[AppendableMessage],
         pool_state_updates: Mapping[Any, Any] | None = None,
         in_txn: InTxn | None = None,
+        *,
+        relayed: bool = False,
     ) -> list[int]:
         """Append; return the indices once the group transaction holding them is on disk.
 
@@ -142,6 +165,10 @@ class DurableMempool(Mempool):
         (topic state, docs/topics-design.md 2.5 step 7); if ``in_txn`` raises, nothing of the group is
         written. Duplicates raise at once, before
         anything is queued. Cancelling the caller does not withdraw a queued batch.
+
+        ``relayed``: messages from a peer, which offers them again if they are lost; they are
+        visible at once and committed with the next group (see the module docstring), and
+        the call returns without waiting for it (nor yielding: there is nothing to wait for).
         """
         self._check_open()
         if not self._writer_running:
@@ -150,10 +177,19 @@ class DurableMempool(Mempool):
         if not entries and not pool_state_updates and in_txn is None:
             await trio.lowlevel.checkpoint()
             return []
+        if relayed and in_txn is None:
+            self._queue.append(_PendingAppend(entries, pool_state_updates, waited=False))
+            self.submissions += 1
+            self._relayed_queued += 1
+            if self._relayed_queued == 1:
+                self._work.set()
+            self._publish_durable()
+            return [entry.index for entry in entries]
         pending = _PendingAppend(entries, pool_state_updates, in_txn)
         self._queue.append(pending)
         self.submissions += 1
         self._work.set()
+        assert pending.done is not None
         await pending.done.wait()
         if pending.error is not None:
             raise MempoolWriteError(
@@ -207,15 +243,26 @@ class DurableMempool(Mempool):
             self._writer_running = False
             self._drain_sync()
 
+    def _only_relayed(self) -> bool:
+        """Whether nothing queued is waited for: no submitter, no deletion."""
+        return not self._deletes and all(pending.done is None for pending in self._queue)
+
     async def _write_loop(self) -> None:
         while True:
             await self._work.wait()
             self._work = trio.Event()
+            if self._only_relayed():
+                # Hold the group open for more relayed messages; a submitter that waits, or
+                # a deletion, ends the hold at once.
+                with trio.move_on_after(self._relay_commit_interval):
+                    await self._work.wait()
+                self._work = trio.Event()
             if self._commit_window > 0:
                 await trio.sleep(self._commit_window)
             else:
                 await trio.lowlevel.checkpoint()
             batch, self._queue = self._queue, []
+            self._relayed_queued = 0
             deletes, self._deletes = self._deletes, []
             if batch:
                 entries, updates, hooks = self._merge(batch)
@@ -250,15 +297,20 @@ class DurableMempool(Mempool):
 
     def _finish(self, batch: list[_PendingAppend], error: BaseException | None) -> None:
         if error is not None:
-            for pending in batch:
+            waited = [pending for pending in batch if pending.done is not None]
+            for pending in waited:
                 self._log.discard(pending.entries)
                 pending.error = error
+            if len(waited) < len(batch):
+                self.relayed_write_errors += 1
         self._publish_durable()
         for pending in batch:
-            pending.done.set()
+            if pending.done is not None:
+                pending.done.set()
 
     def _drain_sync(self) -> None:
         batch, self._queue = self._queue, []
+        self._relayed_queued = 0
         deletes, self._deletes = self._deletes, []
         if batch:
             entries, updates, hooks = self._merge(batch)
@@ -272,9 +324,9 @@ class DurableMempool(Mempool):
             self._store.delete(deletes)
 
     def _publish_durable(self) -> None:
-        """Move the reader horizon up to (not including) the oldest batch not yet on disk."""
+        """Move the reader horizon up to (not including) the oldest waited-for batch not yet on disk."""
         for pending in (*self._in_flight, *self._queue):
-            if pending.entries:
+            if pending.entries and pending.done is not None:
                 self._publish(pending.entries[0].index - 1)
                 return
         self._publish(self._log.next_index - 1)

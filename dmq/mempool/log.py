@@ -141,6 +141,10 @@ class MessageLog:
         self._maybe_compact()
         return removed
 
+    def soonest_expiry(self) -> int | None:
+        """The ``expires_at`` of the entry that expires first, None when nothing is held."""
+        return self._expiry[0].expires_at if self._expiry else None
+
     def discard(self, entries: Iterable[StoredMessage]) -> None:
         """Withdraw entries that were never made durable (their write failed).
 

@@ -23,10 +23,16 @@ from .cursor import MempoolCursor
 from .entry import StoredMessage
 from .log import AppendableMessage, MessageLog
 
-__all__ = ["Mempool", "DEFAULT_EXPIRY_INTERVAL"]
+__all__ = ["Mempool", "DEFAULT_EXPIRY_INTERVAL", "EXPIRY_MAX_SLEEP"]
 
-#: How often the background task purges expired messages (the reference loop: about 50 ms).
+#: The shortest sleep of the background purge (the reference loop: about 50 ms).
 DEFAULT_EXPIRY_INTERVAL = 0.05
+#: The longest: the purge sleeps until the soonest expiry it knows, but no longer than this,
+#: so a message appended meanwhile that expires sooner is purged at most this late. Readers
+#: never see an expired message however late the purge (they compare with the clock); a
+#: purge only frees memory and disk. An idle node then wakes about once a second for it, not
+#: twenty times.
+EXPIRY_MAX_SLEEP = 1.0
 
 
 class Mempool:
@@ -86,10 +92,19 @@ class Mempool:
         self,
         messages: Iterable[AppendableMessage],
         pool_state_updates: Mapping[Any, Any] | None = None,
+        *,
+        relayed: bool = False,
     ) -> list[int]:
-        """Append and return once the messages are as safe as this mempool makes them."""
+        """Append and return once the messages are as safe as this mempool makes them.
+
+        The one write the node's ingress makes, whatever the mempool. ``relayed``: the
+        messages came from a peer, which offers them again if they are lost, so nothing
+        waits for them (a durable mempool commits them with its next group); the call then
+        returns without yielding.
+        """
         indices = self.append(messages, pool_state_updates)
-        await trio.lowlevel.checkpoint()
+        if not relayed:
+            await trio.lowlevel.checkpoint()
         return indices
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:
@@ -139,14 +154,17 @@ class Mempool:
     # -- background work --------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Purge expired messages about every ``expiry_interval`` seconds, until cancelled."""
+        """Purge expired messages as they expire (see ``EXPIRY_MAX_SLEEP``), until cancelled."""
         task_status.started()
+        longest = max(self._expiry_interval, EXPIRY_MAX_SLEEP)
         while True:
             removed = self.expire()
             if removed:
                 for observe in self.expiry_observers:
                     observe(removed)
-            await trio.sleep(self._expiry_interval)
+            soonest = self._log.soonest_expiry()
+            wait = longest if soonest is None else soonest - self._clock.now()
+            await trio.sleep(min(longest, max(self._expiry_interval, wait)))
 
     def _publish(self, upto: int) -> None:
         if self._log.publish(upto):

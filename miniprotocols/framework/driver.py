@@ -16,9 +16,10 @@ The peer answers strictly in order, so replies arrive in the order the requests 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -30,6 +31,8 @@ from .machine import ProtocolMachine
 from .spec import ProtocolSpec
 
 __all__ = ["Driver", "DriverEvent", "Direction", "as_driver"]
+
+T = TypeVar("T")
 
 
 class Direction(enum.Enum):
@@ -64,6 +67,9 @@ class Driver:
         self._trace = trace
         # What the channel hands over is one whole CBOR item: the codec may rely on it.
         self._decode = getattr(spec.codec, "decode_framed", spec.codec.decode)
+        #: The scope of :meth:`run` while it runs, and the state of the receive its deadline is for.
+        self._scope: trio.CancelScope | None = None
+        self._timed: tuple[enum.Enum, float] | None = None
 
     @property
     def state(self) -> enum.Enum:
@@ -86,6 +92,27 @@ class Driver:
         if self._trace is not None:
             self._trace(DriverEvent(self.spec.name, Direction.SENT, sent_in, message, raw))
 
+    async def run(self, peer: Callable[[], Awaitable[T]]) -> T:
+        """Run ``peer`` (the loop that sends and receives through this driver) under one deadline.
+
+        Every receive with a time limit then moves the deadline of this one cancel scope
+        (and clears it once the message is in) instead of entering a scope of its own: a
+        scope per receive is a good part of what a round costs a peer at a low rate. When
+        the deadline passes, the receive's :class:`ExceededTimeLimit` is raised from here,
+        as :meth:`recv` raises it without :meth:`run`.
+        """
+        if self._scope is not None:
+            raise RuntimeError(f"{self.spec.name}: the driver already runs a peer")
+        with trio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                return await peer()
+            finally:
+                self._scope = None
+        assert self._timed is not None  # only the receive deadline is ever set on the scope
+        state, limit = self._timed
+        raise ExceededTimeLimit(self.spec.name, state, limit)
+
     async def recv(self) -> Any:
         """Receive the next message the peer owes, within the state's limits."""
         spec = self.spec
@@ -94,6 +121,14 @@ class Driver:
         try:
             if limits.time_limit is None:
                 raw = await self.channel.recv_message(limits.byte_limit)
+            elif self._scope is not None:
+                scope = self._scope
+                self._timed = (state, limits.time_limit)
+                scope.deadline = trio.current_time() + limits.time_limit
+                try:
+                    raw = await self.channel.recv_message(limits.byte_limit)
+                finally:
+                    scope.deadline = math.inf
             else:
                 # A bare cancel scope rather than ``fail_after``: this runs for every message
                 # received, and the context-manager wrapper costs about a third of the scope.

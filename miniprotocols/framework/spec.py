@@ -88,6 +88,9 @@ class ProtocolSpec:
         object.__setattr__(self, "states", MappingProxyType(dict(self.states)))
         object.__setattr__(self, "transitions", MappingProxyType(dict(self.transitions)))
         self._validate()
+        # The tables never change: each pipelining answer is worked out once, on first use
+        # (a pipelined send and each of its replies ask).
+        object.__setattr__(self, "_reply_states", {})
 
     def _validate(self) -> None:
         if self.initial not in self.states:
@@ -152,12 +155,16 @@ class ProtocolSpec:
         the state the reply will return the protocol to: every message leaving ``state``
         must have the same fixed target. Raises ValueError otherwise.
         """
+        known = self._reply_states.get(state)  # type: ignore[attr-defined]
+        if known is not None:
+            return known
         targets = {target for (s, _), target in self.transitions.items() if s == state}
         if len(targets) != 1:
             raise ValueError(f"{self.name}: replies from {state} lead to {len(targets)} targets")
         (target,) = targets
         if callable(target) and not isinstance(target, enum.Enum):
             raise ValueError(f"{self.name}: replies from {state} lead to a message-dependent state")
+        self._reply_states[state] = target  # type: ignore[attr-defined]
         return target
 
     # -- variants ----------------------------------------------------------------

@@ -336,6 +336,29 @@ async def test_time_limit_of_the_state_applies(autojump_clock):
     assert info.value.limit == 7.0 and info.value.state is S.ASKED
 
 
+async def test_time_limit_under_run_applies_and_is_cleared_once_the_message_is_in(autojump_clock):
+    client, server, a, b = drivers()
+
+    async def peer():
+        await client.send(Ask())
+        answered = trio.current_time()
+        await server.recv()
+        await trio.sleep(3)
+        await server.send(Yes())
+        assert await client.recv() == Yes()
+        # No receive is waiting: the deadline of the last one does not fire later.
+        await trio.sleep(60)
+        assert trio.current_time() - answered == pytest.approx(63.0)
+        await client.send(Ask())
+        await client.recv()  # never answered
+
+    started = trio.current_time()
+    with pytest.raises(ExceededTimeLimit) as info:
+        await client.run(peer)
+    assert trio.current_time() - started == pytest.approx(63.0 + 7.0)
+    assert info.value.limit == 7.0 and info.value.state is S.ASKED
+
+
 async def test_no_time_limit_means_waiting_as_long_as_it_takes(autojump_clock):
     client, server, a, b = drivers()
 

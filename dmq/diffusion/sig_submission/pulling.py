@@ -70,7 +70,7 @@ class PullingPeer:
     async def run(self) -> None:
         """Pull until stopped or until the V1 serving peer ends the protocol."""
         try:
-            await self._run()
+            await self.driver.run(self._run)
         finally:
             claimed = self.window.claimed()
             if claimed:

@@ -63,6 +63,9 @@ class ServingPeer:
 
     async def run(self) -> None:
         """Serve until the protocol ends (V2: the pulling peer's ``MsgDone``; V1: :meth:`stop`)."""
+        await self.driver.run(self._serve)
+
+    async def _serve(self) -> None:
         dialect = self.dialect
         driver = self.driver
         if dialect.init is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 
 import lmdb
 import pytest
@@ -251,37 +252,102 @@ async def test_group_commit_batches_concurrent_submitters(tmp_path):
     reopened.close()
 
 
+@contextmanager
+def held_writes(store):
+    """The store's writes wait in the writer thread until ``release`` is set; ``entered`` when one starts."""
+    entered, release = threading.Event(), threading.Event()
+    real_write = store.write
+
+    def held_write(*args):
+        entered.set()
+        release.wait(10)
+        real_write(*args)
+
+    store.write = held_write
+    try:
+        yield entered, release
+    finally:
+        release.set()
+        store.write = real_write
+
+
 async def test_readers_see_a_message_only_once_it_is_on_disk(tmp_path):
     clock = ManualClock(now=NOW)
-    release = threading.Event()
-    entered = threading.Event()
     async with open_durable_mempool(tmp_path, clock, decode=decode) as mempool:
+        with held_writes(mempool.store) as (entered, release):
+            message = make_message(1, NOW + 600)
+            cursor = mempool.cursor()
+            delivered = []
+
+            async def reader():
+                delivered.extend((await cursor.next_batch(blocking=True, limit=10))[0])
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(reader)
+                nursery.start_soon(mempool.submit, [message])
+                await trio.to_thread.run_sync(entered.wait, 10)
+                assert mempool.contains(message.message_id)  # a concurrent copy is already a duplicate
+                assert mempool.lookup_unexpired(message.message_id) is None
+                assert mempool.ids_after(-1, 10) == [] and delivered == []
+                release.set()
+            assert [e.message_id for e in delivered] == [message.message_id]
+
+
+async def test_relayed_messages_are_visible_at_once_and_committed_together_later(tmp_path):
+    clock = ManualClock(now=NOW)
+    messages = [make_message(i, NOW + 600) for i in range(6)]
+    async with open_durable_mempool(tmp_path, clock, decode=decode, relay_commit_interval=0.5) as mempool:
         store = mempool.store
-        real_write = store.write
+        before = store.append_transactions
+        for i, message in enumerate(messages):
+            assert await mempool.submit([message], relayed=True) == [i]
+            # readable at once, before any transaction
+            assert mempool.lookup_unexpired(message.message_id).index == i
+        assert [i for i, _, _ in mempool.ids_after(-1, 10)] == list(range(6))
+        assert store.append_transactions == before and store.stored_indices() == []
+        with trio.fail_after(10):
+            while store.append_transactions == before:
+                await trio.sleep(0.05)
+        assert store.append_transactions == before + 1  # one group for all six
+        assert store.stored_indices() == list(range(6))
 
-        def held_write(*args):
-            entered.set()
-            release.wait(10)
-            real_write(*args)
 
-        store.write = held_write
-        message = make_message(1, NOW + 600)
-        cursor = mempool.cursor()
-        delivered = []
+async def test_a_waited_submission_takes_the_relayed_group_with_it_at_once(tmp_path):
+    clock = ManualClock(now=NOW)
+    async with open_durable_mempool(tmp_path, clock, decode=decode, relay_commit_interval=3600) as mempool:
+        store = mempool.store
+        before = store.append_transactions
+        await mempool.submit([make_message(1, NOW + 600)], relayed=True)
+        await mempool.submit([make_message(2, NOW + 600)], relayed=True)
+        with trio.fail_after(10):  # not an hour: the local submission ends the hold
+            assert await mempool.submit([make_message(3, NOW + 600)]) == [2]
+        assert store.append_transactions == before + 1
+        assert store.stored_indices() == [0, 1, 2]
 
-        async def reader():
-            delivered.extend((await cursor.next_batch(blocking=True, limit=10))[0])
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(reader)
-            nursery.start_soon(mempool.submit, [message])
-            await trio.to_thread.run_sync(entered.wait, 10)
-            assert mempool.contains(message.message_id)  # a concurrent copy is already a duplicate
-            assert mempool.lookup_unexpired(message.message_id) is None
-            assert mempool.ids_after(-1, 10) == [] and delivered == []
-            release.set()
-        assert [e.message_id for e in delivered] == [message.message_id]
-        store.write = real_write
+async def test_a_relayed_message_behind_an_unwritten_local_one_waits_for_it(tmp_path):
+    clock = ManualClock(now=NOW)
+    async with open_durable_mempool(tmp_path, clock, decode=decode) as mempool:
+        with held_writes(mempool.store) as (entered, release):
+            local, relayed = make_message(1, NOW + 600), make_message(2, NOW + 600)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(mempool.submit, [local])
+                await trio.to_thread.run_sync(entered.wait, 10)
+                await mempool.submit([relayed], relayed=True)
+                # neither is visible while the local one is not on disk
+                assert mempool.ids_after(-1, 10) == []
+                release.set()
+        assert [message_id for _, message_id, _ in mempool.ids_after(-1, 10)] == [local.message_id,
+                                                                                   relayed.message_id]
+
+
+async def test_relayed_messages_still_queued_are_written_when_the_mempool_closes(tmp_path):
+    clock = ManualClock(now=NOW)
+    async with open_durable_mempool(tmp_path, clock, decode=decode, relay_commit_interval=3600) as mempool:
+        await mempool.submit([make_message(i, NOW + 600) for i in range(3)], relayed=True)
+    reopened = open_mempool(tmp_path, clock)
+    assert [e.index for e in reopened] == [0, 1, 2]
+    reopened.close()
 
 
 def test_validation_pool_state_export_round_trips_through_the_store(tmp_path):
