@@ -168,3 +168,6 @@ class HandshakeCodec:
 
     def decode(self, state: State, raw: bytes) -> HandshakeMessage:
         return decode_message(self.link, state, raw)
+
+    #: A framed message decodes the same way (and naming it spares the driver's lookup).
+    decode_framed = decode

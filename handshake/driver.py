@@ -24,12 +24,12 @@ import trio
 
 from ouroboros_mux.bearer import HANDSHAKE_SDU_TIMEOUT, Bearer, connect_unix
 from ouroboros_mux.errors import MuxError
-from protocol_engine import (DecoderFailure, Driver, ExceededSizeLimit, ExceededTimeLimit, ProtocolSpec,
-                             ProtocolViolation, Role)
+from protocol_engine import (DecoderFailure, Driver, ExceededSizeLimit, ExceededTimeLimit, ProtocolError,
+                             ProtocolSpec, ProtocolViolation, Role)
 
 from .channel import HANDSHAKE_PROTOCOL_NUM, ForeignSDU, HandshakeChannel
 from .codec import HandshakeCodec
-from .errors import (HandshakeCodecError, HandshakeSizeLimitExceeded, HandshakeTimeLimitExceeded,
+from .errors import (HandshakeCodecError, HandshakeError, HandshakeQueryResult, HandshakeSizeLimitExceeded, HandshakeTimeLimitExceeded,
                      UnexpectedHandshakeMessage)
 from .links import HandshakeLink, VersionTable
 from .messages import HandshakeMessage, MsgProposeVersions, raw_versions
@@ -40,31 +40,22 @@ from .states import State
 __all__ = ["HANDSHAKE_PROTOCOL_NUM", "ServerAnswers", "run_client", "run_server"]
 
 
-async def _send(driver: Driver, message: HandshakeMessage) -> None:
-    try:
-        await driver.send(message)
-    except ProtocolViolation as exc:
-        raise unexpected_message(driver.spec, driver.role, exc.state, message, sending=True) from None
-
-
-async def _receive(driver: Driver) -> HandshakeMessage:
-    """The peer's next message, with the engine's verdicts as the handshake's errors."""
-    state = driver.state
-    try:
-        return await driver.recv()
-    except ForeignSDU as exc:
-        raise UnexpectedHandshakeMessage(
-            f"SDU for mini-protocol {exc.protocol_num} in {state.value}, before the handshake finished") from None
-    except ExceededTimeLimit as exc:
-        raise HandshakeTimeLimitExceeded(state.value, exc.limit) from None
-    except ExceededSizeLimit as exc:
-        raise HandshakeSizeLimitExceeded(state.value, exc.limit, exc.buffered) from None
-    except DecoderFailure as exc:
+def _reworded(exc: ProtocolError | ForeignSDU, driver: Driver, *, sending: bool) -> HandshakeError:
+    """What the engine (or the channel under it) raised, as the handshake's own error."""
+    if isinstance(exc, ForeignSDU):
+        return UnexpectedHandshakeMessage(f"SDU for mini-protocol {exc.protocol_num} in {driver.state.value}, "
+                                          "before the handshake finished")
+    state = exc.state
+    if isinstance(exc, ExceededTimeLimit):
+        return HandshakeTimeLimitExceeded(state.value, exc.limit)
+    if isinstance(exc, ExceededSizeLimit):
+        return HandshakeSizeLimitExceeded(state.value, exc.limit, exc.buffered)
+    if isinstance(exc, DecoderFailure):
         # Only bytes that are not CBOR get here: the handshake's codec raises its own error.
-        raise HandshakeCodecError(
-            f"malformed handshake message in {state.value}: {exc.reason.removeprefix('not CBOR: ')}") from None
-    except ProtocolViolation as exc:
-        raise unexpected_message(driver.spec, driver.role, exc.state, exc.message, sending=False) from None
+        return HandshakeCodecError(f"malformed handshake message in {state.value}: "
+                                   f"{exc.reason.removeprefix('not CBOR: ')}")
+    assert isinstance(exc, ProtocolViolation), exc
+    return unexpected_message(driver.spec, driver.role, state, exc.message, sending=sending)
 
 
 async def _close(bearer: Bearer) -> None:
@@ -98,8 +89,17 @@ async def run_client(bearer: Bearer, table: VersionTable, link: HandshakeLink) -
     driver = Driver(HandshakeChannel(bearer, from_responder=False), protocol_spec(link), Role.CLIENT)
     bearer.sdu_timeout = HANDSHAKE_SDU_TIMEOUT
     try:
-        await _send(driver, MsgProposeVersions(raw_versions(table)))
-        return client_outcome(link, table, await _receive(driver))
+        # The engine's errors are reworded where they arise, with no coroutine wrapped around the
+        # driver's: a Mithril signer pays for a handshake with every message.
+        try:
+            await driver.send(MsgProposeVersions(raw_versions(table)))
+        except ProtocolError as exc:
+            raise _reworded(exc, driver, sending=True) from None
+        try:
+            answer = await driver.recv()
+        except (ProtocolError, ForeignSDU) as exc:
+            raise _reworded(exc, driver, sending=False) from None
+        return client_outcome(link, table, answer)
     except BaseException:
         await _close(bearer)
         raise
@@ -139,9 +139,14 @@ class ServerAnswers:
         self.link = link
         self.capacity = capacity
         self._codec = HandshakeCodec(link)
+        # Replies by proposal (equal proposals, equal replies), and the proposals met again
+        # by their bytes. The objects these hold are kept for the life of this object, so
+        # their ids also key the lookups made on every connection, which then cost no
+        # Python-level hashing or comparing of messages.
         self._replies: dict[MsgProposeVersions, ServerReply] = {}
         self._proposals: dict[bytes, MsgProposeVersions] = {}
-        self._encoded: dict[HandshakeMessage, bytes] = {}
+        self._reply_of: dict[int, ServerReply] = {}
+        self._encoded: dict[int, bytes] = {}
         base = protocol_spec(link)
         self.spec: ProtocolSpec = dataclasses.replace(base, codec=self) if capacity else base
 
@@ -153,7 +158,7 @@ class ServerAnswers:
 
     # -- the engine's Codec ---------------------------------------------------------
     def encode(self, message: HandshakeMessage) -> bytes:
-        data = self._encoded.get(message)
+        data = self._encoded.get(id(message))
         return self._codec.encode(message) if data is None else data
 
     def decode(self, state: State, raw: bytes) -> HandshakeMessage:
@@ -168,20 +173,25 @@ class ServerAnswers:
             self._remember_bytes(raw, proposal)
         return proposal
 
+    decode_framed = decode
+
     def _remember_bytes(self, raw: bytes, proposal: MsgProposeVersions) -> None:
         """Remember that ``raw`` decodes to ``proposal``, if the proposal's reply is remembered."""
-        if proposal in self._replies and len(self._proposals) < self.capacity:
+        reply = self._replies.get(proposal)
+        if reply is not None and len(self._proposals) < self.capacity:
             self._proposals[bytes(raw)] = proposal
+            self._reply_of[id(proposal)] = reply
 
     # -- replies ---------------------------------------------------------------------
     def reply_to(self, proposal: MsgProposeVersions) -> ServerReply:
         """The reply to ``proposal``, remembered if it accepts a version."""
-        reply = self._replies.get(proposal)
+        reply = self._reply_of.get(id(proposal)) or self._replies.get(proposal)
         if reply is None:
             reply = ServerReply(*decide_reply(self.link, self.table, proposal))
             if isinstance(reply.outcome, HandshakeResult) and len(self._replies) < self.capacity:
                 self._replies[proposal] = reply
-                self._encoded[reply.message] = reply.data
+                self._reply_of[id(proposal)] = reply
+                self._encoded[id(reply.message)] = reply.data
         return reply
 
     def answer(self, proposal: bytes) -> ServerReply:
@@ -212,11 +222,21 @@ async def run_server(bearer: Bearer, table: VersionTable, link: HandshakeLink, *
         elif answers.table is not table or answers.link is not link:
             raise ValueError("the remembered answers belong to another version table or link")
         driver = Driver(HandshakeChannel(bearer, from_responder=True, known=answers), answers.spec, Role.SERVER)
-        reply = answers.reply_to(await _receive(driver))
-        await _send(driver, reply.message)
-        if reply.is_query:
+        try:
+            proposal = await driver.recv()
+        except (ProtocolError, ForeignSDU) as exc:
+            raise _reworded(exc, driver, sending=False) from None
+        reply = answers.reply_to(proposal)
+        try:
+            await driver.send(reply.message)
+        except ProtocolError as exc:
+            raise _reworded(exc, driver, sending=True) from None
+        outcome = reply.outcome
+        if type(outcome) is HandshakeResult:
+            return outcome
+        if isinstance(outcome, HandshakeQueryResult):
             await _linger_for_close(bearer, link.query_shutdown_delay)
-        return reply.result()
+        raise outcome
     except BaseException:
         await _close(bearer)
         raise

@@ -18,6 +18,15 @@ __all__ = ["State", "AGENCY"]
 
 
 class State(enum.Enum):
+    """A state of the handshake; ``value`` is the reference's name for it.
+
+    States key the engine's tables, looked up several times on every move; hashing by
+    identity (as members compare) spares Enum's hash of the name, a Python call each time,
+    on the local socket's one handshake per message.
+    """
+
+    __hash__ = object.__hash__
+
     PROPOSE = "StPropose"
     CONFIRM = "StConfirm"
     DONE = "StDone"
