@@ -14,7 +14,7 @@ from collections.abc import Container
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import CborFramer
 from ouroboros_mux.errors import MuxError
-from ouroboros_mux.sdu import encode_header
+from ouroboros_mux.sdu import SDU
 
 from .errors import HandshakeBearerError
 
@@ -54,10 +54,8 @@ class HandshakeChannel:
 
     async def send(self, data: bytes) -> None:
         """``data`` as one SDU (a handshake message is far smaller than an SDU's payload)."""
-        bearer = self.bearer
-        header = encode_header(bearer.timestamp(), HANDSHAKE_PROTOCOL_NUM, self._from_responder, len(data))
         try:
-            await bearer.write_parts([header, data], 1)
+            await self.bearer.write_sdu(SDU(HANDSHAKE_PROTOCOL_NUM, self._from_responder, data))
         except MuxError as exc:
             raise HandshakeBearerError(exc) from exc
 
