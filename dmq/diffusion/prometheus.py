@@ -17,7 +17,9 @@ from prometheus_client.registry import Collector
 
 from dmq.metrics import SeriesNames
 
-from .peers import Direction, PeerState, PeerTable
+from ouroboros_mux.mux import Provenance
+
+from .peers import PeerState, PeerTable
 
 __all__ = ["PeerCollector"]
 
@@ -41,7 +43,7 @@ class PeerCollector(Collector):
         rtt = n.family("peer.keepAliveRtt", "real", "Last keep-alive round trip, seconds", labels)
         known = established = 0
         for peer in self.peers:
-            key = [peer.peer, peer.direction.value]
+            key = [peer.peer, peer.provenance.value]
             bytes_in.add_metric(key, peer.bytes_in)
             bytes_out.add_metric(key, peer.bytes_out)
             accepted.add_metric(key, peer.messages_accepted)
@@ -50,7 +52,7 @@ class PeerCollector(Collector):
             state.add_metric([*key, peer.state.value], 1)
             if peer.keep_alive_rtt is not None:
                 rtt.add_metric(key, peer.keep_alive_rtt)
-            if peer.direction is Direction.OUTBOUND:
+            if peer.provenance is Provenance.OUTBOUND:
                 known += 1
                 established += peer.state is PeerState.HOT
         yield from (bytes_in, bytes_out, accepted, rejected, connections, state, rtt)
