@@ -10,7 +10,11 @@ call never waits and nothing else runs during it), in three cases:
 * remembered: DMQ N2C (4097) with the node's :class:`~handshake.driver.ServerAnswers`, the
   local socket's steady state;
 * fresh N2C: the same proposal without remembered answers (decoded, decided, encoded);
-* fresh N2N: a DMQ node-to-node proposal (versions 1 and 2), as an inbound peer sends it.
+* fresh N2N: a DMQ node-to-node proposal (versions 1 and 2), as an inbound peer sends it;
+* remembered N2C without the socket: the first case on a bearer whose socket calls are
+  stubbed (the proposal is handed over as an SDU already read, the reply's write returns at
+  once): the Python the handshake runs per connection, which varies far less with the
+  machine's load than the system calls do.
 
 Each case runs ``--rounds`` rounds of ``--count`` handshakes; the best round is reported
 (on a shared machine the other rounds measure the neighbours too).
@@ -61,6 +65,30 @@ async def _one_round(count: int, table, link, proposal: bytes, answers) -> float
     return spent / count
 
 
+class _NoSocketBearer(Bearer):
+    """A bearer whose socket calls are stubbed: reads return the proposal, writes return at once."""
+
+    def __init__(self, proposal: bytes) -> None:  # no stream: nothing here touches one
+        self.sdu_timeout = 30.0
+        self._gather_socket = self  # writes take the gathered path, which stops here
+        self._timestamp = lambda: 0
+        self._sdu = SDU(0, False, proposal)
+
+    def read_sdu_nowait(self) -> SDU:
+        return self._sdu
+
+    async def write_parts(self, parts: list, sdu_count: int) -> None:
+        pass
+
+
+async def _one_round_without_socket(count: int, table, link, proposal: bytes, answers) -> float:
+    bearer = _NoSocketBearer(proposal)
+    start = time.process_time()
+    for _ in range(count):
+        await run_server(bearer, table, link, answers=answers)
+    return (time.process_time() - start) / count
+
+
 async def main(count: int, rounds: int) -> None:
     n2c = dmq_node_to_client_versions(DMQ_MAINNET_MAGIC)
     n2n = dmq_node_to_node_versions(DMQ_MAINNET_MAGIC)
@@ -77,6 +105,11 @@ async def main(count: int, rounds: int) -> None:
         figures = [await _one_round(count, table, link, proposal, answers) for _ in range(rounds)]
         print(f"  {name}: {min(figures) * 1e6:.1f} µs per handshake "
               f"(rounds: {', '.join(f'{f * 1e6:.1f}' for f in figures)})")
+    answers = ServerAnswers(n2c, DMQ_NODE_TO_CLIENT)
+    figures = [await _one_round_without_socket(count * 4, n2c, DMQ_NODE_TO_CLIENT, N2C_PROPOSE, answers)
+               for _ in range(rounds)]
+    print(f"  remembered N2C without the socket calls: {min(figures) * 1e6:.2f} µs per handshake "
+          f"(rounds: {', '.join(f'{f * 1e6:.2f}' for f in figures)})")
     print(f"  load average {os.getloadavg()[0]:.1f} at the end")
 
 
