@@ -45,9 +45,9 @@ async def _run_against_raw_peer(mux: Mux, peer: trio.SocketStream, wire: bytes, 
     return outcome["error"], written
 
 
-async def _tcp_mux(role: Role = Provenance.INBOUND) -> tuple[Mux, trio.SocketStream]:
+async def _tcp_mux(provenance: Provenance = Provenance.INBOUND) -> tuple[Mux, trio.SocketStream]:
     peer, ours = await tcp_stream_pair()
-    return Mux(Bearer(ours), role), peer
+    return Mux(Bearer(ours), provenance), peer
 
 
 async def test_unknown_protocol_ends_the_connection_and_wakes_channels():
