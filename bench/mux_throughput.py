@@ -24,7 +24,7 @@ import time
 import trio
 
 from ouroboros_mux.bearer import Bearer
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 UNLIMITED = 0xFFFFFFFF
 
@@ -73,8 +73,8 @@ async def plain_copy(total: int, chunk: int) -> tuple[float, float]:
 async def mux_copy(total: int, size: int, protocols: int) -> tuple[float, float]:
     """Wall and CPU seconds to move ``total`` bytes as ``size``-byte messages over ``protocols`` channels."""
     a, b = await tcp_pair()
-    sender = Mux(Bearer(a), Role.INITIATOR)
-    receiver = Mux(Bearer(b), Role.RESPONDER)
+    sender = Mux(Bearer(a), Provenance.OUTBOUND)
+    receiver = Mux(Bearer(b), Provenance.INBOUND)
     pairs = [(sender.register(n, Mode.INITIATOR, UNLIMITED), receiver.register(n, Mode.RESPONDER, UNLIMITED))
              for n in range(protocols)]
     message = cbor_bytes_message(size)

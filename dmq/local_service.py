@@ -47,7 +47,7 @@ from miniprotocols.local_msg_submission import (
     SubmitResult,
 )
 from ouroboros_mux.bearer import Bearer
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 from dmq.codec import MessageDecodeError, is_legacy_layout
 from dmq.connection import IdleReaper, ProtocolTask, run_connection
@@ -293,7 +293,7 @@ class LocalService:
             return
         self.connections += 1
         self.tracer.emit(ConnectionOpened(self.tracer.now(), client, "n2c", result.version))
-        mux = Mux(bearer, Role.RESPONDER)
+        mux = Mux(bearer, Provenance.INBOUND)
         submission = mux.register(local_msg_submission.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
         notification = mux.register(local_msg_notification.PROTOCOL_NUM, Mode.RESPONDER, N2C_INGRESS_LIMIT)
         # Both start when the client first speaks them: a signer never pays for notification,

@@ -1,8 +1,10 @@
 """The Ouroboros handshake (mini-protocol 0) for DMQ and Cardano links.
 
 Version tables and their data (:mod:`.links`, :mod:`.version_data`, :mod:`.magics`), the
-codec with the reference decoder's rules (:mod:`.codec`), the sans-IO client and server
-(:mod:`.protocol`) and the trio driver over a bearer (:mod:`.driver`).
+codec with the reference decoder's rules (:mod:`.codec`), and the protocol as the protocol
+engine's data (:mod:`.states`, :mod:`.spec`): the sans-IO client and server
+(:mod:`.protocol`) move on the engine's machine, and the trio side (:mod:`.driver`) is the
+engine's driver over mini-protocol 0 on the bare bearer (:mod:`.channel`).
 """
 
 from .codec import decode_message, encode_message

@@ -22,7 +22,7 @@ from .messages import (HandshakeDecodeError, HandshakeMessage, MsgAcceptVersion,
 from .states import State
 from .version_data import encode_uint
 
-__all__ = ["encode_message", "decode_message"]
+__all__ = ["encode_message", "decode_message", "HandshakeCodec"]
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -147,3 +147,27 @@ def decode_message(link: HandshakeLink, state: State, raw: bytes) -> HandshakeMe
     except CborError as exc:
         raise HandshakeCodecError(f"malformed handshake message in {state.value}: {exc}") from None
     return message
+
+
+class HandshakeCodec:
+    """The engine's :class:`~protocol_engine.spec.Codec` for one link's handshake.
+
+    Decoding needs the link (which version numbers exist); encoding does not. Errors are the
+    handshake's own :class:`HandshakeCodecError`, which the engine's driver passes through
+    unchanged, so a handshake fails with the same error whichever way it is driven.
+    """
+
+    __slots__ = ("link",)
+
+    def __init__(self, link: HandshakeLink) -> None:
+        self.link = link
+
+    @staticmethod
+    def encode(message: HandshakeMessage) -> bytes:
+        return encode_message(message)
+
+    def decode(self, state: State, raw: bytes) -> HandshakeMessage:
+        return decode_message(self.link, state, raw)
+
+    #: A framed message decodes the same way (and naming it spares the driver's lookup).
+    decode_framed = decode

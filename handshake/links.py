@@ -59,9 +59,13 @@ HANDSHAKE_TIME_LIMIT = 10.0
 QUERY_SHUTDOWN_DELAY = 20.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HandshakeLink:
-    """Everything that differs between handshakes on different kinds of link."""
+    """Everything that differs between handshakes on different kinds of link.
+
+    Links compare and hash by identity, as protocol specs do: each kind of link is one
+    object, and :func:`handshake.spec.protocol_spec` keeps one spec per link.
+    """
 
     name: str
     versions: frozenset[int]

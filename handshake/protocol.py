@@ -1,48 +1,44 @@
-"""The handshake as a pure state machine: bytes in, bytes and outcomes out.
+"""The handshake's sans-IO peers: bytes in, bytes and outcomes out.
 
-No I/O happens here. :class:`HandshakeClient` and :class:`HandshakeServer` hold the state
-of one handshake, decode what arrives with the codec for the current state, check every
-move against :data:`TRANSITIONS` (a message that is not allowed in the current state is
-a protocol error raised here, never by ad-hoc checks in the peers) and decide what to
-answer with the reference node's algorithm (:func:`accept_or_refuse`). The trio driver in
-:mod:`handshake.driver` only moves bytes and enforces the per-state limits of the link.
+No I/O happens here. :class:`HandshakeClient` and :class:`HandshakeServer` each hold the
+protocol engine's :class:`~protocol_engine.ProtocolMachine` for the handshake's spec
+(:mod:`handshake.spec`): it checks every move against the state table (a message that is not
+allowed in the current state is a protocol error raised by the engine, never by ad-hoc
+checks in the peers), and :func:`unexpected_message` words its verdict as the handshake's
+:class:`~handshake.errors.UnexpectedHandshakeMessage`. What to answer is decided by the
+reference node's algorithm (:func:`decide_reply`, :func:`client_outcome`), shared with the
+trio driver in :mod:`handshake.driver`, which runs the same spec on the engine's driver.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Mapping, Union
+from typing import Any, Mapping, Union
 
-from .codec import decode_message, encode_message
+from protocol_engine import Agency, ProtocolMachine, ProtocolSpec, ProtocolViolation, Role
+
+from .codec import encode_message
 from .errors import (HandshakeQueryResult, HandshakeRefused, InvalidServerSelection, NotRecognisedVersion,
                      UnexpectedHandshakeMessage, VersionDataError, VersionDataMismatch)
 from .links import HandshakeLink, VersionTable
 from .messages import (HandshakeDecodeError, HandshakeMessage, MsgAcceptVersion, MsgProposeVersions,
                        MsgQueryReply, MsgRefuse, MsgReplyVersions, RefuseReason, Refused, VersionMismatch,
                        raw_versions)
-from .states import AGENCY, Agency, State
+from .spec import protocol_spec
+from .states import State
 from .version_data import VersionData, acceptable
 
 __all__ = [
-    "TRANSITIONS",
     "HandshakeResult",
     "ServerReply",
     "accept_or_refuse",
     "decode_query_result",
+    "client_outcome",
+    "decide_reply",
+    "unexpected_message",
     "HandshakeClient",
     "HandshakeServer",
 ]
-
-#: (state, message kind) -> next state. Anything not listed is a protocol violation.
-TRANSITIONS: Mapping[tuple[State, type], State] = MappingProxyType({
-    (State.PROPOSE, MsgProposeVersions): State.CONFIRM,
-    (State.CONFIRM, MsgAcceptVersion): State.DONE,
-    (State.CONFIRM, MsgRefuse): State.DONE,
-    (State.CONFIRM, MsgQueryReply): State.DONE,
-    # Simultaneous open: the other side's proposal arrives while we wait for a reply.
-    (State.CONFIRM, MsgReplyVersions): State.DONE,
-})
 
 
 @dataclass(frozen=True)
@@ -82,90 +78,87 @@ def decode_query_result(link: HandshakeLink, versions: Mapping[int, bytes]) -> H
     return HandshakeQueryResult(decoded)
 
 
-class _Machine:
-    """The shared state and transition checking of one side."""
-
-    role: Agency
-
-    def __init__(self, link: HandshakeLink, table: VersionTable) -> None:
-        link.check_table(table)
-        self.link = link
-        self.table = table
-        self.state = State.PROPOSE
-
-    def _move(self, message: HandshakeMessage, *, sending: bool) -> None:
-        holder = AGENCY[self.state]
-        if holder is Agency.NOBODY:
-            raise UnexpectedHandshakeMessage(f"{type(message).__name__} after the handshake finished")
-        if sending and holder is not self.role:
-            raise UnexpectedHandshakeMessage(f"the {self.role.value} cannot send in {self.state.value}")
-        try:
-            self.state = TRANSITIONS[(self.state, type(message))]
-        except KeyError:
-            raise UnexpectedHandshakeMessage(f"{type(message).__name__} is not allowed in {self.state.value}") from None
-
-    def _send(self, message: HandshakeMessage) -> bytes:
-        self._move(message, sending=True)
-        return encode_message(message)
-
-    def _receive(self, raw: bytes) -> HandshakeMessage:
-        if self.state is State.DONE:
-            raise UnexpectedHandshakeMessage("bytes received after the handshake finished")
-        message = decode_message(self.link, self.state, raw)
-        self._move(message, sending=False)
-        return message
+def unexpected_message(spec: ProtocolSpec, role: Role, state: State, message: Any, *,
+                       sending: bool) -> UnexpectedHandshakeMessage:
+    """The handshake's wording of a move the engine refused (a ProtocolViolation)."""
+    name = "a message" if message is None else type(message).__name__
+    agency = spec.agency(state)
+    if agency is Agency.NOBODY:
+        text = f"{name} after the handshake finished"
+    elif sending and agency is not role.agency:
+        text = f"the {role.value} cannot send in {state.value}"
+    elif not sending and agency is not role.peer.agency:
+        text = f"the {role.value} cannot receive {name} in {state.value}"
+    else:
+        text = f"{name} is not allowed in {state.value}"
+    return UnexpectedHandshakeMessage(text)
 
 
-class HandshakeClient(_Machine):
-    """The side that proposes. Also the side that dialled, except in a simultaneous open."""
+def client_outcome(link: HandshakeLink, table: VersionTable, answer: HandshakeMessage) -> HandshakeResult:
+    """What the server's ``answer`` to a proposal of ``table`` means for the client.
 
-    role = Agency.CLIENT
-
-    def propose(self) -> bytes:
-        """The bytes of ``MsgProposeVersions`` with this side's whole table."""
-        return self._send(MsgProposeVersions(raw_versions(self.table)))
-
-    def receive(self, raw: bytes) -> HandshakeResult:
-        """Interpret the server's answer.
-
-        Returns the agreed version, or raises :class:`HandshakeRefused`,
-        :class:`HandshakeQueryResult`, :class:`NotRecognisedVersion`,
-        :class:`InvalidServerSelection` or a codec/protocol error.
-        """
-        message = self._receive(raw)
-        if isinstance(message, MsgAcceptVersion):
-            return self._check_accept(message)
-        if isinstance(message, MsgRefuse):
-            raise HandshakeRefused(message.reason, by_peer=True)
-        if isinstance(message, MsgQueryReply):
-            raise decode_query_result(self.link, message.table)
-        assert isinstance(message, MsgReplyVersions)
-        outcome = accept_or_refuse(self.link, self.table, message.table)
-        if isinstance(outcome, HandshakeResult):
-            return outcome
-        raise HandshakeRefused(outcome, by_peer=False)
-
-    def _check_accept(self, message: MsgAcceptVersion) -> HandshakeResult:
-        local = self.table.get(message.version)
+    Returns the agreed version, or raises :class:`HandshakeRefused`,
+    :class:`HandshakeQueryResult`, :class:`NotRecognisedVersion` or
+    :class:`InvalidServerSelection`. A proposal as the answer is a simultaneous open: the
+    client then chooses as a server would, and refuses locally if nothing is common.
+    """
+    if isinstance(answer, MsgAcceptVersion):
+        local = table.get(answer.version)
         if local is None:
-            raise NotRecognisedVersion(message.version, tuple(sorted(self.table)))
+            raise NotRecognisedVersion(answer.version, tuple(sorted(table)))
         try:
-            remote = self.link.decode_data(message.data)
-            agreed = acceptable(local, remote)
+            agreed = acceptable(local, link.decode_data(answer.data))
         except (VersionDataError, VersionDataMismatch) as exc:
-            raise InvalidServerSelection(message.version, exc.text) from None
-        return HandshakeResult(message.version, agreed)
+            raise InvalidServerSelection(answer.version, exc.text) from None
+        return HandshakeResult(answer.version, agreed)
+    if isinstance(answer, MsgRefuse):
+        raise HandshakeRefused(answer.reason, by_peer=True)
+    if isinstance(answer, MsgQueryReply):
+        raise decode_query_result(link, answer.table)
+    assert isinstance(answer, MsgReplyVersions)
+    outcome = accept_or_refuse(link, table, answer.table)
+    if isinstance(outcome, HandshakeResult):
+        return outcome
+    raise HandshakeRefused(outcome, by_peer=False)
 
 
 Outcome = Union[HandshakeResult, HandshakeRefused, HandshakeQueryResult]
 
 
-@dataclass(frozen=True)
-class ServerReply:
-    """What the server sends back, and what the exchange means for this side."""
+def decide_reply(link: HandshakeLink, table: VersionTable,
+                 proposal: MsgProposeVersions) -> tuple[HandshakeMessage, Outcome]:
+    """The server's reply to ``proposal`` and what the exchange means for the server.
 
-    data: bytes
-    outcome: Outcome
+    A refusal when no version is agreed; the whole table when the agreed data asks for a
+    query; else the acceptance of the highest common version.
+    """
+    outcome = accept_or_refuse(link, table, proposal.table)
+    if not isinstance(outcome, HandshakeResult):
+        return MsgRefuse(outcome), HandshakeRefused(outcome, by_peer=False)
+    if outcome.agreed_data.query:
+        return MsgQueryReply(raw_versions(table)), decode_query_result(link, proposal.table)
+    return MsgAcceptVersion(outcome.version, outcome.agreed_data.to_cbor()), outcome
+
+
+class ServerReply:
+    """What the server sends back (``message``, and its bytes ``data``) and what the exchange means.
+
+    ``data`` is encoded when first asked for: the trio driver has the engine's codec encode
+    what it sends, so a reply it sends only once is encoded only once.
+    """
+
+    __slots__ = ("message", "outcome", "_data")
+
+    def __init__(self, message: HandshakeMessage, outcome: Outcome, data: bytes | None = None) -> None:
+        self.message = message
+        self.outcome = outcome
+        self._data = data
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            self._data = encode_message(self.message)
+        return self._data
 
     @property
     def is_query(self) -> bool:
@@ -178,20 +171,65 @@ class ServerReply:
         raise self.outcome
 
 
-class HandshakeServer(_Machine):
+class _Peer:
+    """One side: its link and table, and the engine's machine for the link's handshake spec."""
+
+    role: Role
+
+    def __init__(self, link: HandshakeLink, table: VersionTable) -> None:
+        link.check_table(table)
+        self.link = link
+        self.table = table
+        self.machine = ProtocolMachine(protocol_spec(link), self.role)
+
+    @property
+    def state(self) -> State:
+        return self.machine.state
+
+    def _send(self, message: HandshakeMessage) -> bytes:
+        machine = self.machine
+        try:
+            machine.on_send(message)
+        except ProtocolViolation as exc:
+            raise unexpected_message(machine.spec, self.role, exc.state, message, sending=True) from None
+        return machine.spec.codec.encode(message)
+
+    def _receive(self, raw: bytes) -> HandshakeMessage:
+        machine = self.machine
+        if machine.done:
+            raise UnexpectedHandshakeMessage("bytes received after the handshake finished")
+        # Decoded in the current state even when this side holds agency there: what the codec
+        # cannot read in that state is a codec error, as the reference's decoder reports it.
+        message = machine.spec.codec.decode(machine.state, raw)
+        try:
+            machine.on_receive(message, raw)
+        except ProtocolViolation as exc:
+            raise unexpected_message(machine.spec, self.role, exc.state, message, sending=False) from None
+        return message
+
+
+class HandshakeClient(_Peer):
+    """The side that proposes. Also the side that dialled, except in a simultaneous open."""
+
+    role = Role.CLIENT
+
+    def propose(self) -> bytes:
+        """The bytes of ``MsgProposeVersions`` with this side's whole table."""
+        return self._send(MsgProposeVersions(raw_versions(self.table)))
+
+    def receive(self, raw: bytes) -> HandshakeResult:
+        """Interpret the server's answer (see :func:`client_outcome`; codec and protocol errors are raised)."""
+        return client_outcome(self.link, self.table, self._receive(raw))
+
+
+class HandshakeServer(_Peer):
     """The side that answers: accepts the highest common version, refuses, or answers a query."""
 
-    role = Agency.SERVER
+    role = Role.SERVER
 
     def receive(self, raw: bytes) -> ServerReply:
         """Decode the client's proposal and decide the reply (codec errors are raised)."""
-        message = self._receive(raw)
-        assert isinstance(message, MsgProposeVersions)
-        outcome = accept_or_refuse(self.link, self.table, message.table)
-        if not isinstance(outcome, HandshakeResult):
-            return ServerReply(self._send(MsgRefuse(outcome)), HandshakeRefused(outcome, by_peer=False))
-        if outcome.agreed_data.query:
-            reply = MsgQueryReply(raw_versions(self.table))
-            return ServerReply(self._send(reply), decode_query_result(self.link, message.table))
-        accept = MsgAcceptVersion(outcome.version, outcome.agreed_data.to_cbor())
-        return ServerReply(self._send(accept), outcome)
+        proposal = self._receive(raw)
+        assert isinstance(proposal, MsgProposeVersions)
+        reply, outcome = decide_reply(self.link, self.table, proposal)
+        return ServerReply(reply, outcome, self._send(reply))

@@ -18,7 +18,7 @@ from .errors import (
     UnknownMiniProtocol,
     WrongDirection,
 )
-from .mux import Mode, Mux, MuxChannel, Role, TrafficCounters
+from .mux import Mode, Mux, MuxChannel, Provenance, TrafficCounters
 from .sdu import EGRESS_SDU_SIZE, MAX_SDU_PAYLOAD, SDU, SDU_HEADER_SIZE, decode_header, encode_sdu
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
     "Mux",
     "MuxChannel",
     "MuxError",
-    "Role",
+    "Provenance",
     "SDU",
     "SDUDecodeError",
     "SDUReadTimeout",

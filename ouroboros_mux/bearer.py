@@ -24,6 +24,7 @@ from .sdu import (
     MAX_SDU_PAYLOAD,
     SDU,
     SDU_HEADER_SIZE,
+    encode_header,
     monotonic_timestamp,
 )
 
@@ -259,8 +260,13 @@ class Bearer:
 
     # -- writing -------------------------------------------------------------------
     async def write_sdu(self, sdu: SDU) -> None:
-        """Send one SDU, stamped with the current transmission time."""
-        await self.write_many((sdu,))
+        """Send one SDU, stamped with the current transmission time.
+
+        Header and payload go out as one gathered write, unjoined: the handshake writes its
+        reply this way on every connection (one per message from a Mithril signer).
+        """
+        header = encode_header(self._timestamp(), sdu.protocol_num, sdu.from_responder, len(sdu.payload))
+        await self.write_parts([header, sdu.payload], 1)
 
     async def write_many(self, sdus: Iterable[SDU]) -> None:
         """Send several SDUs in one socket write (all stamped with the same time)."""

@@ -37,7 +37,7 @@ __all__ = [
     "Mux",
     "MuxChannel",
     "Mode",
-    "Role",
+    "Provenance",
     "TrafficCounters",
     "SEND_BUFFER_LIMIT",
     "MAX_SDUS_PER_WRITE",
@@ -57,11 +57,17 @@ _pack_header = struct.Struct(">IHH").pack
 _RESPONDER_BIT = 0x8000
 
 
-class Role(str, enum.Enum):
-    """Which side of the connection we are: who opened it, not who talks first."""
+class Provenance(str, enum.Enum):
+    """Who opened a connection (the reference's ``Provenance``): not who talks first.
 
-    INITIATOR = "initiator"  # we opened the connection
-    RESPONDER = "responder"  # we accepted it
+    The node's peer table uses the same values for its peers, which is why they read as the
+    node sees its peers. It is not the direction of a mini-protocol instance on the
+    connection (:class:`Mode`), nor a protocol role (``protocol_engine.Role``: client or
+    server), nor the direction of a message (``protocol_engine.Direction``: sent or received).
+    """
+
+    OUTBOUND = "outbound"  # we opened the connection (dialled)
+    INBOUND = "inbound"    # the peer opened it (we accepted)
 
 
 class Mode(str, enum.Enum):
@@ -316,9 +322,9 @@ class Mux:
     the :class:`MuxError` that ended it otherwise.
     """
 
-    def __init__(self, bearer: Bearer, role: Role | str) -> None:
+    def __init__(self, bearer: Bearer, provenance: Provenance | str) -> None:
         self.bearer = bearer
-        self.role = Role(role)
+        self.provenance = Provenance(provenance)
         # Keyed by the second header word of incoming SDUs: M << 15 | protocol number.
         self._by_ingress: dict[int, MuxChannel] = {}
         self._numbers: set[int] = set()

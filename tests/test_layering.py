@@ -1,6 +1,7 @@
 """The packages depend on each other in one direction only, and no modules import each other in a circle.
 
-docs/architecture.md 1 orders the packages: ``ouroboros_mux`` -> ``handshake`` -> ``miniprotocols`` ->
+docs/architecture.md 1 orders the packages: ``ouroboros_mux`` -> ``protocol_engine`` (the typed-protocol
+engine the handshake and every mini-protocol run on) -> ``handshake`` -> ``miniprotocols`` ->
 ``dmq`` (the node, with its cardano-node link ``dmq.cardano_node``) -> ``topics`` (the topic adapters)
 -> ``clients`` (the client libraries) -> ``apps`` (applications built on topics) -> ``lab`` (the lab
 harnesses). Each may import only those before it: the lab may import the applications and the client
@@ -23,8 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Package -> its place in the order; a package may import those of a lower rank.
-RANK = {"ouroboros_mux": 0, "handshake": 1, "miniprotocols": 2, "dmq": 3, "topics": 4,
-        "clients": 5, "apps": 6, "lab": 7, "spark": 4}
+RANK = {"ouroboros_mux": 0, "protocol_engine": 1, "handshake": 2, "miniprotocols": 3, "dmq": 4, "topics": 5,
+        "clients": 6, "apps": 7, "lab": 8, "spark": 5}
 #: Packages beside the order: each imports by its rank, and no other package imports it.
 IMPORTED_BY_NONE = {"spark"}
 COMPOSITION_ROOT = "dmq.cli"

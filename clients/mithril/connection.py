@@ -32,7 +32,7 @@ from miniprotocols.local_msg_submission import LocalMsgSubmissionClient
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import ChannelClosed
 from ouroboros_mux.errors import ConnectFailed, MuxError
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 from .errors import ConnectionLost, HandshakeFailed, NodeUnreachable
 
@@ -73,7 +73,7 @@ class LocalConnection:
         path = os.fspath(socket_path)
         bearer, _ = await cls.open_and_handshake(path, network_magic, dmq_node_to_client_versions(network_magic),
                                                  DMQ_NODE_TO_CLIENT)
-        return cls(path, network_magic, Mux(bearer, Role.INITIATOR))
+        return cls(path, network_magic, Mux(bearer, Provenance.OUTBOUND))
 
     @staticmethod
     async def open_and_handshake(path: str, network_magic: int, versions: VersionTable,

@@ -33,7 +33,7 @@ from miniprotocols.local_topic_subscription import (
     PROTOCOL_NUM,
     Resume,
 )
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 from topics import cbor
 from topics.auth import sign_auth
 
@@ -69,7 +69,7 @@ class TopicConnection(LocalConnection):
         if result.version != DMQ_N2C_TOPICS_V1:
             await bearer.aclose()
             raise TopicsUnavailable(f"DMQ node at {path} agreed on version {result.version}: it carries no topics")
-        return cls(path, network_magic, Mux(bearer, Role.INITIATOR))
+        return cls(path, network_magic, Mux(bearer, Provenance.OUTBOUND))
 
     async def close(self) -> None:
         """Say ``MsgDone`` on protocol 1000 (best effort), then close as a local connection does."""

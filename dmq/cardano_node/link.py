@@ -60,7 +60,7 @@ from miniprotocols.local_state_query import (
     era_name,
 )
 from ouroboros_mux.errors import ConnectFailed
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 from .backoff import Backoff
 from .errors import CardanoLinkError, CardanoNodeUnreachable
@@ -197,7 +197,7 @@ class CardanoNodeLink:
         status = self.status
         status.connected, status.version = True, agreed.version
         self.tracer.emit(ConnectionOpened(self.tracer.now(), str(self.socket_path), CARDANO_LINK, agreed.version))
-        mux = Mux(bearer, Role.INITIATOR)
+        mux = Mux(bearer, Provenance.OUTBOUND)
         channel = mux.register(PROTOCOL_NUM, Mode.INITIATOR, INGRESS_LIMIT)
         client = LocalStateQueryClient(channel)
         try:

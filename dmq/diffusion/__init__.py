@@ -14,7 +14,7 @@ from .mempool_source import MempoolSigSource
 from .n2n_connection import DIALECTS, N2NContext, run_n2n_connection
 from .on_demand import OnDemandChannel
 from .outbound import OutboundGovernor
-from .peers import Direction, PeerState, PeerStats, PeerTable
+from .peers import PeerState, PeerStats, PeerTable
 from .plan import INGRESS_LIMITS, Instance, Protocol, connection_plan
 from .policy import BackoffPolicy, DiffusionPolicy
 from .prometheus import PeerCollector
@@ -46,7 +46,6 @@ __all__ = [
     "PeerTable",
     "PeerStats",
     "PeerState",
-    "Direction",
     "PeerCollector",
     "PeerDialFailed",
     "PeerBackoff",

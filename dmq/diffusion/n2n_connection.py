@@ -36,7 +36,7 @@ from miniprotocols.framework import ProtocolSpec
 from miniprotocols.sig_submission import Dialect, Side
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import MessageChannel
-from ouroboros_mux.mux import Mux, MuxChannel, Role
+from ouroboros_mux.mux import Mux, MuxChannel, Provenance
 
 from dmq.connection import ConnectionEnd, ProtocolTask, run_connection
 from dmq.ingress import Ingress
@@ -108,7 +108,7 @@ async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeR
     """Run the agreed connection until it ends; return how it ended."""
     agreed = result.agreed_data
     dialect = DIALECTS[result.version]
-    mux = Mux(bearer, Role.INITIATOR if we_opened else Role.RESPONDER)
+    mux = Mux(bearer, Provenance.OUTBOUND if we_opened else Provenance.INBOUND)
     claim_key = f"{stats.peer}#{next(_connection_numbers)}"
     tasks = []
     for instance in connection_plan(we_opened=we_opened, duplex=agreed.duplex, peer_sharing=agreed.peer_sharing):

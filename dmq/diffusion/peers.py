@@ -15,14 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ouroboros_mux.bearer import Bearer
-from ouroboros_mux.mux import Mux
+from ouroboros_mux.mux import Mux, Provenance
 
-__all__ = ["Direction", "PeerState", "PeerStats", "PeerTable"]
-
-
-class Direction(str, enum.Enum):
-    OUTBOUND = "outbound"  # we dialled it (a topology or shared peer)
-    INBOUND = "inbound"    # it dialled us
+__all__ = ["PeerState", "PeerStats", "PeerTable"]
 
 
 class PeerState(str, enum.Enum):
@@ -34,10 +29,14 @@ class PeerState(str, enum.Enum):
 
 @dataclass(eq=False)
 class PeerStats:
-    """Counters and state of one peer (outbound address or inbound connection)."""
+    """Counters and state of one peer (outbound address or inbound connection).
+
+    ``provenance`` says who opened the connection; the Prometheus series carry it as their
+    ``direction`` label.
+    """
 
     peer: str
-    direction: Direction
+    provenance: Provenance
     state: PeerState = PeerState.COLD
     version: int | None = None
     duplex: bool | None = None
@@ -92,31 +91,31 @@ class PeerTable:
     """Every peer's :class:`PeerStats`: outbound ones by listening address, inbound ones by connection.
 
     Labels are ``host:port``; an inbound label names the remote end of the connection
-    (usually an ephemeral port), so the two directions are kept apart.
+    (usually an ephemeral port), so the two provenances are kept apart.
     """
 
     def __init__(self) -> None:
-        self._peers: dict[tuple[Direction, str], PeerStats] = {}
+        self._peers: dict[tuple[Provenance, str], PeerStats] = {}
 
     def outbound(self, label: str) -> PeerStats:
-        key = (Direction.OUTBOUND, label)
+        key = (Provenance.OUTBOUND, label)
         stats = self._peers.get(key)
         if stats is None:
-            stats = self._peers[key] = PeerStats(label, Direction.OUTBOUND)
+            stats = self._peers[key] = PeerStats(label, Provenance.OUTBOUND)
         return stats
 
     def inbound(self, label: str) -> PeerStats:
-        stats = PeerStats(label, Direction.INBOUND, state=PeerState.CONNECTING)
-        self._peers[(Direction.INBOUND, label)] = stats
+        stats = PeerStats(label, Provenance.INBOUND, state=PeerState.CONNECTING)
+        self._peers[(Provenance.INBOUND, label)] = stats
         return stats
 
     def drop(self, stats: PeerStats) -> None:
-        key = (stats.direction, stats.peer)
+        key = (stats.provenance, stats.peer)
         if self._peers.get(key) is stats:
             del self._peers[key]
 
-    def get(self, label: str, direction: Direction = Direction.OUTBOUND) -> PeerStats | None:
-        return self._peers.get((direction, label))
+    def get(self, label: str, provenance: Provenance = Provenance.OUTBOUND) -> PeerStats | None:
+        return self._peers.get((provenance, label))
 
     def __iter__(self) -> Iterator[PeerStats]:
         return iter(list(self._peers.values()))
@@ -124,6 +123,6 @@ class PeerTable:
     def __len__(self) -> int:
         return len(self._peers)
 
-    def hot(self, direction: Direction | None = None) -> list[PeerStats]:
+    def hot(self, provenance: Provenance | None = None) -> list[PeerStats]:
         return [p for p in self._peers.values()
-                if p.state is PeerState.HOT and (direction is None or p.direction is direction)]
+                if p.state is PeerState.HOT and (provenance is None or p.provenance is provenance)]

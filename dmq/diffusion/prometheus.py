@@ -32,8 +32,10 @@ from prometheus_client.registry import Collector
 
 from dmq.metrics import SeriesNames
 
+from ouroboros_mux.mux import Provenance
+
 from .governor import Governor, PeerSource
-from .peers import Direction, PeerState, PeerTable
+from .peers import PeerState, PeerTable
 
 __all__ = ["PeerCollector", "connection_counters", "peer_selection_counters"]
 
@@ -48,7 +50,7 @@ def connection_counters(peers: PeerTable) -> dict[str, int]:
                 counts[name] += 1
         else:
             counts["unidirectionalConns"] += 1
-            counts["inboundConns" if peer.direction is Direction.INBOUND else "outboundConns"] += 1
+            counts["inboundConns" if peer.provenance is Provenance.INBOUND else "outboundConns"] += 1
     return counts
 
 
@@ -100,7 +102,7 @@ class PeerCollector(Collector):
         state = n.family("peer.state", "int", "1 for the peer's current state", [*labels, "state"])
         rtt = n.family("peer.keepAliveRtt", "real", "Last keep-alive round trip, seconds", labels)
         for peer in self.peers:
-            key = [peer.peer, peer.direction.value]
+            key = [peer.peer, peer.provenance.value]
             bytes_in.add_metric(key, peer.bytes_in)
             bytes_out.add_metric(key, peer.bytes_out)
             accepted.add_metric(key, peer.messages_accepted)
@@ -109,6 +111,12 @@ class PeerCollector(Collector):
             state.add_metric([*key, peer.state.value], 1)
             if peer.keep_alive_rtt is not None:
                 rtt.add_metric(key, peer.keep_alive_rtt)
+<<<<<<< HEAD
+=======
+            if peer.provenance is Provenance.OUTBOUND:
+                known += 1
+                established += peer.state is PeerState.HOT
+>>>>>>> engine
         yield from (bytes_in, bytes_out, accepted, rejected, connections, state, rtt)
         for name, value in connection_counters(self.peers).items():
             family = n.family("connectionManager." + name, "int", _CM_HELP[name])

@@ -24,7 +24,7 @@ from miniprotocols.framework import Driver
 from miniprotocols.sig_submission import INGRESS_LIMIT, Side
 from miniprotocols.sig_submission_v1 import MsgInit
 from ouroboros_mux.bearer import connect_tcp
-from ouroboros_mux.mux import Mode, Mux, MuxChannel, Role
+from ouroboros_mux.mux import Mode, Mux, MuxChannel, Provenance
 
 from dmq.diffusion import DIALECTS
 
@@ -60,7 +60,7 @@ class ScriptedPeer:
             raise
         self.version = self.result.version
         self.dialect = DIALECTS[self.version]
-        self.mux = Mux(self.bearer, Role.INITIATOR)
+        self.mux = Mux(self.bearer, Provenance.OUTBOUND)
         agreed = self.result.agreed_data
         modes = (Mode.INITIATOR, Mode.RESPONDER) if agreed.duplex else (Mode.INITIATOR,)
         protocols = {11: INGRESS_LIMIT, 12: keep_alive.INGRESS_LIMIT}

@@ -1,23 +1,32 @@
-"""The typed-protocol framework: a mini-protocol as data, and a driver that enforces it.
+"""What every mini-protocol is built from: the protocol engine and the CBOR envelopes.
 
-A protocol is a :class:`ProtocolSpec` (states with agency and limits, an initial state,
-the transition table, the codec). A :class:`Driver` runs one peer of it over a
-:class:`~ouroboros_mux.channel.MessageChannel`; the sans-IO :class:`ProtocolMachine`
-underneath holds the rules without any I/O.
+The engine (a protocol as a :class:`ProtocolSpec`, the sans-IO :class:`ProtocolMachine`,
+the trio :class:`Driver`, :class:`Role` and :class:`Agency`) lives in :mod:`protocol_engine`,
+below the handshake, which runs on it too; it is re-exported here so that each mini-protocol
+imports its building blocks from one place. :mod:`.envelope` and :mod:`.cbor_write` read
+and write the mini-protocols' message envelopes.
 """
 
-from .agency import Agency, Role
-from .driver import Direction, Driver, DriverEvent, as_driver
-from .errors import (
+from protocol_engine import (
+    SMALL_BYTE_LIMIT,
+    Agency,
+    Codec,
     CodecError,
     DecoderFailure,
+    Direction,
+    Driver,
+    DriverEvent,
     ExceededSizeLimit,
     ExceededTimeLimit,
+    NextState,
     ProtocolError,
+    ProtocolMachine,
+    ProtocolSpec,
     ProtocolViolation,
+    Role,
+    StateSpec,
+    as_driver,
 )
-from .machine import ProtocolMachine
-from .spec import SMALL_BYTE_LIMIT, Codec, NextState, ProtocolSpec, StateSpec
 
 __all__ = [
     "Agency",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ouroboros_mux.cbor import Cursor
 
-from .errors import CodecError
+from protocol_engine.errors import CodecError
 
 __all__ = ["open_envelope", "raw_items", "rest_of_item"]
 

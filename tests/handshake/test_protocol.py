@@ -11,7 +11,7 @@ from handshake import (CARDANO_MAINNET_MAGIC, CARDANO_NODE_TO_CLIENT, DMQ_MAINNE
                        NotRecognisedVersion, Refused, State, UnexpectedHandshakeMessage, VersionDataError,
                        VersionMismatch, cardano_node_to_client_versions, decode_message,
                        dmq_node_to_client_versions, dmq_node_to_node_versions, encode_message)
-from handshake.protocol import TRANSITIONS
+from handshake.spec import TRANSITIONS
 
 N2C = dmq_node_to_client_versions(DMQ_MAINNET_MAGIC)
 N2N = dmq_node_to_node_versions(DMQ_MAINNET_MAGIC)

@@ -32,7 +32,7 @@ from handshake import (CARDANO_MAINNET_MAGIC, CARDANO_N2C_VERSIONS, CARDANO_NODE
                        HandshakeResult, NodeToClientVersionData, VersionMismatch, dmq_node_to_client_versions,
                        run_server)
 from miniprotocols.keep_alive import INGRESS_LIMIT, PROTOCOL_NUM, serve
-from ouroboros_mux import (Bearer, BearerClosed, ChannelClosed, IngressQueueOverRun, Mode, Mux, MuxError, Role, SDUDecodeError,
+from ouroboros_mux import (Bearer, BearerClosed, ChannelClosed, IngressQueueOverRun, Mode, Mux, MuxError, Provenance, SDUDecodeError,
                            UnknownMiniProtocol, WrongDirection)
 
 pytestmark = pytest.mark.interop
@@ -67,7 +67,7 @@ class DmqTestServer:
             record.handshake = exc
             record.ended.set()
             return
-        mux = Mux(bearer, Role.RESPONDER)
+        mux = Mux(bearer, Provenance.INBOUND)
         keep_alive = mux.register(PROTOCOL_NUM, Mode.RESPONDER, INGRESS_LIMIT)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._keep_alive, keep_alive)

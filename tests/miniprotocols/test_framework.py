@@ -118,6 +118,13 @@ def drivers(spec=TOY, trace=None):
 
 
 # -- spec -----------------------------------------------------------------------------
+def test_one_role_one_agency_each_role_holds_its_own():
+    assert (Role.CLIENT.agency, Role.SERVER.agency) == (Agency.CLIENT, Agency.SERVER)
+    assert (Role.CLIENT.peer, Role.SERVER.peer) == (Role.SERVER, Role.CLIENT)
+    assert [r.value for r in Role] == ["client", "server"]
+    assert Role("server") is Role.SERVER
+
+
 def test_spec_refuses_inconsistent_tables():
     with pytest.raises(ValueError, match="initial state"):
         ProtocolSpec("bad", {S.IDLE: StateSpec(Agency.CLIENT)}, S.DONE, {}, ToyCodec())

@@ -10,7 +10,7 @@ import trio.testing
 from miniprotocols.framework import Direction, Driver, Role
 from miniprotocols.keep_alive import INGRESS_LIMIT, KEEP_ALIVE, PROTOCOL_NUM, KeepAliveClient, MsgDone, MsgKeepAlive, serve
 from ouroboros_mux import Bearer, Mode, Mux
-from ouroboros_mux import Role as MuxRole
+from ouroboros_mux import Provenance
 
 
 async def tcp_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
@@ -26,8 +26,8 @@ async def tcp_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
 
 async def test_keep_alive_over_two_muxes_on_loopback_tcp():
     connecting, accepted = await tcp_pair()
-    initiator = Mux(Bearer(connecting), MuxRole.INITIATOR)
-    responder = Mux(Bearer(accepted), MuxRole.RESPONDER)
+    initiator = Mux(Bearer(connecting), Provenance.OUTBOUND)
+    responder = Mux(Bearer(accepted), Provenance.INBOUND)
     client_channel = initiator.register(PROTOCOL_NUM, Mode.INITIATOR, INGRESS_LIMIT)
     server_channel = responder.register(PROTOCOL_NUM, Mode.RESPONDER, INGRESS_LIMIT)
 

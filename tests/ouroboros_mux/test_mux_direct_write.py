@@ -15,7 +15,7 @@ import trio.testing
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import ChannelClosed
 from ouroboros_mux.errors import BearerClosed
-from ouroboros_mux.mux import SEND_BUFFER_LIMIT, Mode, Mux, Role
+from ouroboros_mux.mux import SEND_BUFFER_LIMIT, Mode, Mux, Provenance
 from ouroboros_mux.sdu import EGRESS_SDU_SIZE, SDU_HEADER_SIZE, decode_header
 
 from .cbor_messages import big_bytes
@@ -104,7 +104,7 @@ async def play(script: list, *, direct: bool, nowait_stream: bool = False) -> tu
     """
     ours, peer_stream = small_socket_pair()
     stream = NowaitStream(ours) if nowait_stream else ours if direct else trio.StapledStream(ours, ours)
-    mux = Mux(Bearer(stream, timestamp=lambda: STAMP), Role.INITIATOR)
+    mux = Mux(Bearer(stream, timestamp=lambda: STAMP), Provenance.OUTBOUND)
     channels = {n: mux.register(n, Mode.INITIATOR, 1 << 20) for n in PROTOCOLS}
     peer = Peer(peer_stream)
     sent_payload = 0
@@ -217,7 +217,7 @@ class SpawnCounter(trio.abc.Instrument):
 async def serve_one_request(reply: bytes, client) -> tuple[Mux, SpawnCounter]:
     """A responder mux answering one request with ``reply`` while ``client`` drives the far end."""
     ours, theirs = trio.socket.socketpair()
-    mux = Mux(Bearer(trio.SocketStream(ours)), Role.RESPONDER)
+    mux = Mux(Bearer(trio.SocketStream(ours)), Provenance.INBOUND)
     channel = mux.register(9, Mode.RESPONDER, 1 << 20)
 
     async def responder():
@@ -280,7 +280,7 @@ async def test_a_reply_the_socket_cannot_take_at_once_starts_the_writer_which_fi
 @pytest.mark.parametrize("how", ["peer stops reading", "peer closes"])
 async def test_a_fatal_direct_write_ends_the_connection_not_the_sending_task(how):
     ours, peer = trio.socket.socketpair()
-    mux = Mux(Bearer(trio.SocketStream(ours)), Role.INITIATOR)
+    mux = Mux(Bearer(trio.SocketStream(ours)), Provenance.OUTBOUND)
     channel = mux.register(2, Mode.INITIATOR, 1 << 20)
     outcome = {}
 
@@ -311,7 +311,7 @@ async def test_a_fatal_direct_write_ends_the_connection_not_the_sending_task(how
 
 async def test_a_fatal_error_finishing_a_partial_direct_write_ends_the_connection():
     ours, peer = small_socket_pair()
-    mux = Mux(Bearer(ours), Role.INITIATOR)
+    mux = Mux(Bearer(ours), Provenance.OUTBOUND)
     channel = mux.register(2, Mode.INITIATOR, 1 << 20)
 
     async def protocol():
@@ -332,7 +332,7 @@ async def test_a_fatal_error_finishing_a_partial_direct_write_ends_the_connectio
 async def test_stop_without_a_writer_ends_at_once_and_with_one_flushes_first():
     for size in (10, 200_000):
         ours, peer = small_socket_pair()
-        mux = Mux(Bearer(ours), Role.INITIATOR)
+        mux = Mux(Bearer(ours), Provenance.OUTBOUND)
         channel = mux.register(2, Mode.INITIATOR, 1 << 20)
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 from ouroboros_mux.bearer import Bearer
-from ouroboros_mux.mux import MAX_BYTES_PER_WRITE, MAX_SDUS_PER_WRITE, SEND_BUFFER_LIMIT, Mode, Mux, Role
+from ouroboros_mux.mux import MAX_BYTES_PER_WRITE, MAX_SDUS_PER_WRITE, SEND_BUFFER_LIMIT, Mode, Mux, Provenance
 from ouroboros_mux.sdu import EGRESS_SDU_SIZE
 
 from .cbor_messages import big_bytes
@@ -17,7 +17,7 @@ from .streams import read_until_closed, tcp_stream_pair
 async def _egress_of(sends: list[tuple[tuple[int, Mode], bytes]]):
     """Queue ``sends`` before the mux runs, let it write them all, return the SDUs seen by the peer."""
     peer_stream, ours = await tcp_stream_pair()
-    mux = Mux(Bearer(ours, timestamp=lambda: 0x01020304), Role.RESPONDER)
+    mux = Mux(Bearer(ours, timestamp=lambda: 0x01020304), Provenance.INBOUND)
     channels = {}
     for key, _ in sends:
         if key not in channels:
@@ -88,7 +88,7 @@ async def test_writes_batch_at_most_100_sdus_or_131072_bytes():
         async def aclose(self):
             await ours.aclose()
 
-    mux = Mux(Bearer(RecordingStream()), Role.INITIATOR)
+    mux = Mux(Bearer(RecordingStream()), Provenance.OUTBOUND)
     small = [mux.register(n, Mode.INITIATOR, 10) for n in range(150)]
     big = mux.register(200, Mode.INITIATOR, 10)
     for channel in small:
@@ -110,7 +110,7 @@ async def test_writes_batch_at_most_100_sdus_or_131072_bytes():
 
 async def test_a_full_send_buffer_blocks_the_sender_until_the_writer_drains_it(autojump_clock):
     peer, ours = trio.testing.lockstep_stream_pair()  # nothing moves until the peer reads
-    mux = Mux(Bearer(ours), Role.INITIATOR)
+    mux = Mux(Bearer(ours), Provenance.OUTBOUND)
     channel = mux.register(11, Mode.INITIATOR, 10)
     await channel.send(bytes(SEND_BUFFER_LIMIT - 1))  # below the limit: returns at once
     await channel.send(b"\x01")  # reaches the limit, still accepted

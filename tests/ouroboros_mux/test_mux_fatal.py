@@ -16,7 +16,7 @@ from ouroboros_mux.errors import (
     UnknownMiniProtocol,
     WrongDirection,
 )
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 from .streams import drain_until_closed, raw_sdu, tcp_stream_pair
 
@@ -45,9 +45,9 @@ async def _run_against_raw_peer(mux: Mux, peer: trio.SocketStream, wire: bytes, 
     return outcome["error"], written
 
 
-async def _tcp_mux(role: Role = Role.RESPONDER) -> tuple[Mux, trio.SocketStream]:
+async def _tcp_mux(provenance: Provenance = Provenance.INBOUND) -> tuple[Mux, trio.SocketStream]:
     peer, ours = await tcp_stream_pair()
-    return Mux(Bearer(ours), role), peer
+    return Mux(Bearer(ours), provenance), peer
 
 
 async def test_unknown_protocol_ends_the_connection_and_wakes_channels():
@@ -150,7 +150,7 @@ async def test_sdu_read_timeout_is_30_seconds_once_the_mux_runs(autojump_clock):
     peer, ours = trio.testing.memory_stream_pair()
     bearer = Bearer(ours)
     assert bearer.sdu_timeout == 10.0
-    mux = Mux(bearer, Role.INITIATOR)
+    mux = Mux(bearer, Provenance.OUTBOUND)
     mux.register(12, Mode.INITIATOR, 1408)
     await peer.send_all(raw_sdu(12, True, b"\x82\x01\x02")[:9])
     start = trio.current_time()
@@ -162,7 +162,7 @@ async def test_sdu_read_timeout_is_30_seconds_once_the_mux_runs(autojump_clock):
 
 async def test_idle_connection_does_not_time_out(autojump_clock):
     peer, ours = trio.testing.memory_stream_pair()
-    mux = Mux(Bearer(ours), Role.INITIATOR)
+    mux = Mux(Bearer(ours), Provenance.OUTBOUND)
     channel = mux.register(12, Mode.INITIATOR, 1408)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(mux.run)
@@ -186,7 +186,7 @@ async def test_peer_close_while_a_protocol_runs_is_bearer_closed():
 
 
 async def test_peer_close_after_every_protocol_finished_is_clean():
-    mux, peer = await _tcp_mux(Role.INITIATOR)
+    mux, peer = await _tcp_mux(Provenance.OUTBOUND)
     channel = mux.register(12, Mode.INITIATOR, 1408)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(mux.run)
@@ -232,7 +232,7 @@ async def test_cancelling_the_owner_closes_bearer_and_channels():
 
 def test_register_rules():
     peer, ours = trio.testing.memory_stream_pair()
-    mux = Mux(Bearer(ours), "responder")
+    mux = Mux(Bearer(ours), "inbound")
     mux.register(11, Mode.INITIATOR, 101640)
     mux.register(11, "responder", 101640)  # duplex: both instances of one number
     with pytest.raises(ValueError, match="already registered as initiator"):

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import ChannelClosed, MalformedMessage
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 from ouroboros_mux.sdu import MAX_SDU_PAYLOAD
 
 from .cbor_messages import big_bytes, messages
@@ -48,7 +48,7 @@ async def test_any_segmentation_and_interleaving_reassembles(data):
     socket_writes = _split(data, wire, 200_000)
 
     peer, ours = trio.testing.memory_stream_pair()
-    mux = Mux(Bearer(ours), Role.INITIATOR)
+    mux = Mux(Bearer(ours), Provenance.OUTBOUND)
     channels = {key: mux.register(*key, LIMIT) for key in CHANNELS}
     received = {}
 
@@ -86,7 +86,7 @@ async def test_one_sdu_holds_the_tail_of_one_message_and_the_head_of_the_next():
     first, second, third = bytes.fromhex("820102"), bytes.fromhex("9f0102ff"), bytes.fromhex("a1016161")
     stream = first + second + third
     peer, ours = trio.testing.memory_stream_pair()
-    mux = Mux(Bearer(ours), Role.RESPONDER)
+    mux = Mux(Bearer(ours), Provenance.INBOUND)
     channel = mux.register(11, Mode.RESPONDER, 100)
     await peer.send_all(raw_sdu(11, False, stream[:2]) + raw_sdu(11, False, stream[2:5])
                         + raw_sdu(11, False, stream[5:]))
@@ -99,7 +99,7 @@ async def test_one_sdu_holds_the_tail_of_one_message_and_the_head_of_the_next():
 
 async def test_undecodable_bytes_raise_malformed_and_stay_queued():
     peer, ours = trio.testing.memory_stream_pair()
-    mux = Mux(Bearer(ours), Role.RESPONDER)
+    mux = Mux(Bearer(ours), Provenance.INBOUND)
     channel = mux.register(14, Mode.RESPONDER, 0xFFFFFFFF)
     other = mux.register(15, Mode.RESPONDER, 0xFFFFFFFF)
     await peer.send_all(raw_sdu(14, False, b"\x81\x01\xff\x00") + raw_sdu(15, False, b"\x80"))
@@ -118,8 +118,8 @@ async def test_undecodable_bytes_raise_malformed_and_stay_queued():
 
 async def _mux_to_mux(client_stream, server_stream):
     """Two real muxes: duplex 11 and 12 on both sides, messages flowing every way at once."""
-    client = Mux(Bearer(client_stream), Role.INITIATOR)
-    server = Mux(Bearer(server_stream), Role.RESPONDER)
+    client = Mux(Bearer(client_stream), Provenance.OUTBOUND)
+    server = Mux(Bearer(server_stream), Provenance.INBOUND)
     pairs = []
     for num in (11, 12):
         for mode, opposite in ((Mode.INITIATOR, Mode.RESPONDER), (Mode.RESPONDER, Mode.INITIATOR)):

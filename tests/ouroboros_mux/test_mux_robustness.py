@@ -8,7 +8,7 @@ from hypothesis import event, given, settings, strategies as st
 from ouroboros_mux.bearer import Bearer, connect_tcp
 from ouroboros_mux.channel import ChannelClosed, MalformedMessage, MessageTooLarge
 from ouroboros_mux.errors import BearerClosed, MuxError
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 from .cbor_messages import messages
 from .streams import drain_until_closed, raw_sdu
@@ -29,7 +29,7 @@ async def _echo(channel) -> None:
 
 async def _serve_connection(stream: trio.SocketStream, outcomes: list) -> None:
     """One connection's nursery: its mux and its protocols; errors stay inside it."""
-    mux = Mux(Bearer(stream), Role.RESPONDER)
+    mux = Mux(Bearer(stream), Provenance.INBOUND)
     channels = [mux.register(*spec) for spec in SERVER_CHANNELS]
     try:
         async with trio.open_nursery() as nursery:
@@ -71,7 +71,7 @@ async def test_hostile_bytes_end_only_their_own_connection(wire):
         server.start_soon(trio.serve_listeners, lambda s: _serve_connection(s, outcomes), listeners)
 
         # A well-behaved client connects first and stays open through the attack.
-        good = Mux(await connect_tcp("127.0.0.1", port), Role.INITIATOR)
+        good = Mux(await connect_tcp("127.0.0.1", port), Provenance.OUTBOUND)
         good_channel = good.register(11, Mode.INITIATOR, 101_640)
         async with trio.open_nursery() as client:
             client.start_soon(good.run)

@@ -14,7 +14,7 @@ import trio
 
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.errors import IngressQueueOverRun
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 from .streams import raw_sdu, tcp_stream_pair
 
@@ -29,7 +29,7 @@ async def _wait_for(predicate) -> None:
 
 async def test_a_finished_protocol_is_not_started_again_by_the_mux():
     peer, ours = await tcp_stream_pair()
-    mux = Mux(Bearer(ours), Role.RESPONDER)
+    mux = Mux(Bearer(ours), Provenance.INBOUND)
     channel = mux.register(PROTOCOL, Mode.RESPONDER, LIMIT)
     other = mux.register(PROTOCOL + 1, Mode.RESPONDER, LIMIT)
     starts: list[int] = []
@@ -69,7 +69,7 @@ async def test_a_finished_protocol_is_not_started_again_by_the_mux():
 
 async def test_bytes_for_a_finished_protocol_still_count_against_its_ingress_limit():
     peer, ours = await tcp_stream_pair()
-    mux = Mux(Bearer(ours), Role.RESPONDER)
+    mux = Mux(Bearer(ours), Provenance.INBOUND)
     channel = mux.register(PROTOCOL, Mode.RESPONDER, LIMIT)
     channel.finish()
     await peer.send_all(raw_sdu(PROTOCOL, False, bytes(LIMIT)) + raw_sdu(PROTOCOL, False, b"\x00"))
@@ -79,7 +79,7 @@ async def test_bytes_for_a_finished_protocol_still_count_against_its_ingress_lim
 
 async def test_a_closed_channel_is_never_started():
     peer, ours = await tcp_stream_pair()
-    mux = Mux(Bearer(ours), Role.RESPONDER)
+    mux = Mux(Bearer(ours), Provenance.INBOUND)
     channel = mux.register(PROTOCOL, Mode.RESPONDER, LIMIT)
     channel.finish()
     await peer.aclose()

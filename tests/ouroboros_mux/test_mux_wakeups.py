@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 from ouroboros_mux.bearer import Bearer
-from ouroboros_mux.mux import SEND_BUFFER_LIMIT, Mode, Mux, Role
+from ouroboros_mux.mux import SEND_BUFFER_LIMIT, Mode, Mux, Provenance
 
 from .cbor_messages import big_bytes
 
@@ -16,8 +16,8 @@ UNLIMITED = 0xFFFFFFFF
 
 async def connected_muxes():
     a, b = trio.socket.socketpair()
-    sender = Mux(Bearer(trio.SocketStream(a)), Role.INITIATOR)
-    receiver = Mux(Bearer(trio.SocketStream(b)), Role.RESPONDER)
+    sender = Mux(Bearer(trio.SocketStream(a)), Provenance.OUTBOUND)
+    receiver = Mux(Bearer(trio.SocketStream(b)), Provenance.INBOUND)
     return sender, receiver
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import CborFramer
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 from .cbor_messages import big_bytes, messages
 from .streams import tcp_stream_pair, unix_stream_pair
@@ -72,7 +72,7 @@ async def test_gathered_writes_survive_partial_sends(kind, tmp_path):
     """A slow reader and a small send buffer force partial ``sendmsg``: every byte arrives, in order."""
     a, b = await (tcp_stream_pair() if kind == "tcp" else unix_stream_pair(tmp_path / "s"))
     a.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    sender, receiver = Mux(Bearer(a), Role.INITIATOR), Mux(Bearer(b), Role.RESPONDER)
+    sender, receiver = Mux(Bearer(a), Provenance.OUTBOUND), Mux(Bearer(b), Provenance.INBOUND)
     outs = [sender.register(n, Mode.INITIATOR, 0xFFFFFFFF) for n in (2, 3)]
     ins = [receiver.register(n, Mode.RESPONDER, 0xFFFFFFFF) for n in (2, 3)]
     sent = {n: [big_bytes(20_000 + 997 * i + n) for i in range(12)] for n in (2, 3)}

@@ -65,7 +65,7 @@ from miniprotocols.local_state_query import (
 )
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.mux import Mode, Mux
-from ouroboros_mux.mux import Role as MuxRole
+from ouroboros_mux.mux import Provenance
 from ouroboros_mux.sdu import SDU
 from dmq.connection import ConnectionEnd, ProtocolTask, run_connection
 from tests.conftest import CONFORMANCE
@@ -275,7 +275,7 @@ class FakeCardanoNode:
         except (HandshakeError, HandshakeQueryResult, CddlViolation):
             return
         self.agreed_versions.append(agreed.version)
-        mux = Mux(bearer, MuxRole.RESPONDER)
+        mux = Mux(bearer, Provenance.INBOUND)
         channel = mux.register(PROTOCOL_NUM, Mode.RESPONDER, INGRESS_LIMIT)
         driver = Driver(channel, LOCAL_STATE_QUERY, Role.SERVER, trace=self.check_lsq)
         end = await run_connection(mux, [ProtocolTask(channel, lambda: serve(driver, FakeLedger(self)), "lsq")],

@@ -17,7 +17,7 @@ from handshake.driver import connect_and_handshake
 from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
 from dmq.cardano_node import Backoff, CardanoNodeLink
 from miniprotocols.local_msg_submission import ACCEPTED, LocalMsgSubmissionClient, RejectInvalid
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 from tests.conftest import CONFORMANCE
 
 from .fake_node import DEVNET_GENESIS, DEVNET_MAGIC, FakeCardanoNode, FakeChain
@@ -48,7 +48,7 @@ def _config(tmp_path):
 async def _submit(path, raw: bytes):
     """One Mithril-signer-style connection: handshake 4097, one submission."""
     bearer, _ = await connect_and_handshake(path, dmq_node_to_client_versions(DMQ_DEVNET_MAGIC), DMQ_NODE_TO_CLIENT)
-    mux = Mux(bearer, Role.INITIATOR)
+    mux = Mux(bearer, Provenance.OUTBOUND)
     client = LocalMsgSubmissionClient(mux.register(14, Mode.INITIATOR, 0xFFFFFFFF))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(mux.run)

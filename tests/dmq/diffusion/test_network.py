@@ -15,10 +15,10 @@ import pytest
 import trio
 
 from miniprotocols.local_msg_submission import ACCEPTED
-from ouroboros_mux.mux import Mode
+from ouroboros_mux.mux import Mode, Provenance
 
 from dmq.config import AcceptedConnectionsLimit
-from dmq.diffusion import Direction, InboundDelayed, InboundRefused, PeersShared, PeerState
+from dmq.diffusion import InboundDelayed, InboundRefused, PeersShared, PeerState
 
 from .network import FAST, NOW, Network, RunningNode, local_roots, pool, public_roots, submit, wait_until
 from .rogue import Rogue
@@ -54,7 +54,7 @@ async def connect(nodes: list[RunningNode], edges: list[tuple[int, int]]) -> Non
         nodes[a].node.diffusion.update_topology(local_roots(*ports))
 
     def linked() -> bool:
-        return all(len(nodes[a].node.diffusion.peers.hot(Direction.OUTBOUND)) == len(ports)
+        return all(len(nodes[a].node.diffusion.peers.hot(Provenance.OUTBOUND)) == len(ports)
                    for a, ports in dials.items())
 
     await wait_until(linked, 10, what="every topology link up")
@@ -130,11 +130,11 @@ async def test_a_mixed_version_network_diffuses_across_v1_and_v2_links(stake_fil
     await connect(nodes, edges)
     for a, b in edges:
         expected = 1 if 2 in (a, b) else 2
-        (out,) = [p for p in nodes[a].node.diffusion.peers.hot(Direction.OUTBOUND)
+        (out,) = [p for p in nodes[a].node.diffusion.peers.hot(Provenance.OUTBOUND)
                   if p.peer == f"127.0.0.1:{nodes[b].port}"]
         assert (out.version, out.duplex) == (expected, True), (a, b)
         # The accepting side agreed on the same version.
-        assert [p.version for p in nodes[b].node.diffusion.peers.hot(Direction.INBOUND)] == [expected], (a, b)
+        assert [p.version for p in nodes[b].node.diffusion.peers.hot(Provenance.INBOUND)] == [expected], (a, b)
     messages = await spread(net, nodes)
     ids = {m.message_id for _, m in messages}
     await wait_until(lambda: everywhere(nodes, ids), 15, what=f"{len(ids)} messages everywhere")
@@ -214,7 +214,7 @@ async def test_the_governor_replaces_a_dead_public_root(stake_file, nursery):
     x = await net.start("x", public_roots(*ports), TargetNumberOfActivePeers="2")
 
     def hot_ports() -> set[int]:
-        return {int(p.peer.rsplit(":", 1)[1]) for p in x.node.diffusion.peers.hot(Direction.OUTBOUND)}
+        return {int(p.peer.rsplit(":", 1)[1]) for p in x.node.diffusion.peers.hot(Provenance.OUTBOUND)}
 
     await wait_until(lambda: len(hot_ports()) == 2, 5, what="two active peers")
     first = hot_ports()
@@ -233,9 +233,9 @@ async def test_peer_sharing_brings_peers_the_governor_lacks(stake_file, nursery)
     c = await net.start("c")
     b = await net.start("b", public_roots(c.port, advertise=True))
     x = await net.start("x", public_roots(b.port), TargetNumberOfActivePeers="2")
-    await wait_until(lambda: len(x.node.diffusion.peers.hot(Direction.OUTBOUND)) == 2, 5,
+    await wait_until(lambda: len(x.node.diffusion.peers.hot(Provenance.OUTBOUND)) == 2, 5,
                      what="X connected to the peer B shared")
-    assert {p.peer for p in x.node.diffusion.peers.hot(Direction.OUTBOUND)} == {
+    assert {p.peer for p in x.node.diffusion.peers.hot(Provenance.OUTBOUND)} == {
         f"127.0.0.1:{b.port}", f"127.0.0.1:{c.port}"}
     shared = [e for e in x.events if isinstance(e, PeersShared)]
     assert shared and shared[0].count == 1 and shared[0].new == 1
@@ -264,8 +264,8 @@ async def test_an_initiator_only_node_receives_but_never_serves_on_v2(stake_file
     r = await net.start("r")
     i = await net.start("i", local_roots(r.port), DiffusionMode="InitiatorOnly")
     assert i.node.diffusion.port is None  # no listener
-    await wait_until(lambda: len(r.node.diffusion.peers.hot(Direction.INBOUND)) == 1, 5, what="I connected to R")
-    inbound = r.node.diffusion.peers.hot(Direction.INBOUND)[0]
+    await wait_until(lambda: len(r.node.diffusion.peers.hot(Provenance.INBOUND)) == 1, 5, what="I connected to R")
+    inbound = r.node.diffusion.peers.hot(Provenance.INBOUND)[0]
     assert inbound.duplex is False and inbound.version == 2
     to_i, from_i = pool(6).sign(7, int(NOW) + 900), pool(7).sign(8, int(NOW) + 900)
     assert await submit(r, [to_i]) == [ACCEPTED]

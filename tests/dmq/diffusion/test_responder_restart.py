@@ -19,9 +19,8 @@ from miniprotocols import keep_alive, peer_sharing
 from miniprotocols.local_msg_submission import ACCEPTED
 from miniprotocols.sig_submission import Side
 from dmq.diffusion.sig_submission import ServingPeer
-from ouroboros_mux.mux import Mode
+from ouroboros_mux.mux import Mode, Provenance
 
-from dmq.diffusion import Direction
 
 from tests.miniprotocols.sig_submission.helpers import ListSigSource
 
@@ -95,7 +94,7 @@ async def test_a_peer_demotes_and_promotes_the_node_on_one_connection(x, version
         with trio.fail_after(ROUND_TRIP_LIMIT):
             await ping.ping()
         assert len(x.node.diffusion.registry) == 0  # no claim outlives the instance that made it
-        stats = x.node.diffusion.peers.get(rogue.label, Direction.INBOUND)
+        stats = x.node.diffusion.peers.get(rogue.label, Provenance.INBOUND)
         if rogue.dialect.side_of(True) is Side.SERVING:
             assert stats.messages_accepted == 3
         assert not rogue.ended.is_set()

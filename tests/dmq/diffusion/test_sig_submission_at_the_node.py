@@ -17,9 +17,8 @@ from miniprotocols import keep_alive
 from miniprotocols.local_msg_submission import ACCEPTED
 from miniprotocols.sig_submission import Side, payload_span
 from dmq.diffusion.sig_submission import ServingPeer
-from ouroboros_mux.mux import Mode
+from ouroboros_mux.mux import Mode, Provenance
 
-from dmq.diffusion import Direction
 from dmq.trace import ConnectionClosed
 
 from tests.miniprotocols.sig_submission.helpers import ListSigSource
@@ -78,7 +77,7 @@ async def test_a_peer_pulls_the_mempool_byte_for_byte_and_serves_new_messages(pa
         client = keep_alive.KeepAliveClient(rogue.channels[(12, Mode.INITIATOR)])
         assert await client.ping() >= 0
         assert max(source.requested) == 33  # never more ids per request than the reference asks
-        stats = pair.x.node.diffusion.peers.get(rogue.label, Direction.INBOUND)
+        stats = pair.x.node.diffusion.peers.get(rogue.label, Provenance.INBOUND)
         assert stats.version == version and stats.duplex is True and stats.messages_accepted == len(fresh)
         await wait_until(lambda: stats.keep_alive_rtt is not None, 5, what="X's keep-alive to the rogue")
         assert stats.bytes_in > sum(len(m.raw) for m in fresh) and stats.bytes_out > sum(len(m.raw) for m in held)
@@ -258,5 +257,5 @@ async def test_an_id_in_flight_from_one_peer_or_already_held_is_not_fetched_from
         assert (follow_up.blocking, follow_up.ack) == (True, 2)
         await one.send(d.reply_bodies((wanted.raw,)))
         await wait_until(lambda: wanted.message_id in pair.x.accepted(), 5, what="the message from the first peer")
-        assert pair.x.node.diffusion.peers.get(first.label, Direction.INBOUND).messages_accepted == 1
-        assert pair.x.node.diffusion.peers.get(second.label, Direction.INBOUND).messages_accepted == 0
+        assert pair.x.node.diffusion.peers.get(first.label, Provenance.INBOUND).messages_accepted == 1
+        assert pair.x.node.diffusion.peers.get(second.label, Provenance.INBOUND).messages_accepted == 0

@@ -9,7 +9,7 @@ import trio
 
 from dmq.connection import IdleReaper, ProtocolTask, run_connection
 from ouroboros_mux.bearer import Bearer
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 from tests.ouroboros_mux.streams import raw_sdu, unix_stream_pair
 
 ECHO, IDLE = 14, 15
@@ -23,7 +23,7 @@ async def serve_into(ends: list, mux: Mux, tasks: list[ProtocolTask]) -> None:
 async def test_a_protocol_starts_when_its_first_bytes_arrive_and_an_unused_one_never(tmp_path):
     client, server = await unix_stream_pair(tmp_path / "s")
     started: list[int] = []
-    mux = Mux(Bearer(server), Role.RESPONDER)
+    mux = Mux(Bearer(server), Provenance.INBOUND)
     echo = mux.register(ECHO, Mode.RESPONDER, 1 << 16)
     idle = mux.register(IDLE, Mode.RESPONDER, 1 << 16)
 
@@ -54,7 +54,7 @@ async def test_a_protocol_starts_again_after_a_clean_finish_and_leaves_no_cyclic
     counting alone: with a connection per Mithril message, garbage left to the cyclic
     collector costs the node a visible share of its CPU."""
     client, server = await unix_stream_pair(tmp_path / "s")
-    mux = Mux(Bearer(server), Role.RESPONDER)
+    mux = Mux(Bearer(server), Provenance.INBOUND)
     echo = mux.register(ECHO, Mode.RESPONDER, 1 << 16)
     runs: list[int] = []
 
@@ -83,7 +83,7 @@ async def test_a_protocol_starts_again_after_a_clean_finish_and_leaves_no_cyclic
 
 
 def _echo_connection(server) -> tuple[Mux, list[ProtocolTask]]:
-    mux = Mux(Bearer(server), Role.RESPONDER)
+    mux = Mux(Bearer(server), Provenance.INBOUND)
     echo = mux.register(ECHO, Mode.RESPONDER, 1 << 16)
 
     async def echo_once():

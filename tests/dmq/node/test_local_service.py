@@ -27,7 +27,7 @@ from miniprotocols.local_msg_submission import (
     RejectExpired,
     RejectInvalid,
 )
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 from tests.conftest import CONFORMANCE
 
 DEVNET = CONFORMANCE / "cardano-devnet"
@@ -65,7 +65,7 @@ class _Client:
 
     async def __aenter__(self):
         self.bearer, _ = await connect_and_handshake(self.path, dmq_node_to_client_versions(MAGIC), DMQ_NODE_TO_CLIENT)
-        self.mux = Mux(self.bearer, Role.INITIATOR)
+        self.mux = Mux(self.bearer, Provenance.OUTBOUND)
         self.submission = LocalMsgSubmissionClient(self.mux.register(14, Mode.INITIATOR, 0xFFFFFFFF))
         self.notification = LocalMsgNotificationClient(self.mux.register(15, Mode.INITIATOR, 0xFFFFFFFF))
         self._nursery_cm = trio.open_nursery()
@@ -146,7 +146,7 @@ async def test_undecodable_message_closes_only_that_connection(genesis_config, c
         async with _Client(tmp_path / "dmq.socket") as good:
             bad_bearer, _ = await connect_and_handshake(tmp_path / "dmq.socket", dmq_node_to_client_versions(MAGIC),
                                                         DMQ_NODE_TO_CLIENT)
-            bad = Mux(bad_bearer, Role.INITIATOR)
+            bad = Mux(bad_bearer, Provenance.OUTBOUND)
             client = LocalMsgSubmissionClient(bad.register(14, Mode.INITIATOR, 0xFFFFFFFF))
             with pytest.raises(Exception):
                 async with trio.open_nursery() as n:

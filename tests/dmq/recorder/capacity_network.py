@@ -166,7 +166,7 @@ def _totals(name: str, node: Node) -> NodeTotals:
     assert node.diffusion is not None
     for peer in node.diffusion.peers:
         counters = peer.mux.counters().values() if peer.mux is not None else ()
-        totals.peers[(peer.direction.value, peer.peer)] = (
+        totals.peers[(peer.provenance.value, peer.peer)] = (
             peer.bytes_in, peer.bytes_out, sum(c.bytes_in for c in counters), sum(c.bytes_out for c in counters))
     return totals
 

@@ -24,7 +24,7 @@ from handshake.driver import connect_and_handshake
 from handshake.links import DMQ_NODE_TO_CLIENT, dmq_node_to_client_versions
 from miniprotocols.local_msg_notification import LocalMsgNotificationClient
 from miniprotocols.local_msg_submission import ACCEPTED, LocalMsgSubmissionClient
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 from tests.conftest import CONFORMANCE
 
 DEVNET = CONFORMANCE / "cardano-devnet"
@@ -62,7 +62,7 @@ class LocalClient:
 
     async def __aenter__(self) -> "LocalClient":
         self.bearer, _ = await connect_and_handshake(self.path, dmq_node_to_client_versions(MAGIC), DMQ_NODE_TO_CLIENT)
-        self.mux = Mux(self.bearer, Role.INITIATOR)
+        self.mux = Mux(self.bearer, Provenance.OUTBOUND)
         self.submission = LocalMsgSubmissionClient(self.mux.register(14, Mode.INITIATOR, 0xFFFFFFFF))
         self.notification = LocalMsgNotificationClient(self.mux.register(15, Mode.INITIATOR, 0xFFFFFFFF))
         self._cm = trio.open_nursery()

@@ -20,7 +20,7 @@ from dmq.trace import (
     Tracer,
 )
 from ouroboros_mux.bearer import Bearer
-from ouroboros_mux.mux import Mode, Mux, Role
+from ouroboros_mux.mux import Mode, Mux, Provenance
 from ouroboros_mux.sdu import SDU_HEADER_SIZE
 from tests.ouroboros_mux.streams import tcp_stream_pair
 
@@ -97,8 +97,8 @@ def test_node_samples_read_the_holdings_and_the_process(tmp_path):
 
 async def test_connection_counters_include_sdu_headers_and_end_with_a_final_sample(tmp_path):
     client_stream, server_stream = await tcp_stream_pair()
-    a = Mux(Bearer(client_stream), Role.INITIATOR)
-    b = Mux(Bearer(server_stream), Role.RESPONDER)
+    a = Mux(Bearer(client_stream), Provenance.OUTBOUND)
+    b = Mux(Bearer(server_stream), Provenance.INBOUND)
     a_out = a.register(11, Mode.INITIATOR, 1 << 20)
     b_in = b.register(11, Mode.RESPONDER, 1 << 20)
     recorder = TrafficRecorder(tmp_path, "a", sample_interval=0.05)

@@ -16,7 +16,7 @@ from miniprotocols import sig_submission_v1, sig_submission_v2
 from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM, Side
 from dmq.diffusion.sig_submission import PullingPeer, ServingPeer
 from ouroboros_mux import Bearer, Mode, Mux
-from ouroboros_mux import Role as MuxRole
+from ouroboros_mux import Provenance
 
 from .helpers import ListSigSource, RecordingSink, make_message
 
@@ -68,8 +68,8 @@ class Node:
 
 async def exchange(dialect) -> None:
     connecting, accepted = await tcp_pair()
-    a = Node(dialect, Mux(Bearer(connecting), MuxRole.INITIATOR), [make_message(n) for n in range(150)])
-    b = Node(dialect, Mux(Bearer(accepted), MuxRole.RESPONDER), [make_message(n) for n in range(1000, 1120)])
+    a = Node(dialect, Mux(Bearer(connecting), Provenance.OUTBOUND), [make_message(n) for n in range(150)])
+    b = Node(dialect, Mux(Bearer(accepted), Provenance.INBOUND), [make_message(n) for n in range(1000, 1120)])
     shared = b.source.entries[0][2]  # one message both hold: never fetched either way
     a.source.append(shared)
     a.sink.holds.add(shared[3:35])

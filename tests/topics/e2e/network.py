@@ -98,9 +98,9 @@ async def line(network: TopicNetwork, count: int) -> list[RunningNode]:
 
 
 def _linked(node: RunningNode) -> bool:
-    from dmq.diffusion import Direction
+    from ouroboros_mux import Provenance
 
-    return len(node.node.diffusion.peers.hot(Direction.OUTBOUND)) >= 1
+    return len(node.node.diffusion.peers.hot(Provenance.OUTBOUND)) >= 1
 
 
 @asynccontextmanager

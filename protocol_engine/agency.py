@@ -25,19 +25,25 @@ class Role(enum.Enum):
     """The party a local peer plays in a protocol instance.
 
     The client is the party that has agency in the initial state of every protocol here
-    (keep-alive, local submission, local notification, sig submission); on a mux it is
-    usually, but not always, the initiator (see sig submission V2 in docs/protocol/node-to-node.md 9.1).
+    (the handshake, keep-alive, local submission, local notification, sig submission); on a
+    mux it is usually, but not always, the one that opened the connection (see sig submission
+    V2 in docs/protocol/node-to-node.md 9.1), and in the handshake's simultaneous open both
+    sides are clients.
+
+    ``agency`` (the agency this role holds) and ``peer`` (the role of the other party) are
+    plain attributes, fixed when the members are made: the machine reads them on every
+    message of every protocol.
     """
 
     CLIENT = "client"
     SERVER = "server"
 
-    @property
-    def agency(self) -> Agency:
-        """The agency this role holds."""
-        return Agency.CLIENT if self is Role.CLIENT else Agency.SERVER
+    agency: Agency
+    peer: Role
 
-    @property
-    def peer(self) -> Role:
-        """The role of the other party."""
-        return Role.SERVER if self is Role.CLIENT else Role.CLIENT
+    def __init__(self, value: str) -> None:
+        self.agency = Agency(value)
+
+
+Role.CLIENT.peer = Role.SERVER
+Role.SERVER.peer = Role.CLIENT

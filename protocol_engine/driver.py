@@ -4,7 +4,7 @@ The driver is where the spec is enforced on real bytes. Before a send it checks 
 the transition table, then encodes; on a receive it applies the byte limit of the state
 (as the channel's ``max_size``) and its time limit (a trio cancel scope), decodes with the
 codec in that state and checks the transition. Every breach is a typed
-:class:`~miniprotocols.framework.errors.ProtocolError`; the end of the peer's stream is
+:class:`~protocol_engine.errors.ProtocolError`; the end of the peer's stream is
 reported as the channel's own ``ChannelClosed``, because whether it is an error depends on
 the state and the protocol (an N2C client may hang up between requests).
 

@@ -1,0 +1,44 @@
+"""The typed-protocol engine: every Ouroboros mini-protocol, the handshake included, as data.
+
+A protocol is a :class:`ProtocolSpec` (states with agency and limits, an initial state,
+the transition table, the codec). The sans-IO :class:`ProtocolMachine` applies it to what
+one peer (a :class:`Role`) sends and receives, and the trio :class:`Driver` runs that peer
+over any :class:`~ouroboros_mux.channel.MessageChannel`: a mux channel for the
+mini-protocols, the bare bearer for the handshake (which runs before the mux starts).
+It ranks between ``ouroboros_mux`` and ``handshake`` (docs/architecture.md 1) so that both
+the handshake and the mini-protocols can use it.
+"""
+
+from .agency import Agency, Role
+from .driver import Direction, Driver, DriverEvent, as_driver
+from .errors import (
+    CodecError,
+    DecoderFailure,
+    ExceededSizeLimit,
+    ExceededTimeLimit,
+    ProtocolError,
+    ProtocolViolation,
+)
+from .machine import ProtocolMachine
+from .spec import SMALL_BYTE_LIMIT, Codec, NextState, ProtocolSpec, StateSpec
+
+__all__ = [
+    "Agency",
+    "Role",
+    "StateSpec",
+    "Codec",
+    "NextState",
+    "ProtocolSpec",
+    "SMALL_BYTE_LIMIT",
+    "ProtocolMachine",
+    "Driver",
+    "DriverEvent",
+    "Direction",
+    "as_driver",
+    "ProtocolError",
+    "ProtocolViolation",
+    "ExceededSizeLimit",
+    "ExceededTimeLimit",
+    "DecoderFailure",
+    "CodecError",
+]
