@@ -34,7 +34,6 @@ __all__ = [
     "SEVERITIES",
     "MessageAccepted",
     "MessageRejected",
-    "MessageHeld",
     "MessageExpired",
     "MessageNotified",
     "ConnectionOpened",
@@ -85,16 +84,6 @@ class MessageRejected(TraceEvent):
     origin: str
     reason: str            # the error's reference text, e.g. "InvalidSigId"
     reaction: str          # "reject", "trace" or "disconnect"
-
-
-@dataclass(frozen=True, slots=True)
-class MessageHeld(TraceEvent):
-    """A peer's message refused as ``SigTooFrequent`` that passes every other check, kept until
-    its pool's window has passed (``dmq.held_back``)."""
-    message_id: bytes
-    pool_id: bytes
-    origin: str
-    due_in: float          # seconds until it is admitted again
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +216,6 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
                                   else ("Net.SigSubmission.Inbound.AddedToMempool", "Debug")),
     "MessageRejected": lambda e: (("Net.Local.SigSubmission.Server.TraceSubmitFailure", "Warning")
                                   if e.origin == "local" else ("Net.Sig.Validation.SigValidation", "Error")),
-    "MessageHeld": ("Net.Sig.Validation.HeldBack", "Info"),
     "MessageExpired": ("Mempool.Expired", "Info"),
     "MessageNotified": ("Net.Local.MsgNotification.Server.TraceMsgNotificationServerReply", "Debug"),
     "ConnectionOpened": _opened,
