@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tests.e2e.node_process import NodeProcess
 
-__all__ = ["assert_caught_up_cleanly", "accepted_ids"]
+__all__ = ["assert_caught_up_cleanly"]
 
 
 def assert_caught_up_cleanly(node: NodeProcess) -> None:
@@ -20,7 +20,3 @@ def assert_caught_up_cleanly(node: NodeProcess) -> None:
     punished = [e.data for e in events if e.kind == "MessageRejected" and e.data.get("reaction") == "disconnect"]
     assert not punished, f"{node.workdir.name} disconnected a peer for honest traffic: {punished[:3]}"
 
-
-def accepted_ids(node: NodeProcess) -> list[str]:
-    """The ids (hex) of every message ``node`` accepted in its current run, in order."""
-    return [e.data["message_id"] for e in node.log_events("MessageAccepted")]

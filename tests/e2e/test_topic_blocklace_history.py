@@ -45,6 +45,8 @@ ELECTORS = (0, 1, 2)
 AUTHORS, JOINER = (4, 5, 6, 7), 3
 INTERVAL, TIMEOUT = 2, 4
 EVENT_LIFETIME = 6
+#: A pool's history for a fresh node: more blocks than its budget's burst (8), signed 25 s apart.
+HISTORY, HISTORY_SPACING = 22, 25
 
 
 class Follower:
@@ -86,19 +88,23 @@ class Author:
     of what it has seen (``complete_block`` over the blocks its follower delivered), and each
     within its pool's default Blocklace budget, asked of the budget code itself."""
 
-    def __init__(self, follower: Follower) -> None:
+    def __init__(self, follower: Follower, authors: tuple[int, ...] = AUTHORS, pace: float = 1.0) -> None:
         self.follower = follower
-        self.pools = [pool(i) for i in AUTHORS]
+        self.pace = pace
+        self.pools = [pool(i) for i in authors]
         self.chains: dict[bytes, tuple[int, bytes | None]] = {p.id: (0, None) for p in self.pools}
         self.budget = TokenBucket(DEFAULT_BUCKET, DEFAULT_BUDGETS)
         self.written: list[bytes] = []
         self.next_at = 0.0
 
-    async def write(self, data: bytes) -> None:
+    async def write(self, data: bytes, expires_at: int | None = None) -> None:
+        """One event of the first author whose previous block is back and whose budget has room
+        for it (``expires_at``: its signed expiry, by default ``EVENT_LIFETIME`` from now)."""
         now = time.time()
         if now < self.next_at:
-            return                              # one event a second
-        expires_at = int(now) + EVENT_LIFETIME
+            return                              # one event per ``pace`` seconds
+        if expires_at is None:
+            expires_at = int(now) + EVENT_LIFETIME
         for author in self.pools:
             seq, last = self.chains[author.id]
             if last is not None and last not in self.follower.lace.blocks:
@@ -117,7 +123,7 @@ class Author:
         self.budget.charge(author.id, expires_at, "blocklace", now)
         self.chains[author.id] = (seq + 1, message.message_id)
         self.written.append(message.message_id)
-        self.next_at = now + 1.0
+        self.next_at = now + self.pace
 
 
 async def retained(node) -> dict[bytes, int]:
@@ -235,3 +241,35 @@ async def _absent(nodes, ident: bytes) -> bool:
         if ident in await retained(node):
             return False
     return True
+
+
+async def test_a_fresh_node_dialling_a_peer_that_holds_a_pools_history_delivers_all_of_it(topic_nodes, tmp_path):
+    """A pool's 22 events, signed 25 s apart as its default budget allows after the first burst
+    (expiries spread over ten minutes, as if written over ten minutes), all still alive at the
+    loaded node; a node with an empty database dials it and receives them at once. Every block
+    is accepted and delivered once: the budget counts signed times, not the burst of arrivals."""
+    loaded = start(topic_nodes, tmp_path, "loaded", 0, [])
+    async with trio.open_nursery() as nursery:
+        watcher = Follower(loaded)
+        await nursery.start(watcher.run)
+        publishers = {pool(0).id: ALL, pool(AUTHORS[0]).id: PERM_EVENT}
+        async with open_topic_connection(loaded.socket_path, TOPIC_MAGIC) as conn:
+            await conn.ask(conn.topics.publish(draft_block(TOPIC, ad_payload(advertisement(0, publishers)))))
+        await until(lambda: _true(watcher.delivered), 10, "the advertisement back")
+        author = Author(watcher, authors=AUTHORS[:1], pace=0.0)
+        first = int(time.time()) + 60
+        await until(lambda: _true(len(author.written) == HISTORY), 60, "the pool's history written",
+                    each=lambda: author.write(b"event %d" % len(author.written),
+                                              first + HISTORY_SPACING * len(author.written)))
+        held = set(watcher.delivered)
+        assert len(held) == HISTORY + 1
+
+        fresh = (await _together([lambda: start(topic_nodes, tmp_path, "fresh", 1, [loaded])]))[0]
+        follower = Follower(fresh)
+        await nursery.start(follower.run)
+        await until(lambda: _true(set(follower.delivered) >= held), 30, "the fresh node delivered every block")
+        assert len(follower.delivered) == len(set(follower.delivered)), "a block delivered twice"
+        for node in (loaded, fresh):
+            node.check_running()
+            assert_caught_up_cleanly(node)
+        nursery.cancel_scope.cancel()
