@@ -25,8 +25,9 @@ The core's spacing rule (one message per ``MinSigDelay``) is the bucket of capac
 
 A :class:`Schedule` keeps one key's (a pool's, or a pool's in one topic) accepted signed times.
 Check 1 refuses a message whose ``expiresAt`` is before now, so times before now are settled
-(nothing can be inserted among them any more): they are folded into the bucket's level, and only
-the times of messages still alive are kept, one number per message the node holds.
+(nothing can be inserted among them any more): they are folded into the bucket's level. Folding
+waits :data:`FOLD_MARGIN` past them, so that a wall clock stepped back by less than that changes
+no verdict; what is kept is one number per message alive or expired in the last 30 minutes.
 """
 
 from __future__ import annotations
@@ -40,10 +41,15 @@ from typing import Any, Protocol
 from dmq.message import DmqMessage
 from dmq.validation.errors import SigTooFrequent, SigValidationError
 
-__all__ = ["BucketPolicy", "Schedule", "SignedBudgets", "RateRule", "PoolSpacing"]
+__all__ = ["BucketPolicy", "Schedule", "SignedBudgets", "RateRule", "PoolSpacing", "FOLD_MARGIN"]
 
 #: Float slack when comparing a level with one token (integral times give exact levels).
 _EPSILON = 1e-9
+#: Seconds a signed time stays open after it passed, before it is folded into the level: the
+#: largest step back of the wall clock that leaves every verdict exact (a longer one counts a
+#: message signed before the fold as signed at it). The maximum lifetime, so that the times kept
+#: stay bounded by twice the messages a pool may have alive.
+FOLD_MARGIN = 1800.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +89,10 @@ class Schedule:
         return min(float(policy.capacity), tokens + max(0.0, t - at) / policy.refill)
 
     def fold(self, policy: BucketPolicy, now: float) -> None:
-        """Fold the times before ``now`` into the level: no message signed before now can come any more."""
+        """Fold the times more than :data:`FOLD_MARGIN` before ``now`` into the level: no message
+        signed before now can come any more (check 1), unless the wall clock steps back."""
         times = self.times
-        count = bisect.bisect_left(times, now)
+        count = bisect.bisect_left(times, now - FOLD_MARGIN)
         for t in times[:count]:
             self.tokens = self._level(policy, self.tokens, self.at, t) - 1.0
             self.at = t

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dmq.validation import BucketPolicy, Schedule, SignedBudgets
+from dmq.validation.rate import FOLD_MARGIN
 
 SPACING = BucketPolicy(1, 60.0)
 BURST = BucketPolicy(3, 10.0)
@@ -58,19 +59,28 @@ def test_retry_after_names_the_first_signed_time_that_passes():
     assert budgets.admits("k", 99.0 + budgets.retry_after("k", 99.0, now=0.0), now=0.0)
 
 
+def test_a_wall_clock_stepped_back_within_the_margin_changes_no_verdict():
+    budgets = SignedBudgets(lambda _key: SPACING)
+    budgets.charge("k", 500.0, now=0.0)
+    assert budgets.admits("k", 600.0, now=550.0)
+    # The clock steps back 20 minutes: 500 is still open, messages around it are judged exactly.
+    assert not budgets.admits("k", 470.0, now=550.0 - 1200)
+    assert budgets.admits("k", 440.0, now=550.0 - 1200)
+
+
 def test_a_wall_clock_stepped_back_behind_the_fold_counts_as_the_folded_time():
     budgets = SignedBudgets(lambda _key: SPACING)
     budgets.charge("k", 500.0, now=0.0)
-    assert budgets.admits("k", 600.0, now=550.0)       # folds 500
-    assert not budgets.admits("k", 400.0, now=550.0)   # behind the fold: judged at 500
+    assert budgets.admits("k", 5000.0, now=500.0 + FOLD_MARGIN + 1)     # folds 500
+    assert not budgets.admits("k", 400.0, now=0.0)                       # behind the fold: judged at 500
 
 
 def test_a_schedule_round_trips_and_refuses_malformed_state():
     schedule = Schedule()
     schedule.add(SPACING, 10.0)
-    schedule.fold(SPACING, 20.0)
-    schedule.add(SPACING, 90.0)
-    assert Schedule.restore(schedule.export()).export() == schedule.export() == [0.0, 10.0, [90.0]]
+    schedule.fold(SPACING, 20.0 + FOLD_MARGIN)
+    schedule.add(SPACING, 90.0 + FOLD_MARGIN)
+    assert Schedule.restore(schedule.export()).export() == schedule.export() == [0.0, 10.0, [90.0 + FOLD_MARGIN]]
     for bad in (None, [1, 2], [None, None, "x"], ["1", None, []], [None, None, [None]]):
         with pytest.raises(ValueError):
             Schedule.restore(bad)
@@ -80,6 +90,8 @@ def test_idle_schedules_are_forgotten_only_when_they_equal_a_key_never_seen():
     schedule = Schedule()
     schedule.add(BURST, 10.0)
     assert not schedule.idle(BURST, 5.0)
-    schedule.fold(BURST, 11.0)
-    assert not schedule.idle(BURST, 11.0)              # one token still refilling
-    assert schedule.idle(BURST, 20.0)
+    schedule.fold(BURST, 11.0 + FOLD_MARGIN)
+    assert not schedule.times and schedule.idle(BURST, 11.0 + FOLD_MARGIN)
+    late = Schedule(tokens=0.0, at=100.0)
+    assert not late.idle(BURST, 105.0)                 # one token still refilling
+    assert late.idle(BURST, 130.0)
