@@ -232,7 +232,7 @@ class NodePublisher:
             self._wake = trio.Event()
             return
         with self._contained(entry.body) as guard:
-            entry.outcome = await self._submit(entry)
+            entry.outcome = await self._submit(entry, now)
         if guard.failure is not None:
             entry.outcome = _failed(guard.failure)
         entry.done.set()
@@ -256,7 +256,8 @@ class NodePublisher:
             self._heap = keep
             heapq.heapify(self._heap)
 
-    async def _submit(self, entry: _Queued) -> PublishOutcome:
+    async def _submit(self, entry: _Queued, now: float) -> PublishOutcome:
+        """Sign ``entry`` with the ``expiresAt`` its budget was found to have room for at ``now``."""
         assert self.signer is not None
         body = entry.body
         if entry.adapter is not None:
@@ -268,7 +269,7 @@ class NodePublisher:
                 return PublishOutcome(built.dmq_id, None, built.inner_id)
             body = built
         try:
-            message = self.signer.sign(body, entry.expires_at(self.clock.now()))
+            message = self.signer.sign(body, entry.expires_at(now))
         except SigningError as exc:
             return PublishOutcome(None, Reject(NO_SIGNER, str(exc)))
         outcome = await self.ingress.submit_own(message.raw)
