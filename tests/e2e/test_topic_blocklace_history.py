@@ -9,6 +9,10 @@ pruned the oldest events, a fourth node starts with an empty database: everythin
 receives points into pruned history, so it asks for anchors, checks the certificate its
 peers carry, starts from it, and delivers every block its peers kept from there on.
 
+Two more catch-ups on the same topic: a node with an empty database dialling a peer that holds
+a pool's history (more blocks than a budget's burst), and two sides of a partition, each of
+which received a pool's history, healing through a bridge that restarts on its database.
+
 Every node runs the default configuration, budgets included (a pool's Blocklace budget is 8
 blocks at once, one more per 25 s): the author stays within its pool's budget as an honest
 creator does, and the late joiner receives its peers' kept blocks all at once, which the
@@ -19,6 +23,7 @@ budgets admit because they count the times the pools signed, not arrivals
 from __future__ import annotations
 
 import json
+import signal
 import time
 
 import pytest
@@ -47,6 +52,8 @@ INTERVAL, TIMEOUT = 2, 4
 EVENT_LIFETIME = 6
 #: A pool's history for a fresh node: more blocks than its budget's burst (8), signed 25 s apart.
 HISTORY, HISTORY_SPACING = 22, 25
+#: Each side's history during a partition: past the burst too.
+SIDE_HISTORY = 11
 
 
 class Follower:
@@ -271,6 +278,45 @@ async def test_a_fresh_node_dialling_a_peer_that_holds_a_pools_history_delivers_
         await until(lambda: _true(set(follower.delivered) >= held), 30, "the fresh node delivered every block")
         assert len(follower.delivered) == len(set(follower.delivered)), "a block delivered twice"
         for node in (loaded, fresh):
+            node.check_running()
+            assert_caught_up_cleanly(node)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_partition_heals_and_each_side_delivers_the_blocks_of_the_other(topic_nodes, tmp_path):
+    """``left`` and ``right`` reach each other only through ``bridge``. The bridge goes down;
+    pool 4 writes its history through ``left`` and pool 5 through ``right``, each more blocks
+    than a budget's burst, signed 25 s apart. The bridge comes back on its database: every
+    node delivers every block once, nobody is disconnected, nothing is logged as an error."""
+    left = start(topic_nodes, tmp_path, "left", 0, [])
+    right = start(topic_nodes, tmp_path, "right", 1, [])
+    bridge = start(topic_nodes, tmp_path, "bridge", 2, [left, right])
+    async with trio.open_nursery() as nursery:
+        followers = {"left": Follower(left), "right": Follower(right)}
+        for follower in followers.values():
+            await nursery.start(follower.run)
+        publishers = {pool(0).id: ALL, pool(AUTHORS[0]).id: PERM_EVENT, pool(AUTHORS[1]).id: PERM_EVENT}
+        async with open_topic_connection(left.socket_path, TOPIC_MAGIC) as conn:
+            await conn.ask(conn.topics.publish(draft_block(TOPIC, ad_payload(advertisement(0, publishers)))))
+        await until(lambda: _true(followers["right"].delivered), 20, "the advertisement across the bridge")
+
+        bridge.kill(signal.SIGTERM)
+        first = int(time.time()) + 60
+        for side, author_pool in (("left", AUTHORS[0]), ("right", AUTHORS[1])):
+            author = Author(followers[side], authors=(author_pool,), pace=0.0)
+            await until(lambda: _true(len(author.written) == SIDE_HISTORY), 60, f"pool {author_pool}'s blocks",
+                        each=lambda: author.write(b"side %d" % len(author.written),
+                                                  first + HISTORY_SPACING * len(author.written)))
+        assert len(followers["left"].delivered) == len(followers["right"].delivered) == SIDE_HISTORY + 1
+
+        await trio.to_thread.run_sync(bridge.start)
+        everything = set(followers["left"].delivered) | set(followers["right"].delivered)
+        assert len(everything) == 2 * SIDE_HISTORY + 1
+        for side, follower in followers.items():
+            await until(lambda: _true(set(follower.delivered) >= everything), 30, f"{side} healed")
+            assert len(follower.delivered) == len(set(follower.delivered)), "a block delivered twice"
+        assert set((await retained(bridge)).keys()) == everything
+        for node in (left, right, bridge):
             node.check_running()
             assert_caught_up_cleanly(node)
         nursery.cancel_scope.cancel()
