@@ -4,7 +4,8 @@ Local submission (protocol 14), node-to-node pulls (protocol 11) and a topic ins
 ingress all hand received bytes to :class:`Ingress` and run the same pipeline
 (docs/protocol/validation.md 6.1). What differs between them is declared, not coded
 around: an :class:`IngressStages` names which ids count as known beyond the batch, what
-check 3 is (the reference's spacing, or a topic instance's token bucket), whether
+check 3 is (the pool's spacing, or a topic instance's budgets, both on the times the pool
+signed: :mod:`dmq.validation.rate`), whether
 passing validation records the pool's acceptance at once or the commit does, how many
 messages go through validate-and-commit together, and the commit itself. The *reply* is
 a table lookup on the error (``dmq.validation.reactions``), never a branch per caller
@@ -27,14 +28,12 @@ from dataclasses import dataclass
 import trio
 
 from dmq.codec import MessageDecodeError, decode_message
-from dmq.held_back import HeldBack
 from dmq.mempool import Mempool
 from dmq.message import DmqMessage
 from dmq.trace import MessageAccepted, MessageRejected, Tracer
-from dmq.validation import (Outcome, PeerReaction, ReactionPolicy, Screen, SigTooFrequent, SigValidationError,
-                            Validator)
+from dmq.validation import Outcome, PeerReaction, RateRule, ReactionPolicy, SigValidationError, Validator
 
-__all__ = ["Ingress", "IngressStages", "RoundGuard", "BatchVerdict", "LOCAL_ORIGINS"]
+__all__ = ["Ingress", "IngressStages", "RoundGuard", "BatchVerdict", "LOCAL_ORIGINS", "trace_outcomes"]
 
 #: Origins whose senders get a reject reason rather than a peer reaction: a local client,
 #: and this node itself (messages it built and signed).
@@ -78,15 +77,15 @@ class IngressStages:
 
     ``round_size``: messages per validate-and-commit round; None is the whole batch (one
     durable commit per batch), 1 when a commit changes what the next message is checked
-    against. ``screen``: check 3, None for the validator's own spacing. ``record``:
-    whether validation records an accepted message's per-pool state (else ``commit``
+    against. ``rate``: check 3, None for the validator's own spacing. ``record``:
+    whether validation accepts a message at once (``Validator.accept``; else ``commit``
     does, once nothing later can refuse it). ``lock``: held for a whole batch by stages
     whose commit awaits between messages; the core's needs none (validation and the
     in-memory append never await in between).
     """
 
     round_size: int | None = None
-    screen: Screen | None = None
+    rate: RateRule | None = None
     record: bool = True
     lock: trio.Lock | None = None
 
@@ -106,12 +105,7 @@ class IngressStages:
         """Step 4: store the accepted messages of a round with their pools' new state."""
         accepted = [o.message for o in outcomes if o.accepted]
         if accepted:
-            state = self.validator.state
-            updates = {}
-            for message in accepted:
-                exported = state.export_pool(message.pool_id)
-                if exported is not None:
-                    updates[message.pool_id.hex()] = exported
+            updates = self.validator.state.updates(m.pool_id for m in accepted)
             await self.mempool.submit(accepted, pool_state_updates=updates, relayed=origin not in LOCAL_ORIGINS)
         return outcomes
 
@@ -139,9 +133,6 @@ class Ingress:
         self.allow_legacy = allow_legacy
         self.reactions = reactions
         self.stages = stages if stages is not None else IngressStages(mempool, validator)
-        #: Peers' messages refused only for their pool's spacing, admitted again when it allows
-        #: them; the node runs ``held_back.run(ingress.admit)``.
-        self.held_back = HeldBack(validator, tracer)
 
     def decode(self, raw: bytes) -> DmqMessage:
         """Strict decode (docs/protocol/message.md 5.2); a failure is a protocol error for the caller."""
@@ -160,8 +151,8 @@ class Ingress:
 
         Decode failures raise :class:`~dmq.codec.MessageDecodeError` (a protocol error:
         the connection closes). The verdict names the first error whose reaction is to
-        disconnect; accepted messages of the batch are kept either way, and a message refused
-        only for its pool's spacing is held for later (:mod:`dmq.held_back`).
+        disconnect; accepted messages of the batch are kept either way. A peer replaying a
+        pool's history passes check 3 at any pace (:mod:`dmq.validation.rate`).
         """
         messages = [self.decode(raw) for raw in raws]
         outcomes = await self.admit(messages, origin=peer)
@@ -170,8 +161,6 @@ class Ingress:
             error = outcome.error
             if error is None:
                 continue
-            if isinstance(error, SigTooFrequent):
-                self.held_back.offer(outcome.message, peer)
             if disconnect is None and self.reactions.peer_reaction(error) is PeerReaction.DISCONNECT:
                 disconnect = error
         return BatchVerdict(outcomes, disconnect)
@@ -199,14 +188,13 @@ class Ingress:
     async def _round(self, chunk: list[DmqMessage], origin: str, seen: set[bytes] | None) -> list[Outcome]:
         stages = self.stages
         started = time.perf_counter_ns()
-        outcomes = self.validator.process_batch(chunk, stages.known(), seen=seen, screen=stages.screen,
+        outcomes = self.validator.process_batch(chunk, stages.known(), seen=seen, rate=stages.rate,
                                                 record=stages.record)
         verify_ns = (time.perf_counter_ns() - started) // max(1, len(chunk))
         # Shielded: the store puts accepted messages in its log (readable by clients and peers)
         # before the group commit is on disk, and goes on with the commit if the caller is
         # cancelled. A connection closed meanwhile must not skip what follows, or the node holds
-        # a message no MessageAccepted trace (nor metric) counts, and a message of the batch
-        # refused only as too frequent is never held (dmq.held_back). The wait is bounded: the
+        # a message no MessageAccepted trace (nor metric) counts. The wait is bounded: the
         # writer answers every queued submitter, also when it is cancelled itself.
         with trio.CancelScope(shield=True):
             outcomes = await stages.commit(outcomes, origin)
@@ -215,18 +203,24 @@ class Ingress:
 
     def trace(self, outcomes: Sequence[Outcome], origin: str, verify_ns: int) -> None:
         """One trace per message that was accepted or refused (not one still waiting)."""
-        tracer = self.tracer
-        now = tracer.now()
-        for outcome in outcomes:
-            if outcome.deferred:
-                continue
-            m = outcome.message
-            if outcome.error is None:
-                tracer.emit(MessageAccepted(now, m.message_id, m.pool_id, m.size, origin, verify_ns))
-            else:
-                reaction = "reject" if origin in LOCAL_ORIGINS else self.reactions.peer_reaction(outcome.error).value
-                tracer.emit(MessageRejected(now, m.message_id, m.pool_id, m.size, origin,
-                                            outcome.error.show(), reaction))
+        trace_outcomes(self.tracer, self.reactions, outcomes, origin, verify_ns)
+
+
+def trace_outcomes(tracer: Tracer, reactions: ReactionPolicy, outcomes: Sequence[Outcome], origin: str,
+                   verify_ns: int) -> None:
+    """The trace of each outcome accepted or refused (a deferred one is neither yet), with the
+    reaction its origin gets: a reject reason for a local sender, the peer reaction otherwise."""
+    now = tracer.now()
+    for outcome in outcomes:
+        if outcome.deferred:
+            continue
+        m = outcome.message
+        if outcome.error is None:
+            tracer.emit(MessageAccepted(now, m.message_id, m.pool_id, m.size, origin, verify_ns))
+        else:
+            reaction = "reject" if origin in LOCAL_ORIGINS else reactions.peer_reaction(outcome.error).value
+            tracer.emit(MessageRejected(now, m.message_id, m.pool_id, m.size, origin,
+                                        outcome.error.show(), reaction))
 
 
 # Re-exported for callers that catch decode failures without importing the codec.

@@ -134,7 +134,6 @@ class Node:
                 await nursery.start(lambda task_status: self.local_service.serve_path(
                     self.config.local_address, mode=self.config.local_socket_mode, task_status=task_status))
                 self.tracer.emit(LocalSocketUp(self.tracer.now(), str(self.config.local_address)))
-                nursery.start_soon(self.ingress.held_back.run, self.ingress.admit)
                 for service in self.services:
                     nursery.start_soon(service)
                 task_status.started(self)

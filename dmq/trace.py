@@ -36,7 +36,6 @@ __all__ = [
     "SEVERITIES",
     "MessageAccepted",
     "MessageRejected",
-    "MessageHeld",
     "MessageExpired",
     "MessageNotified",
     "ConnectionOpened",
@@ -95,16 +94,6 @@ class MessageRejected(TraceEvent):
     origin: str
     reason: str            # the error's reference text, e.g. "InvalidSigId"
     reaction: str          # "reject", "trace" or "disconnect"
-
-
-@dataclass(frozen=True, slots=True)
-class MessageHeld(TraceEvent):
-    """A peer's message refused as ``SigTooFrequent`` that passes every other check, kept until
-    its pool's window has passed (``dmq.held_back``)."""
-    message_id: bytes
-    pool_id: bytes
-    origin: str
-    due_in: float          # seconds until it is admitted again
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +262,21 @@ def _listening(event: Any) -> Target:
     return ("Net.Server.Local.Started" if event.link == "n2c" else "Net.Server.Remote.Started"), "Notice"
 
 
+#: Refusals that honest traffic produces: a message two peers offered at once, or one this node
+#: published that a peer delivered first; one that expired on its way.
+_HONEST_REFUSALS = {"SigDuplicate": "Debug", "SigExpired": "Info"}
+
+
+def _rejected_severity(event: Any) -> str:
+    """A peer's (or this node's own) refused message: an Error when it costs the peer its
+    connection (a protocol violation), less when honest traffic produces it. The reference logs
+    every refusal at Error, so that a node catching up, offered a message by two peers at once,
+    would log errors for honest traffic."""
+    if event.reaction == "disconnect":
+        return "Error"
+    return _HONEST_REFUSALS.get(event.reason, "Warning")
+
+
 #: Where each event class is logged. The reference node's namespace and severity where it
 #: traces the same fact (its ``mkDMQTracers`` prefixes plus the inner names of the
 #: ouroboros-network and dmq-node ``MetaTrace`` instances); this node's own facts are named in
@@ -283,8 +287,7 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "MessageAccepted": lambda e: (("Net.Local.SigSubmission.Server.TraceSubmitAccept", "Info") if e.origin == "local"
                                   else ("Net.SigSubmission.Inbound.AddedToMempool", "Debug")),
     "MessageRejected": lambda e: (("Net.Local.SigSubmission.Server.TraceSubmitFailure", "Warning")
-                                  if e.origin == "local" else ("Net.Sig.Validation.SigValidation", "Error")),
-    "MessageHeld": ("Net.Sig.Validation.HeldBack", "Info"),
+                                  if e.origin == "local" else ("Net.Sig.Validation.SigValidation", _rejected_severity(e))),
     "MessageExpired": ("Mempool.Expired", "Info"),
     "MessageNotified": ("Net.Local.MsgNotification.Server.TraceMsgNotificationServerReply", "Debug"),
     "ConnectionOpened": _opened,

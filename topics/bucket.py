@@ -3,10 +3,14 @@
 
 Causal adapters reorder messages (a block waits for its predecessors), and a spacing rule
 punishes a pool whose two messages arrive close together after such a wait. A bucket admits
-bursts up to ``capacity`` and a long-run rate of one message per ``refill`` seconds. It is
-charged once, when a DMQ id is first committed or parked (a re-run of a deferred message is
-not charged again); an adapter reject charges nothing, so core state stays untouched (C4).
-Time is the injected monotonic clock.
+bursts up to ``capacity`` and a long-run rate of one message per ``refill`` seconds. Like the
+core's check 3 it is measured on the times the pool **signed** (``expiresAt``), never on
+arrival (:mod:`dmq.validation.rate`): a peer replaying a pool's kept blocks to a node that
+joins late, starts empty or comes back from a partition delivers all of them at once, and
+they pass, because the pool's own node admitted each of them when it was new; a pool that signs
+beyond its budget is refused in whatever order its messages come. It is charged once, when a
+DMQ id is first committed or parked (a re-run of a deferred message is not charged again); an
+adapter reject charges nothing, so core state stays untouched (C4).
 
 Each pool has one bucket **per topic** (``raw`` or an adapter's name), each with its own
 policy, so that one application's traffic (a burst of Blocklace events) cannot spend the
@@ -19,30 +23,11 @@ budgets: a message over budget at one node is not forwarded by it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+from dmq.validation import BucketPolicy, SignedBudgets
 
 __all__ = ["BucketPolicy", "TokenBucket", "DEFAULT_BUCKET", "DEFAULT_BUDGETS", "budgets_for"]
-
-
-@dataclass(frozen=True, slots=True)
-class BucketPolicy:
-    """``capacity`` tokens, one more every ``refill`` seconds."""
-
-    capacity: int = 8
-    refill: float = 10.0
-
-    def __post_init__(self) -> None:
-        if self.capacity < 1:
-            raise ValueError(f"a token bucket holds at least one token, got {self.capacity}")
-        if not self.refill > 0:
-            raise ValueError(f"a token bucket refills after a positive number of seconds, got {self.refill}")
-
-    @property
-    def rate(self) -> float:
-        """Messages per second in the long run."""
-        return 1.0 / self.refill
 
 
 #: The design's single per-pool bucket (P: 8 tokens, one every 10 s): the budget of a topic
@@ -77,50 +62,31 @@ def budgets_for(names: Iterable[str], configured: Mapping[str, BucketPolicy] | N
 
 
 class TokenBucket:
-    """The buckets of every pool, one per topic; a pool never seen has full buckets.
+    """The buckets of every pool, one per topic, over signed times; a pool never seen has full buckets.
 
     ``policies`` maps topic names to their policy; a topic not named (an unknown tag, which
-    is refused later anyway) is under ``default``.
+    is refused later anyway) is under ``default``. ``signed`` is a message's ``expiresAt``
+    (or, for a publication not signed yet, the one it would be signed with); ``now`` is the
+    wall clock, before which no message can be signed any more (check 1).
     """
 
     def __init__(self, default: BucketPolicy = DEFAULT_BUCKET,
                  policies: Mapping[str, BucketPolicy] | None = None) -> None:
         self.default = default
         self.policies = dict(policies or {})
-        self._state: dict[tuple[str, bytes], tuple[float, float]] = {}   # (topic, pool) -> (tokens, at)
+        self._budgets = SignedBudgets(lambda key: self.policy(key[0]))
 
     def policy(self, topic: str) -> BucketPolicy:
         return self.policies.get(topic, self.default)
 
-    def tokens(self, pool: bytes, monotonic: float, topic: str) -> float:
-        """Tokens the pool holds for ``topic`` at ``monotonic`` (a fraction: a token is refilling)."""
-        policy = self.policy(topic)
-        state = self._state.get((topic, pool))
-        if state is None:
-            return float(policy.capacity)
-        tokens, at = state
-        return min(float(policy.capacity), tokens + max(0.0, monotonic - at) / policy.refill)
+    def available(self, pool: bytes, signed: float, topic: str, now: float) -> bool:
+        """Would a message of ``pool`` in ``topic`` signed at ``signed`` pass?"""
+        return self._budgets.admits((topic, pool), signed, now)
 
-    def available(self, pool: bytes, monotonic: float, topic: str) -> bool:
-        return self.tokens(pool, monotonic, topic) >= 1.0
+    def charge(self, pool: bytes, signed: float, topic: str, now: float) -> None:
+        """Count a message of ``pool`` in ``topic`` signed at ``signed`` (the caller checked :meth:`available`)."""
+        self._budgets.charge((topic, pool), signed, now)
 
-    def charge(self, pool: bytes, monotonic: float, topic: str) -> None:
-        """Take one of the pool's tokens for ``topic`` (the caller checked :meth:`available`)."""
-        tokens = self.tokens(pool, monotonic, topic)
-        if tokens < 1.0:
-            raise ValueError("charging an empty bucket")
-        self._state[(topic, pool)] = (tokens - 1.0, monotonic)
-        if len(self._state) > 4 * 65536:
-            self._forget_full(monotonic)
-
-    def retry_after(self, pool: bytes, monotonic: float, topic: str) -> int:
-        """Whole seconds until the pool has a token for ``topic`` again (0 when it has one)."""
-        missing = 1.0 - self.tokens(pool, monotonic, topic)
-        return 0 if missing <= 0 else math.ceil(missing * self.policy(topic).refill)
-
-    def _forget_full(self, monotonic: float) -> None:
-        """Drop buckets that refilled: they are indistinguishable from unseen ones."""
-        full = [key for key in self._state
-                if self.tokens(key[1], monotonic, key[0]) >= self.policy(key[0]).capacity]
-        for key in full:
-            del self._state[key]
+    def retry_after(self, pool: bytes, signed: float, topic: str, now: float) -> int:
+        """Whole seconds by which ``signed`` must be later for the message to pass (0 when it passes)."""
+        return self._budgets.retry_after((topic, pool), signed, now)

@@ -10,7 +10,9 @@ with the block the pool already made). A failure of that code refuses the one pu
 Publications wait in one queue served by priority (epoch messages first, refreshes last), in
 arrival order within a priority; each topic spends its own bucket of the pool
 (:mod:`topics.bucket`), so the first entry whose topic has a token is served and a topic out
-of budget holds back only its own publications. A publication that cannot be scheduled
+of budget holds back only its own publications. Budgets are on the signed ``expiresAt``, so
+a publication's ``expiresAt`` is chosen when its turn comes (as it is signed), and the queue
+asks whether a message signed now would pass. A publication that cannot be scheduled
 within 30 s (P) is ``rate_limited`` with a retry-after.
 """
 
@@ -58,7 +60,6 @@ PER_KEY_LIMIT = (20, 600.0)
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    expires_at: int
     adapter: TopicAdapter | None
     inner: Any
     priority: Priority | None
@@ -75,7 +76,6 @@ class _Queued:
     priority: int
     serial: int
     body: bytes = field(compare=False)
-    expires_at: int = field(compare=False)
     queued_at: float = field(compare=False)
     adapter: TopicAdapter | None = field(compare=False)     # None: a raw body
     inner: Any = field(compare=False)
@@ -86,6 +86,16 @@ class _Queued:
     def topic(self) -> str:
         """The topic whose bucket the publication spends."""
         return RAW if self.adapter is None else self.adapter.name
+
+    def expires_at(self, now: float) -> int:
+        """The ``expiresAt`` of this publication signed at ``now``."""
+        return _expires_at(self.adapter, self.inner, now)
+
+
+def _expires_at(adapter: TopicAdapter | None, inner: Any, now: float) -> int:
+    """``expiresAt`` of a publication signed at ``now``: its adapter's hook, never past ``now + M``."""
+    bound = math.floor(now) + MAX_NETWORK_LIFETIME
+    return bound if adapter is None else min(bound, int(adapter.expires_at(inner, now)))
 
 
 class NodePublisher:
@@ -117,11 +127,9 @@ class NodePublisher:
             return Reject(TOO_LARGE, f"body of {len(body)} bytes exceeds {MAX_BODY_SIZE}")
         if len(body) < MIN_BODY_SIZE:
             return Reject(MALFORMED, f"body of {len(body)} bytes is below {MIN_BODY_SIZE}")
-        now = self.clock.now()
-        bound = math.floor(now) + MAX_NETWORK_LIFETIME
         found = classify(body, self.ingress._tags)
         if found.kind is TopicClass.RAW:
-            return _Prepared(bound, None, None, None, None) if self.ingress.carried.raw else Reject(TOPIC_NOT_CARRIED)
+            return _Prepared(None, None, None, None) if self.ingress.carried.raw else Reject(TOPIC_NOT_CARRIED)
         if found.kind is TopicClass.UNKNOWN:
             return Reject(UNKNOWN_TOPIC)
         adapter = self.ingress.adapters.get(found.name)
@@ -130,8 +138,7 @@ class NodePublisher:
         inner = adapter.decode(body)
         if isinstance(inner, Reject):
             return inner
-        return _Prepared(min(bound, int(adapter.expires_at(inner, now))), adapter, inner,
-                         adapter.publication_priority(inner), adapter.publication_key(inner))
+        return _Prepared(adapter, inner, adapter.publication_priority(inner), adapter.publication_key(inner))
 
     def _charge_key(self, key: bytes | None) -> Reject | None:
         if key is None:
@@ -172,7 +179,7 @@ class NodePublisher:
         refused = self._charge_key(key)
         if refused is not None:
             return PublishOutcome(None, refused)
-        entry = _Queued(int(priority), next(self._serial), bytes(body), prepared.expires_at, self.clock.monotonic(),
+        entry = _Queued(int(priority), next(self._serial), bytes(body), self.clock.monotonic(),
                         prepared.adapter, prepared.inner)
         heapq.heappush(self._heap, entry)
         self._wake.set()
@@ -194,33 +201,38 @@ class NodePublisher:
     def _pool(self) -> bytes:
         return self.signer.pool_id if self.signer is not None else b""
 
+    def _ready(self, entry: _Queued, now: float) -> bool:
+        """Would ``entry``, signed at wall time ``now``, pass its topic's budget?"""
+        return self.ingress.bucket.available(self._pool, entry.expires_at(now), entry.topic, now)
+
+    def _retry_after(self, entry: _Queued, now: float) -> int:
+        return self.ingress.bucket.retry_after(self._pool, entry.expires_at(now), entry.topic, now)
+
     def _next_ready(self, now: float) -> _Queued | None:
         """The first entry in priority order whose topic's bucket has a token, taken off the queue."""
-        bucket = self.ingress.bucket
-        if bucket.available(self._pool, now, self._heap[0].topic):
+        if self._ready(self._heap[0], now):
             return heapq.heappop(self._heap)
         for entry in sorted(self._heap):
-            if bucket.available(self._pool, now, entry.topic):
+            if self._ready(entry, now):
                 self._heap.remove(entry)
                 heapq.heapify(self._heap)
                 return entry
         return None
 
     async def _serve_ready(self) -> None:
-        bucket = self.ingress.bucket
-        now = self.clock.monotonic()
-        self._expire_waiting(now)
+        self._expire_waiting(self.clock.monotonic())
         if not self._heap:
             return
+        now = self.clock.now()
         entry = self._next_ready(now)
         if entry is None:
-            wait = min(bucket.retry_after(self._pool, now, e.topic) for e in self._heap)
+            wait = min(self._retry_after(e, now) for e in self._heap)
             with trio.move_on_after(max(0.01, wait)):
                 await self._wake.wait()
             self._wake = trio.Event()
             return
         with self._contained(entry.body) as guard:
-            entry.outcome = await self._submit(entry)
+            entry.outcome = await self._submit(entry, now)
         if guard.failure is not None:
             entry.outcome = _failed(guard.failure)
         entry.done.set()
@@ -235,7 +247,7 @@ class NodePublisher:
         keep = []
         for entry in self._heap:
             if entry.priority >= Priority.CLIENT and now - entry.queued_at > self.schedule_limit:
-                retry = max(1, self.ingress.bucket.retry_after(self._pool, now, entry.topic))
+                retry = max(1, self._retry_after(entry, self.clock.now()))
                 entry.outcome = PublishOutcome(None, Reject(RATE_LIMITED, "no rate budget", retry_after=retry))
                 entry.done.set()
             else:
@@ -244,7 +256,8 @@ class NodePublisher:
             self._heap = keep
             heapq.heapify(self._heap)
 
-    async def _submit(self, entry: _Queued) -> PublishOutcome:
+    async def _submit(self, entry: _Queued, now: float) -> PublishOutcome:
+        """Sign ``entry`` with the ``expiresAt`` its budget was found to have room for at ``now``."""
         assert self.signer is not None
         body = entry.body
         if entry.adapter is not None:
@@ -256,7 +269,7 @@ class NodePublisher:
                 return PublishOutcome(built.dmq_id, None, built.inner_id)
             body = built
         try:
-            message = self.signer.sign(body, entry.expires_at)
+            message = self.signer.sign(body, entry.expires_at(now))
         except SigningError as exc:
             return PublishOutcome(None, Reject(NO_SIGNER, str(exc)))
         outcome = await self.ingress.submit_own(message.raw)

@@ -133,19 +133,24 @@ class TopicSession:
             return _reject(MALFORMED)
         if request.durable is not None and any(s[0] == UPSYCLE for s in filter_):
             return await self._attach_queue(filter_, request)
-        if request.durable is None:
-            if isinstance(request.start, Resume):
-                return _reject(MALFORMED)
-            caps = self.hub.caps
-            if len(self.hub.ephemeral) >= caps.ephemeral:
-                return self._limit("ephemeral subscriptions in total", caps.ephemeral)
-            sub = Subscription(filter_)
-            self.hub.apply(self.hub.stage(None, [sub], await self._initial(filter_, request.start), self._now()))
-            self.hub.ephemeral.add(sub)
-        else:
-            sub = await self._attach_durable(filter_, request)
-            if isinstance(sub, MsgReject):
-                return sub
+        if request.durable is None and isinstance(request.start, Resume):
+            return _reject(MALFORMED)
+        # Under the ingress lock: no commit runs between reading the initial items and adding
+        # the subscription to the hub, so a message accepted meanwhile is in one or the other
+        # (a commit takes its targets before it awaits the disk; an item lost between the two
+        # was never delivered to a client subscribing while a node catches up).
+        async with self.service.ingress.lock:
+            if request.durable is None:
+                caps = self.hub.caps
+                if len(self.hub.ephemeral) >= caps.ephemeral:
+                    return self._limit("ephemeral subscriptions in total", caps.ephemeral)
+                sub = Subscription(filter_)
+                self.hub.apply(self.hub.stage(None, [sub], await self._initial(filter_, request.start), self._now()))
+                self.hub.ephemeral.add(sub)
+            else:
+                sub = await self._attach_durable(filter_, request)
+        if isinstance(sub, MsgReject):
+            return sub
         sub.attached = True
         sub_id = self._next_id
         self._next_id += 1

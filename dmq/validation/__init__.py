@@ -4,7 +4,8 @@
 * :mod:`~dmq.validation.reactions`: the table from error to local reject reason and to
   node-to-node reaction (trace or disconnect).
 * :mod:`~dmq.validation.pipeline`: :class:`Validator`, the checks in order, batches.
-* :mod:`~dmq.validation.pool_state`: per-pool rate-limit time and opcert counter.
+* :mod:`~dmq.validation.rate`: check 3, token buckets over the times pools signed.
+* :mod:`~dmq.validation.pool_state`: per-pool signed times, opcert counter, last acceptance.
 * :mod:`~dmq.validation.opcert_cache`: verified opcerts, so a pool pays one Ed25519 check.
 """
 
@@ -28,8 +29,9 @@ from dmq.validation.errors import (
     UnrecognizedPool,
 )
 from dmq.validation.opcert_cache import DEFAULT_OPCERT_CACHE_SIZE, OpcertCache
-from dmq.validation.pipeline import MAX_SIG_TTL, MIN_SIG_DELAY, Outcome, Screen, Validator, kes_failure_reason
+from dmq.validation.pipeline import MAX_SIG_TTL, MIN_SIG_DELAY, Outcome, Validator, kes_failure_reason
 from dmq.validation.pool_state import PoolState
+from dmq.validation.rate import BucketPolicy, PoolSpacing, RateRule, Schedule, SignedBudgets
 from dmq.validation.reactions import (
     REACTION_TABLE,
     TIMING_ERRORS,
@@ -56,7 +58,11 @@ __all__ = [
     "NotInitialized",
     "OpcertCache",
     "Outcome",
-    "Screen",
+    "RateRule",
+    "PoolSpacing",
+    "BucketPolicy",
+    "Schedule",
+    "SignedBudgets",
     "PeerReaction",
     "PoolNotEligible",
     "PoolState",

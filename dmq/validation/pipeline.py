@@ -9,8 +9,13 @@ stale or unknown-pool messages costs no cryptography.
 
 A batch (one local submission, or one node-to-node reply) is processed against one reading
 of the clocks, like the reference's validation context. Per-pool state changes only when a
-message passes every check, and a later message of the same batch sees the change: the
-second message of a pool in one batch is ``SigTooFrequent``.
+message passes every check (:meth:`Validator.accept`, the one place that records it), and a
+later message of the same batch sees the change.
+
+Check 3 is a :class:`~dmq.validation.rate.RateRule` over the times the pool *signed*
+(``expiresAt``), not the arrival times (:mod:`dmq.validation.rate`): a batch may carry a pool's
+whole history, each message properly spaced in signed time, and all of it passes, while two
+messages the pool signed too close together are refused in any order.
 
 Two reference details that a straightforward port gets wrong are reproduced on purpose:
 
@@ -48,24 +53,23 @@ from dmq.validation.errors import (
     SigDuplicate,
     SigExpired,
     SigExpiresAtTooFarInTheFuture,
-    SigTooFrequent,
     SigValidationError,
     UnrecognizedPool,
 )
 from dmq.validation.opcert_cache import DEFAULT_OPCERT_CACHE_SIZE, OpcertCache
 from dmq.validation.pool_state import PoolState
+from dmq.validation.rate import PoolSpacing, RateRule
 
 __all__ = [
     "MIN_SIG_DELAY",
     "MAX_SIG_TTL",
     "Outcome",
-    "Screen",
     "KesVerifier",
     "Validator",
     "kes_failure_reason",
 ]
 
-#: ``DMQ.Policy.minSigDelay``: seconds between two accepted messages of one pool.
+#: ``DMQ.Policy.minSigDelay``: seconds between two accepted messages of one pool (here: of signed time).
 MIN_SIG_DELAY = 60.0
 #: ``DMQ.Policy.maxSigExpiresAtDelay``: ``expiresAt`` must be strictly below now + this.
 MAX_SIG_TTL = 1800
@@ -79,10 +83,6 @@ _ELIGIBILITY_ERRORS: dict[Eligibility, type[SigValidationError]] = {
     Eligibility.NOT_INITIALIZED: NotInitialized,
     Eligibility.NOT_ELIGIBLE: PoolNotEligible,
 }
-
-
-#: Check 3 as an ingress declares it: ``screen(message, monotonic)`` is the refusal, or None.
-Screen = Callable[[DmqMessage, float], "SigValidationError | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +161,8 @@ class Validator:
         self.min_sig_delay = float(min_sig_delay)
         self.max_ttl = max_ttl
         self.state = state if state is not None else PoolState()
+        #: Check 3 unless an ingress declares its own: the pool's spacing in signed time.
+        self.spacing: RateRule = PoolSpacing(self.state.spacing, self.min_sig_delay)
         self.opcert_cache = OpcertCache(verify_opcert, opcert_cache_size)
         #: Check 10's verifier: the real Sum6KES one; a simulated network of thousands of nodes in
         #: one process shares one memo of its answers (docs/network-scale.md, "Simulated time").
@@ -168,13 +170,12 @@ class Validator:
 
     # -- the checks ----------------------------------------------------------------------
 
-    def _first_failure(self, msg: DmqMessage, now: float, monotonic: float,
-                       screen: Screen | None = None, rate_limit: bool = True) -> SigValidationError | None:
+    def _first_failure(self, msg: DmqMessage, now: float, rate: RateRule) -> SigValidationError | None:
         """Checks 1..10 in the reference order; the first failure wins. Changes no state.
 
-        ``screen`` is check 3 when the ingress declares its own (a topic instance's token
-        bucket); None is the reference's spacing of ``min_sig_delay`` seconds. Without
-        ``rate_limit`` check 3 is left out (every other check still runs).
+        ``rate`` is check 3: the validator's spacing, or the rule an ingress declares (a topic
+        instance's budgets). It runs after checks 1 and 2, so it never sees a message signed
+        to expire before ``now`` (:mod:`dmq.validation.rate` relies on it).
         """
         expires_at = msg.expires_at
         # 1, 2: now <= expiresAt < now + maxTTL, compared exactly (int against float).
@@ -183,20 +184,12 @@ class Validator:
         if not expires_at - self.max_ttl < now:
             return SigExpiresAtTooFarInTheFuture()
 
-        # 3: rate limit on the monotonic clock.
+        # 3: rate limit on the pool's signed times.
+        refused = rate.refusal(msg, now)
+        if refused is not None:
+            return refused
         pool_id = msg.pool_id
         state = self.state
-        if rate_limit:
-            if screen is None:
-                last = state.last_accepted(pool_id)
-                if last is not None:
-                    since_last = monotonic - last
-                    if since_last < self.min_sig_delay:
-                        return SigTooFrequent(pool_id, since_last)
-            else:
-                refused = screen(msg, monotonic)
-                if refused is not None:
-                    return refused
 
         # 4: the carried id is the hash of the payload as received.
         if msg.legacy:
@@ -237,30 +230,41 @@ class Validator:
             return InvalidKESSignature(start, period, reason)
         return None
 
-    def check(self, msg: DmqMessage, *, rate_limit: bool = True) -> SigValidationError | None:
+    def check(self, msg: DmqMessage, *, rate: RateRule | None = None) -> SigValidationError | None:
         """Validate one message at the clocks' current reading without changing any state.
 
-        No duplicate check (that needs the mempool): see :meth:`process_batch`. Without
-        ``rate_limit``, every check but 3: would the message pass once its pool's spacing
-        allows it (``dmq.held_back``)?
+        No duplicate check (that needs the mempool): see :meth:`process_batch`.
         """
-        return self._first_failure(msg, self.clock.now(), self.clock.monotonic(), rate_limit=rate_limit)
+        return self._first_failure(msg, self.clock.now(), rate or self.spacing)
+
+    def accept(self, msg: DmqMessage, *, rate: RateRule | None = None, charged: bool = False) -> None:
+        """Record that ``msg`` passed every check and is accepted: the one place a pool's state changes.
+
+        Its signed time counts against its pool under ``rate`` (check 3's rule; not again when
+        ``charged``, a topic message charged when it was parked) and its opcert counter
+        becomes the pool's. Called by :meth:`process_batch`, or by an ingress's commit when a
+        later stage could still refuse the message.
+        """
+        now = self.clock.now()
+        if not charged:
+            (rate or self.spacing).charge(msg, now)
+        self.state.record_accepted(msg.pool_id, msg.opcert.issue_number, self.clock.monotonic(), now)
 
     def process_batch(self, msgs: Iterable[DmqMessage], is_known: Callable[[bytes], bool], *,
-                      seen: set[bytes] | None = None, screen: Screen | None = None,
+                      seen: set[bytes] | None = None, rate: RateRule | None = None,
                       record: bool = True) -> list[Outcome]:
         """docs/protocol/validation.md 6.1 steps 2 and 3 for one batch; one outcome per message, in order.
 
         ``is_known(id)`` answers whether the mempool holds that id. A message whose id is
         known, or in ``seen`` (the ids met earlier in the batch, shared when the caller
         feeds one batch in several calls), is ``SigDuplicate`` and not validated.
-        ``screen`` replaces check 3 (see :meth:`_first_failure`). With ``record`` a passing
-        message updates the per-pool state at once; without, the caller records it when it
+        ``rate`` replaces check 3 (see :meth:`_first_failure`). With ``record`` a passing
+        message is accepted at once (:meth:`accept`); without, the caller accepts it when it
         commits the message (an ingress whose later stages may still refuse it).
         The caller appends the accepted messages to the mempool (step 4).
         """
         now = self.clock.now()
-        monotonic = self.clock.monotonic()
+        rule = rate or self.spacing
         if seen is None:
             seen = set()
         outcomes: list[Outcome] = []
@@ -270,9 +274,9 @@ class Validator:
                 outcomes.append(Outcome(msg, SigDuplicate()))
                 continue
             seen.add(message_id)
-            error = self._first_failure(msg, now, monotonic, screen)
+            error = self._first_failure(msg, now, rule)
             if error is None and record:
-                self.state.record_accepted(msg.pool_id, msg.opcert.issue_number, monotonic, now)
+                self.accept(msg, rate=rule)
             outcomes.append(Outcome(msg, error))
         return outcomes
 

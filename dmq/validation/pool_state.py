@@ -1,18 +1,19 @@
-"""Per-pool validation state: when a pool last had a message accepted, and its opcert counter.
+"""Per-pool validation state: the signed times of its accepted messages, its opcert counter, when it was last accepted.
 
-Both feed the validation checks (3: rate limit, 8: opcert counter) and both change only when
-a message passes every check (docs/protocol/validation.md sections 6.1 and 6.9). The rate limit is measured on
-the monotonic clock, as the reference does; a monotonic reading means nothing after a
-restart, so every acceptance also records the wall time, and :meth:`PoolState.restore`
-turns the wall time back into a monotonic instant on the new clock. The durable mempool
-persists :meth:`PoolState.export` and reloads it with :meth:`PoolState.restore`.
+The signed times feed check 3 (the rate limit, :mod:`dmq.validation.rate`), the counter check 8;
+both change only when a message passes every check (docs/protocol/validation.md sections 6.1
+and 6.9). The signed times are wall-clock values the pool signed, so they mean the same after a
+restart. The time of the last acceptance is kept for operators (monotonic, and wall so that
+:meth:`PoolState.restore` can place it on a new clock). The durable mempool persists
+:meth:`PoolState.export` and reloads it with :meth:`PoolState.restore`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from dmq.clock import Clock
+from dmq.validation.rate import Schedule
 
 __all__ = ["PoolState"]
 
@@ -20,14 +21,16 @@ _WORD64_MAX = 2**64 - 1
 
 
 class PoolState:
-    """Last accepted time and opcert counter per pool id (28 bytes)."""
+    """Signed times, last accepted time and opcert counter per pool id (28 bytes)."""
 
-    __slots__ = ("_last_monotonic", "_last_wall", "_counters")
+    __slots__ = ("_last_monotonic", "_last_wall", "_counters", "spacing")
 
     def __init__(self) -> None:
         self._last_monotonic: dict[bytes, float] = {}
         self._last_wall: dict[bytes, float] = {}
         self._counters: dict[bytes, int] = {}
+        #: Check 3's schedule of each pool (:class:`~dmq.validation.rate.PoolSpacing` reads and charges it).
+        self.spacing: dict[bytes, Schedule] = {}
 
     def last_accepted(self, pool_id: bytes) -> float | None:
         """Monotonic time of the pool's last accepted message, None if never."""
@@ -60,10 +63,23 @@ class PoolState:
         """One pool's state as plain values, None if the pool has none."""
         if pool_id not in self:
             return None
-        return {
+        record: dict[str, Any] = {
             "last_accepted_wall": self._last_wall.get(pool_id),
             "opcert_counter": self._counters.get(pool_id),
         }
+        schedule = self.spacing.get(pool_id)
+        if schedule is not None:
+            record["signed_times"] = schedule.export()
+        return record
+
+    def updates(self, pool_ids: Iterable[bytes]) -> dict[str, dict[str, Any]]:
+        """What the store must write for these pools (keyed by pool id hex), after their acceptance."""
+        out = {}
+        for pool_id in pool_ids:
+            exported = self.export_pool(pool_id)
+            if exported is not None:
+                out[pool_id.hex()] = exported
+        return out
 
     def export(self) -> dict[str, dict[str, Any]]:
         """Every pool's state as plain JSON-able values, keyed by pool id hex."""
@@ -80,7 +96,7 @@ class PoolState:
 
         A pool accepted ``d`` wall seconds ago is placed ``d`` seconds before the current
         monotonic time. A wall time in the future (the wall clock went back) counts as
-        "just now": the rate limit errs on the side of the reference's 60 s.
+        "just now". The signed times need no conversion: they are the pool's own wall times.
         """
         state = cls()
         now = clock.now()
@@ -104,4 +120,10 @@ class PoolState:
                 if isinstance(counter, bool) or not isinstance(counter, int) or not 0 <= counter <= _WORD64_MAX:
                     raise ValueError(f"pool state {key}: opcert_counter must be a 64-bit unsigned int, got {counter!r}")
                 state._counters[pool_id] = counter
+            signed = record.get("signed_times")
+            if signed is not None:
+                try:
+                    state.spacing[pool_id] = Schedule.restore(signed)
+                except ValueError as exc:
+                    raise ValueError(f"pool state {key}: signed_times: {exc}") from None
         return state

@@ -28,6 +28,7 @@ __all__ = [
     "sdu", "propose_versions", "accept_version", "submit_message",
     "blocking_reply", "non_blocking_reply",
     "RawSdu", "RawN2CClient", "ConnectionLost", "publish_like_mithril_signer",
+    "split_non_blocking_reply", "read_everything",
 ]
 
 #: Header words (M bit + protocol number) of what the client sends: M = 0, initiator.
@@ -221,3 +222,27 @@ async def publish_like_mithril_signer(path: str | os.PathLike[str], magic: int, 
         reply = await client.submit(raw_message)
         await client.submission_done()
     return reply
+
+
+def split_non_blocking_reply(reply: bytes) -> tuple[list[bytes], bool]:
+    """The raw messages of ``[1, [_ msg...], hasMore]`` and the flag."""
+    assert reply[:3] == b"\x83\x01\x9f", reply[:3].hex()
+    messages, pos = [], 3
+    while reply[pos] != 0xFF:
+        end = item_end(reply, pos, len(reply))
+        messages.append(reply[pos:end])
+        pos = end
+    assert reply[pos + 1:] in (b"\xf4", b"\xf5")
+    return messages, reply[pos + 1:] == b"\xf5"
+
+
+async def read_everything(path: str | os.PathLike[str], magic: int) -> list[bytes]:
+    """Every message the node serves a new notification client, in order (non-blocking requests)."""
+    async with await RawN2CClient.connect(path) as client:
+        assert await client.handshake(magic) == accept_version(magic)
+        served: list[bytes] = []
+        while True:
+            batch, has_more = split_non_blocking_reply(await client.request(blocking=False))
+            served += batch
+            if not has_more:
+                return served

@@ -12,7 +12,6 @@ import signal
 
 import trio
 
-from ouroboros_mux.cbor import item_end
 from tests.e2e.messages import DMQ_DEVNET_MAGIC as MAGIC, now_s, with_kes_signature
 from tests.e2e.raw_n2c import (
     ACCEPT,
@@ -20,35 +19,12 @@ from tests.e2e.raw_n2c import (
     REJECT_EXPIRED,
     ConnectionLost,
     RawN2CClient,
-    accept_version,
     publish_like_mithril_signer,
+    read_everything,
 )
 
 SUBMITTERS = 8
 KILL_AFTER_ACKS = 120
-
-
-def split_non_blocking_reply(reply: bytes) -> tuple[list[bytes], bool]:
-    """The raw messages of ``[1, [_ msg...], hasMore]`` and the flag."""
-    assert reply[:3] == b"\x83\x01\x9f", reply[:3].hex()
-    messages, pos = [], 3
-    while reply[pos] != 0xFF:
-        end = item_end(reply, pos, len(reply))
-        messages.append(reply[pos:end])
-        pos = end
-    assert reply[pos + 1:] in (b"\xf4", b"\xf5")
-    return messages, reply[pos + 1:] == b"\xf5"
-
-
-async def read_everything(path) -> list[bytes]:
-    async with await RawN2CClient.connect(path) as client:
-        assert await client.handshake(MAGIC) == accept_version(MAGIC)
-        served: list[bytes] = []
-        while True:
-            batch, has_more = split_non_blocking_reply(await client.request(blocking=False))
-            served += batch
-            if not has_more:
-                return served
 
 
 async def test_acknowledged_messages_survive_sigkill_and_rejected_ones_never_appear(start_node, signers):
@@ -94,7 +70,7 @@ async def test_acknowledged_messages_survive_sigkill_and_rejected_ones_never_app
     assert len(rejected) > 20 and set(rejected.values()) >= {REJECT_EXPIRED}
 
     node.start()
-    served = await read_everything(node.socket_path)
+    served = await read_everything(node.socket_path, MAGIC)
     assert len(served) == len(set(served)), "a message was served twice"
     served_set = set(served)
     missing = [raw for raw in acknowledged if raw not in served_set]
@@ -116,5 +92,5 @@ async def test_acknowledged_legacy_messages_survive_a_restart(start_node, signer
         assert await publish_like_mithril_signer(node.socket_path, MAGIC, raw) == ACCEPT
     node.kill(signal.SIGKILL)
     node.start()
-    assert await read_everything(node.socket_path) == messages
+    assert await read_everything(node.socket_path, MAGIC) == messages
     assert await publish_like_mithril_signer(node.socket_path, MAGIC, messages[0]) == REJECT_ALREADY_RECEIVED

@@ -46,8 +46,6 @@ def topic_node(workdir: Path, *, carried: list[str] | None = None, signer: int |
         "DatabasePath": "db",
         "LocalAddress": "dmq.socket",
         "TopicsCarried": ALL_ADAPTERS if carried is None else carried,
-        # The bucket never holds a test back: rate limits have their own tests.
-        "TopicTokenBucket": {"Capacity": 100000, "RefillSeconds": 0.001},
     }
     if signer is not None:
         kes, cert = write_pool_files(workdir / "pool", pool(signer))

@@ -29,8 +29,7 @@ from dmq.mempool import DurableMempool
 from tests.e2e.conftest import devnet_config
 from tests.e2e.messages import DEVNET, DMQ_DEVNET_MAGIC as MAGIC, Signer
 from tests.e2e.node_process import NodeProcess
-from tests.e2e.raw_n2c import ACCEPT, ConnectionLost, publish_like_mithril_signer
-from tests.e2e.test_crash_recovery import read_everything
+from tests.e2e.raw_n2c import ACCEPT, ConnectionLost, publish_like_mithril_signer, read_everything
 
 __all__ = ["devnet_node", "SizeLimitedNode", "KillTrial", "kill_trial", "tear_a_page", "fill_database",
            "served_now", "MAGIC"]
@@ -58,7 +57,7 @@ class SizeLimitedNode(NodeProcess):
 async def served_now(node: NodeProcess) -> tuple[list[bytes], float]:
     """Everything the node serves a new subscriber, and the wall time just before asking."""
     asked_at = time.time()
-    return await read_everything(node.socket_path), asked_at
+    return await read_everything(node.socket_path, MAGIC), asked_at
 
 
 @dataclass

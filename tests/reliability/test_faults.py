@@ -122,7 +122,7 @@ async def test_a_full_disk_refuses_submissions_cleanly_and_loses_nothing(tmp_pat
         unlimited.kill()
 
 
-async def test_clock_jumps_expire_by_the_wall_clock_and_rate_limit_by_the_monotonic_one(nursery, tmp_path):
+async def test_clock_jumps_expire_by_the_wall_clock_and_rate_limit_by_the_signed_times(nursery, tmp_path):
     world = await start_world(nursery, tmp_path)
     clock: ManualClock = world.clock
     async with LocalClient(world.x.socket) as client:
@@ -134,17 +134,26 @@ async def test_clock_jumps_expire_by_the_wall_clock_and_rate_limit_by_the_monoto
         raws, _ = await client.notification.request(blocking=False)
         assert held.raw not in raws
         assert await client.submission.submit(held.raw) == RejectExpired()
-        # The wall clock jumping does not reset the 60 s rate limit of pool 1 ...
-        again = pool(1).sign(2, world.now() + 600)
-        reply = await client.submission.submit(again.raw)
+        # The rate limit reads the times pool 1 signed (docs/protocol/validation.md 6.12), not the
+        # clocks: an hour after its last one in signed time a message passes though no monotonic
+        # time went by, and one signed 30 s after that is too frequent.
+        again_expires = world.now() + 600
+        again = pool(1).sign(2, again_expires)
+        assert await client.submission.submit(again.raw) == ACCEPTED
+        close = pool(1).sign(3, world.now() + 630)
+        reply = await client.submission.submit(close.raw)
         assert isinstance(reply, RejectInvalid) and reply.text.startswith("SigTooFrequent")
-        # ... and jumping back two hours does not extend it either.
-        clock.set_wall(clock.now() - 7200)
+        assert reply.text.endswith(" 30s")
+        # Jumping back 20 minutes neither extends the limit nor opens it: a message signed
+        # 20 minutes before ``again`` passes, one signed 30 s before it does not.
+        clock.set_wall(clock.now() - 1200)
         clock.advance(61)
-        later = pool(1).sign(3, world.now() + 600)
+        later = pool(1).sign(4, world.now() + 600)
         assert await client.submission.submit(later.raw) == ACCEPTED
+        squeezed = pool(1).sign(5, again_expires - 30)
+        assert (await client.submission.submit(squeezed.raw)).text.startswith("SigTooFrequent")
         raws, _ = await client.notification.request(blocking=False)
-        assert raws == (later.raw,)
+        assert raws == (again.raw, later.raw)
 
 
 async def test_cardano_node_vanishing_keeps_the_last_stake_map(tmp_path):
@@ -169,8 +178,9 @@ async def test_cardano_node_vanishing_keeps_the_last_stake_map(tmp_path):
         assert status.ready and status.epoch == 30
         await fake.start(nursery)
         await eventually(lambda: status.connected, "reconnected")
-        clock.advance(61)                             # past pool 0's rate limit
-        assert await _submit(local, _message(creds[0], 3).raw) is ACCEPTED
+        clock.advance(61)
+        # Signed 61 s after pool 0's first one: past its rate limit.
+        assert await _submit(local, _message(creds[0], 3, int(CARDANO_NOW) + 1761).raw) is ACCEPTED
         assert len(node.mempool) == 3
         nursery.cancel_scope.cancel()
     assert fake.violations == []

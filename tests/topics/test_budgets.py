@@ -37,9 +37,9 @@ async def test_a_pool_over_one_topics_budget_is_still_accepted_in_another(tmp_pa
             assert await ingress.submit_local(sign(_raw(n), EXP).raw) is None
         over = await ingress.submit_local(sign(_raw(9), EXP).raw)
         assert isinstance(over, TopicRejected) and (over.adapter, over.reason) == ("raw", "rate_limited")
-        inst.clock.advance(50)     # one kv token back, at kv's own refill
-        assert await ingress.submit_local(sign(kv_body(b"c", 1), EXP).raw) is None
-        assert isinstance(await ingress.submit_local(sign(_raw(10), EXP).raw), TopicRejected)
+        # Budgets are on signed times: signed 50 s later, kv has a token at its own refill, raw has none.
+        assert await ingress.submit_local(sign(kv_body(b"c", 1), EXP + 50).raw) is None
+        assert isinstance(await ingress.submit_local(sign(_raw(10), EXP + 50).raw), TopicRejected)
 
 
 async def test_the_publication_queue_serves_a_topic_with_budget_past_one_without(tmp_path):
@@ -67,3 +67,25 @@ async def test_the_publication_queue_serves_a_topic_with_budget_past_one_without
             assert all(o.reject is None for o in outcomes.values())
             nursery.cancel_scope.cancel()
         assert all(inst.mempool.contains(o.dmq_id) for o in outcomes.values())
+
+
+async def test_a_peer_replaying_a_pools_history_in_one_reply_is_accepted_and_not_punished(tmp_path):
+    """22 messages of one pool, signed 5 s apart (a budget of 8 at once and one per 5 s: Blocklace's
+    default shape, on the short lifetimes of the test adapter), offered by a peer in one reply: all accepted, the peer kept. Ten the
+    pool signed at one instant are over the budget whatever their order: 8 pass, 2 are refused
+    (trace-only), and the same ten replayed later change nothing."""
+    budgets = TokenBucket(BucketPolicy(1, 1000.0), {"kv": BucketPolicy(8, 5.0)})
+    async with instance(tmp_path / "db", bucket=budgets) as inst:
+        ingress = inst.ingress
+        start = int(NOW) + 60
+        history = [sign(kv_body(b"h%d" % k, 1), start + 5 * k).raw for k in range(22)]
+        verdict = await ingress.submit_from_peer(history[::-1], "peer")
+        assert verdict.disconnect is None and verdict.accepted == 22, [o.error for o in verdict.outcomes if not o.accepted]
+        burst = [sign(kv_body(b"b%d" % k, 1), start + 200).raw for k in range(10)]
+        verdict = await ingress.submit_from_peer(burst, "peer")
+        refused = [o.error for o in verdict.outcomes if not o.accepted]
+        assert verdict.disconnect is None and verdict.accepted == 8
+        assert [(e.adapter, e.reason) for e in refused] == [("kv", "rate_limited")] * 2
+        inst.clock.advance(30)
+        again = await ingress.submit_from_peer(burst[8:], "peer")
+        assert again.accepted == 0 and again.disconnect is None

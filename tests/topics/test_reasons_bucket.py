@@ -45,32 +45,36 @@ def test_topic_rejects_never_disconnect_and_read_as_tag_3():
     assert local_reject_reason(error) == [3, "topic:upsycle:bad_signature"]
 
 
-def test_bucket_bursts_then_refills():
+def test_bucket_bursts_then_refills_in_signed_time():
     bucket = TokenBucket(BucketPolicy(capacity=8, refill=10.0))
     pool = b"p" * 28
     for _ in range(8):
-        assert bucket.available(pool, 0.0, "raw")
-        bucket.charge(pool, 0.0, "raw")
-    assert not bucket.available(pool, 0.0, "raw")
-    assert bucket.retry_after(pool, 0.0, "raw") == 10
-    assert not bucket.available(pool, 9.9, "raw")
-    assert bucket.available(pool, 10.0, "raw")
-    assert bucket.tokens(pool, 1000.0, "raw") == 8
-    assert bucket.available(b"q" * 28, 0.0, "raw")          # pools are independent
+        assert bucket.available(pool, 100.0, "raw", now=0.0)
+        bucket.charge(pool, 100.0, "raw", now=0.0)
+    assert not bucket.available(pool, 100.0, "raw", now=0.0)
+    assert bucket.retry_after(pool, 100.0, "raw", now=0.0) == 10
+    assert not bucket.available(pool, 109.9, "raw", now=0.0)
+    assert bucket.available(pool, 110.0, "raw", now=0.0)
+    # Signed earlier than the burst: it would starve the burst's last message.
+    assert not bucket.available(pool, 95.0, "raw", now=0.0)
+    assert bucket.available(pool, 20.0, "raw", now=0.0)      # far enough before it: full again
+    assert not bucket.available(pool, 100.0, "raw", now=5000.0)   # arrival time changes nothing
+    assert bucket.available(b"q" * 28, 100.0, "raw", now=0.0)     # pools are independent
 
 
 def test_each_topic_spends_its_own_budget_under_its_own_policy():
     bucket = TokenBucket(BucketPolicy(2, 10.0), {"blocklace": BucketPolicy(3, 4.0)})
     pool = b"p" * 28
     for _ in range(3):
-        bucket.charge(pool, 0.0, "blocklace")
-    assert not bucket.available(pool, 0.0, "blocklace")
-    assert bucket.retry_after(pool, 0.0, "blocklace") == 4            # its own refill
-    assert bucket.available(pool, 0.0, "dmsg") and bucket.available(pool, 0.0, "raw")   # untouched
-    bucket.charge(pool, 0.0, "dmsg")
-    bucket.charge(pool, 0.0, "dmsg")
-    assert not bucket.available(pool, 0.0, "dmsg") and bucket.retry_after(pool, 0.0, "dmsg") == 10
-    assert bucket.available(pool, 4.0, "blocklace") and not bucket.available(pool, 4.0, "dmsg")
+        bucket.charge(pool, 50.0, "blocklace", now=0.0)
+    assert not bucket.available(pool, 50.0, "blocklace", now=0.0)
+    assert bucket.retry_after(pool, 50.0, "blocklace", now=0.0) == 4            # its own refill
+    assert bucket.available(pool, 50.0, "dmsg", now=0.0) and bucket.available(pool, 50.0, "raw", now=0.0)
+    bucket.charge(pool, 50.0, "dmsg", now=0.0)
+    bucket.charge(pool, 50.0, "dmsg", now=0.0)
+    assert not bucket.available(pool, 50.0, "dmsg", now=0.0)
+    assert bucket.retry_after(pool, 50.0, "dmsg", now=0.0) == 10
+    assert bucket.available(pool, 54.0, "blocklace", now=0.0) and not bucket.available(pool, 54.0, "dmsg", now=0.0)
 
 
 def test_default_budgets_split_the_designs_rate_between_the_topics():
@@ -84,18 +88,43 @@ def test_default_budgets_split_the_designs_rate_between_the_topics():
         "raw": BucketPolicy(1, 1.0), "upsycle": every, "blocklace": every, "dmsg": every}
 
 
-@given(st.lists(st.tuples(st.floats(0, 5, allow_nan=False), st.sampled_from(["raw", "dmsg"])), max_size=60))
-def test_bucket_never_admits_more_than_capacity_plus_refills(steps):
+@given(st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["raw", "dmsg"]), st.floats(0, 5)), max_size=60))
+def test_bucket_never_admits_more_than_capacity_plus_refills_in_any_signed_interval(steps):
+    """Messages come in any order of signed time, as the clock runs: whatever is admitted holds at
+    most ``capacity + d / refill`` messages in every interval of signed time of length ``d``."""
     policies = {"raw": BucketPolicy(capacity=3, refill=2.0), "dmsg": BucketPolicy(capacity=1, refill=7.0)}
     bucket = TokenBucket(BucketPolicy(), policies)
-    now, admitted = 0.0, {"raw": 0, "dmsg": 0}
-    for gap, topic in steps:
+    now = 0.0
+    admitted: dict[str, list[float]] = {"raw": [], "dmsg": []}
+    for offset, topic, gap in steps:
         now += gap
-        if bucket.available(b"p", now, topic):
-            bucket.charge(b"p", now, topic)
-            admitted[topic] += 1
+        signed = now + offset
+        if bucket.available(b"p", signed, topic, now):
+            bucket.charge(b"p", signed, topic, now)
+            admitted[topic].append(signed)
     for topic, policy in policies.items():
-        assert admitted[topic] <= policy.capacity + now / policy.refill + 1e-9
+        times = sorted(admitted[topic])
+        for i, start in enumerate(times):
+            for j in range(i, len(times)):
+                assert j - i + 1 <= policy.capacity + (times[j] - start) / policy.refill + 1e-9
+
+
+@given(st.lists(st.integers(0, 300), max_size=40), st.randoms(use_true_random=False))
+def test_a_history_the_bucket_admitted_passes_again_in_any_order(signed_times, random):
+    """What one node admitted (the pool's own, as it published) passes at another node whatever
+    order a peer replays it in, and all at once."""
+    policy = BucketPolicy(capacity=2, refill=10.0)
+    origin = TokenBucket(policy)
+    history = []
+    for signed in signed_times:
+        if origin.available(b"p", signed, "raw", now=0.0):
+            origin.charge(b"p", signed, "raw", now=0.0)
+            history.append(signed)
+    random.shuffle(history)
+    replica = TokenBucket(policy)
+    for signed in history:
+        assert replica.available(b"p", signed, "raw", now=0.0)
+        replica.charge(b"p", signed, "raw", now=0.0)
 
 
 def test_carried_set_refuses_adapters_on_mithril_magics():

@@ -58,8 +58,8 @@ async def _submit(path, raw: bytes):
     return verdict
 
 
-def _message(cred, body_byte: int):
-    return build_message(bytes([body_byte]) * 120, 0, int(NOW) + 1700, cred.kes_key, cred.opcert, cred.cold_vk)
+def _message(cred, body_byte: int, expires_at: int = int(NOW) + 1700):
+    return build_message(bytes([body_byte]) * 120, 0, expires_at, cred.kes_key, cred.opcert, cred.cold_vk)
 
 
 def test_only_a_cardano_node_stake_source_starts_the_link(tmp_path):

@@ -147,7 +147,7 @@ async def record_devnet_run(directory: Path, rounds: int = 6) -> DevnetRun:
                 await sign(message(creds[1], 100 + r, now + 1700).raw)
                 if r == 1:
                     await sign(first.raw)                                 # SigDuplicate
-                    await sign(message(creds[0], 200, now + 1700).raw)    # SigTooFrequent
+                    await sign(message(creds[0], 200, now + 180).raw)     # SigTooFrequent: signed 30 s after `first`
                 if r == 2:
                     await sign(message(creds[1], 201, now - 5).raw)       # SigExpired
                 got, _ = await aggregator.notification.request(blocking=False)

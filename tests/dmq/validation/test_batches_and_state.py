@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dmq.clock import ManualClock
 from dmq.codec import build_legacy_message, decode_message
 from dmq.message import OperationalCertificate
@@ -18,7 +20,7 @@ from dmq.validation import (
     Validator,
 )
 
-from .support import MONO, NOW, flip_bit, never_known, pool, ready_view, validator_for, with_message_id, with_parts
+from .support import MONO, NOW, TTL, flip_bit, never_known, pool, ready_view, validator_for, with_message_id, with_parts
 
 P = pool(11)
 Q = pool(12)
@@ -95,9 +97,10 @@ def test_pool_state_survives_a_restart_through_plain_values():
     clock.advance(10)
     assert validator.process_one(Q.message(issue=1, nonce=1), never_known).accepted
     exported = json.loads(json.dumps(validator.state.export()))
+    signed = int(NOW) + TTL
     assert exported == {
-        P.pool_id.hex(): {"last_accepted_wall": NOW, "opcert_counter": 4},
-        Q.pool_id.hex(): {"last_accepted_wall": NOW + 10, "opcert_counter": 1},
+        P.pool_id.hex(): {"last_accepted_wall": NOW, "opcert_counter": 4, "signed_times": [None, None, [signed]]},
+        Q.pool_id.hex(): {"last_accepted_wall": NOW + 10, "opcert_counter": 1, "signed_times": [None, None, [signed]]},
     }
 
     # A new process: another monotonic origin, 20 s of wall time later.
@@ -105,11 +108,18 @@ def test_pool_state_survives_a_restart_through_plain_values():
     restored = PoolState.restore(exported, new_clock)
     assert restored.last_accepted(P.pool_id) == 7.0 - 30
     reborn = Validator(ready_view(P, Q, clock=new_clock), new_clock, state=restored)
-    error = reborn.check(P.message(issue=4, nonce=2))
+    # The signed times came back: 30 s after the pool's accepted one is too soon, 60 s is not.
+    error = reborn.check(P.message(issue=4, nonce=2, expires_at=signed + 30))
     assert error == SigTooFrequent(P.pool_id, 30.0)
-    new_clock.advance(30)
-    assert reborn.check(P.message(issue=3, nonce=2)) == InvalidOCertCounter(4, 3)
-    assert reborn.check(P.message(issue=4, nonce=2)) is None
+    assert reborn.check(P.message(issue=3, nonce=2, expires_at=signed + 60)) == InvalidOCertCounter(4, 3)
+    assert reborn.check(P.message(issue=4, nonce=2, expires_at=signed + 60)) is None
+
+
+def test_restore_refuses_malformed_signed_times():
+    clock = ManualClock(now=NOW, monotonic=50.0)
+    for bad in ("soon", [None, None], [None, None, ["x"]], [True, 1.0, []]):
+        with pytest.raises(ValueError, match="signed_times"):
+            PoolState.restore({P.pool_id.hex(): {"signed_times": bad}}, clock)
 
 
 def test_restore_treats_a_future_wall_time_as_just_now():
@@ -135,7 +145,9 @@ def test_opcert_cache_pays_one_cold_verification_per_pool():
     validator, clock = validator_for(P, Q)
     cache = validator.opcert_cache
     for n in range(3):
-        assert validator.process_batch([P.message(nonce=n), Q.message(nonce=n)], never_known)[0].accepted
+        signed = int(NOW) + TTL + 60 * n
+        assert validator.process_batch([P.message(nonce=n, expires_at=signed), Q.message(nonce=n, expires_at=signed)],
+                                       never_known)[0].accepted
         clock.advance(60)
     assert (cache.misses, cache.hits, len(cache)) == (2, 4, 2)
     assert (P.opcert(), P.cold_vk) in cache
@@ -190,26 +202,42 @@ def test_legacy_messages_are_checked_with_their_own_id_rule():
 # -- stages an ingress declares (dmq.ingress.IngressStages) --------------------------------
 
 
-def test_a_declared_screen_is_check_3_after_the_clock_checks_and_before_the_id():
-    validator, _ = validator_for(P)
-    asked = []
+class _Refusing:
+    """A declared check 3 that refuses everything and remembers what it was asked."""
 
-    def screen(message, monotonic):
-        asked.append((message.message_id, monotonic))
+    def __init__(self) -> None:
+        self.asked: list[tuple[bytes, float]] = []
+
+    def refusal(self, message, now):
+        self.asked.append((message.message_id, now))
         return SigTooFrequent(message.pool_id, 1.5)
 
+    def charge(self, message, now):
+        raise AssertionError("a refused message is never charged")
+
+
+class _Open:
+    def refusal(self, message, now):
+        return None
+
+    def charge(self, message, now):
+        pass
+
+
+def test_a_declared_rate_is_check_3_after_the_clock_checks_and_before_the_id():
+    validator, _ = validator_for(P)
+    rate = _Refusing()
     expired = P.message(expires_at=int(NOW) - 5, nonce=1)
     bad_id = with_message_id(P.message(nonce=2), bytes(32))
-    outcomes = validator.process_batch([expired, bad_id], never_known, screen=screen)
-    # Check 1 refuses before the screen is asked; the screen refuses before check 4 (the id).
+    outcomes = validator.process_batch([expired, bad_id], never_known, rate=rate)
+    # Check 1 refuses before the rule is asked; the rule refuses before check 4 (the id).
     assert [o.error for o in outcomes] == [SigExpired(), SigTooFrequent(P.pool_id, 1.5)]
-    assert asked == [(bad_id.message_id, MONO)]
+    assert rate.asked == [(bad_id.message_id, NOW)]
 
 
-def test_a_declared_screen_replaces_the_spacing():
+def test_a_declared_rate_replaces_the_spacing():
     validator, _ = validator_for(P)
-    outcomes = validator.process_batch([P.message(nonce=1), P.message(nonce=2)], never_known,
-                                       screen=lambda message, monotonic: None)
+    outcomes = validator.process_batch([P.message(nonce=1), P.message(nonce=2)], never_known, rate=_Open())
     assert [o.accepted for o in outcomes] == [True, True]
 
 

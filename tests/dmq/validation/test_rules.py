@@ -28,7 +28,7 @@ from dmq.message import OperationalCertificate
 from dmq.opcert import issue_opcert
 from dmq.stake import StakeView
 
-from .support import NOW, flip_bit, never_known, pool, validator_for, with_message_id, with_parts
+from .support import NOW, TTL, flip_bit, never_known, pool, validator_for, with_message_id, with_parts
 
 P = pool(1)
 OTHER = pool(2)
@@ -77,39 +77,78 @@ def test_2_uses_the_configured_ttl():
 
 # -- 3. rate limit ----------------------------------------------------------------------------
 
-def test_3_too_frequent_with_pool_id_and_elapsed_time():
+def test_3_too_frequent_with_pool_id_and_the_signed_gap():
     validator, clock = validator_for(P)
     _accept(validator, P.message(nonce=1))
-    clock.advance(12.5)
-    second = with_message_id(P.message(nonce=2), bytes(32))  # also bad id
+    clock.advance(120)                 # arrival does not matter: the pool signed 12.5 s apart
+    second = with_message_id(P.message(nonce=2, expires_at=int(NOW) + TTL + 12), bytes(32))  # also bad id
     error = validator.check(second)
-    assert error == SigTooFrequent(P.pool_id, 12.5)
-    assert str(error) == f'SigTooFrequent (KeyHash {{unKeyHash = "{P.pool_id.hex()}"}}) 12.5s'
+    assert error == SigTooFrequent(P.pool_id, 12.0)
+    assert str(error) == f'SigTooFrequent (KeyHash {{unKeyHash = "{P.pool_id.hex()}"}}) 12s'
 
 
-def test_3_exactly_min_sig_delay_later_is_accepted():
+def test_3_exactly_min_sig_delay_apart_in_signed_time_is_accepted():
+    validator, _ = validator_for(P)
+    _accept(validator, P.message(nonce=1))
+    # Both arrive at once: only the signed times count, before or after the accepted one.
+    assert isinstance(validator.check(P.message(nonce=2, expires_at=int(NOW) + TTL + 59)), SigTooFrequent)
+    assert isinstance(validator.check(P.message(nonce=2, expires_at=int(NOW) + TTL - 59)), SigTooFrequent)
+    assert validator.check(P.message(nonce=2, expires_at=int(NOW) + TTL + 60)) is None
+    assert validator.check(P.message(nonce=2, expires_at=int(NOW) + TTL - 60)) is None
+
+
+def test_3_a_history_replayed_at_once_in_any_order_passes():
+    validator, _ = validator_for(P)
+    history = [P.message(nonce=n, expires_at=int(NOW) + 60 * n) for n in range(1, 25)]
+    shuffled = history[1::2] + history[::2][::-1]
+    outcomes = validator.process_batch(shuffled, never_known)
+    assert [o.error for o in outcomes] == [None] * len(history)
+    # ... and a message the pool signed between two of them is still too frequent.
+    squeezed = P.message(nonce=99, expires_at=int(NOW) + 60 * 5 + 30)
+    assert validator.process_one(squeezed, never_known).error == SigTooFrequent(P.pool_id, 30.0)
+
+
+def test_3_a_pool_signing_too_often_is_refused_in_any_arrival_order():
+    validator, clock = validator_for(P)
+    dense = [P.message(nonce=n, expires_at=int(NOW) + 1000 + 20 * n) for n in range(9)]
+    accepted = []
+    for message in dense[::-1]:
+        clock.advance(61)              # each arrives more than a minute after the last
+        if validator.process_one(message, never_known).accepted:
+            accepted.append(message.expires_at)
+    # 160 s of signed time hold 3 messages 60 s apart, whatever the arrival pace.
+    assert sorted(accepted) == [int(NOW) + 1000 + 20 * n for n in (2, 5, 8)]
+
+
+def test_3_rate_limit_reads_the_signed_times_not_the_clocks():
     validator, clock = validator_for(P)
     _accept(validator, P.message(nonce=1))
-    clock.advance(59.999)
-    assert isinstance(validator.check(P.message(nonce=2)), SigTooFrequent)
-    clock.advance(0.001)
-    assert validator.check(P.message(nonce=2)) is None
-
-
-def test_3_rate_limit_reads_the_monotonic_clock_not_the_wall_clock():
-    validator, clock = validator_for(P)
-    _accept(validator, P.message(nonce=1))
-    clock.set_wall(NOW + 120)          # the wall clock jumps; monotonic time did not move
-    error = validator.check(P.message(nonce=2, expires_at=int(NOW) + 700))
+    clock.set_wall(NOW + 120)          # the wall clock jumps, monotonic time does not move
+    error = validator.check(P.message(nonce=2, expires_at=int(NOW) + TTL))
     assert error == SigTooFrequent(P.pool_id, 0.0)
     assert str(error).endswith(" 0s")
+    assert validator.check(P.message(nonce=2, expires_at=int(NOW) + 700)) is None
+
+
+def test_3_settled_times_still_count_after_they_expire():
+    validator, clock = validator_for(P)
+    _accept(validator, P.message(nonce=1, expires_at=int(NOW) + 100))
+    clock.advance(120)                 # the first expired and was folded into the level
+    assert isinstance(validator.check(P.message(nonce=2, expires_at=int(NOW) + 130)), SigTooFrequent)
+    assert validator.check(P.message(nonce=2, expires_at=int(NOW) + 160)) is None
 
 
 def test_3_rate_limit_is_per_pool_and_configurable():
-    validator, clock = validator_for(P, OTHER, min_sig_delay=5.0)
+    validator, _ = validator_for(P, OTHER, min_sig_delay=5.0)
     _accept(validator, P.message(nonce=1))
     assert validator.check(OTHER.message(nonce=1)) is None
-    clock.advance(5.0)
+    assert validator.check(P.message(nonce=2, expires_at=int(NOW) + TTL + 4)) is not None
+    assert validator.check(P.message(nonce=2, expires_at=int(NOW) + TTL + 5)) is None
+
+
+def test_3_a_zero_delay_is_no_rate_limit():
+    validator, _ = validator_for(P, min_sig_delay=0)
+    _accept(validator, P.message(nonce=1))
     assert validator.check(P.message(nonce=2)) is None
 
 
@@ -190,8 +229,7 @@ def test_7_only_the_set_snapshot_counts():
 def test_8_opcert_counter_may_not_go_down():
     validator, clock = validator_for(P)
     _accept(validator, P.message(issue=3, nonce=1))
-    clock.advance(60)
-    bad_sig = P.message(issue=2, nonce=2, sign_period=4)  # also a bad KES signature
+    bad_sig = P.message(issue=2, nonce=2, sign_period=4, expires_at=int(NOW) + TTL + 60)  # also a bad KES signature
     error = validator.check(bad_sig)
     assert error == InvalidOCertCounter(3, 2)
     assert str(error) == "InvalidOCertCounter 3 2"
@@ -200,10 +238,8 @@ def test_8_opcert_counter_may_not_go_down():
 def test_8_equal_and_higher_counters_pass():
     validator, clock = validator_for(P)
     _accept(validator, P.message(issue=3, nonce=1))
-    clock.advance(60)
-    _accept(validator, P.message(issue=3, nonce=2))
-    clock.advance(60)
-    _accept(validator, P.message(issue=9, nonce=3))
+    _accept(validator, P.message(issue=3, nonce=2, expires_at=int(NOW) + TTL + 60))
+    _accept(validator, P.message(issue=9, nonce=3, expires_at=int(NOW) + TTL + 120))
     assert validator.state.opcert_counter(P.pool_id) == 9
 
 

@@ -27,15 +27,15 @@ def test_every_node_gets_every_message_exactly_once_through_a_kill_and_a_partiti
     # the run short (200 nodes take about two CPU minutes: kept out of the default run); the scale
     # runs (docs/network-scale.md) use mainnet's load and 20 peers. A pool signs every 10 s and
     # MinSigDelay is 5 s, so after the partition (6 s) heals, a message it held reaches the nodes
-    # behind the cut less than 5 s before the pool's next one, which they refuse as too frequent:
-    # each must hold that one and admit it later (dmq.held_back), or lose it for good
-    # (docs/network-scale.md, "Simulated time", findings).
+    # behind the cut less than 5 s before the pool's next one. Arrival spacing refused it as too
+    # frequent, and a node offered it by every peer already could lose it for good
+    # (docs/network-scale.md, "Simulated time", findings); check 3 reads the signed expiresAt
+    # (docs/protocol/validation.md 6.12), so nothing is refused at all.
     options = SimnetOptions(nodes=nodes, pools=10, period=10.0, duration=30.0, kill_fraction=1 / nodes,
                             partition_fraction=1 / 3, active_peers=4, warmup=15.0, drain=120.0, seed=11)
     report = run_simnet(options, assemble_node)
     assert report.accepted > 0.9 * report.attempted
     assert report.missing == 0 and report.duplicates == 0 and report.unknown_hops == 0, report.lines()
-    assert report.rejections.pop("SigTooFrequent", 0) > 0, "the partition held no message into a window"
     kinds = {fault.kind: fault for fault in report.faults}
     assert len(kinds["kill -9 and restart"].nodes) == 1
     assert len(kinds["partition and heal"].nodes) == round(nodes / 3)
@@ -43,9 +43,8 @@ def test_every_node_gets_every_message_exactly_once_through_a_kill_and_a_partiti
     # The flooder got connections, and every forged message it served was refused (and nothing else was).
     flood = report.attacks[0].outcome
     assert flood["connections"] > 0 and flood["invalid_messages_served"] > 0
-    # (A held message that reached its node meanwhile from another peer is a duplicate at release.)
-    report.rejections.pop("SigDuplicate", None)
-    assert report.rejections == {"InvalidKESSignature": flood["invalid_messages_served"]}
+    # Nothing honest is refused: no SigTooFrequent, no duplicate (a peer never delivers twice).
+    assert report.rejections == {"InvalidKESSignature": flood["invalid_messages_served"]}, report.rejections
     # Messages crossed several hops, and each node sent more bytes per message than the message itself
     # (announcements to each peer, the body to some).
     assert report.hops["max"] >= 2
