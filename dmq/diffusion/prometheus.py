@@ -111,12 +111,6 @@ class PeerCollector(Collector):
             state.add_metric([*key, peer.state.value], 1)
             if peer.keep_alive_rtt is not None:
                 rtt.add_metric(key, peer.keep_alive_rtt)
-<<<<<<< HEAD
-=======
-            if peer.provenance is Provenance.OUTBOUND:
-                known += 1
-                established += peer.state is PeerState.HOT
->>>>>>> engine
         yield from (bytes_in, bytes_out, accepted, rejected, connections, state, rtt)
         for name, value in connection_counters(self.peers).items():
             family = n.family("connectionManager." + name, "int", _CM_HELP[name])
