@@ -274,7 +274,7 @@ async def test_the_stake_rule_moves_on_with_blocks_a_pool_builds_itself(topic_no
         async def write() -> None:
             await author.write(b"event %d" % next(counter))
 
-        await until(lambda: bool(watcher.finals and watcher.finals[-1] >= 3), 60, "three epochs", each=write)
+        await until(lambda: _true(watcher.finals and watcher.finals[-1] >= 3), 60, "three epochs", each=write)
         assert [watcher.epochs[i] for i in author.written][-1] >= 2
         for node in (first, *others):
             node.check_running()
