@@ -253,6 +253,11 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "TopicPendingDropped": ("Topics.Ingress.PendingDropped", "Warning"),
     "TopicAcceptedLate": ("Topics.Ingress.AcceptedLate", "Info"),
     "TopicPublicationRefused": ("Topics.Publication.Refused", "Warning"),
+    # apps.mithril_registration.trace
+    "MithrilRegistrationListening": ("Apps.MithrilRegistration.Listening", "Notice"),
+    "MithrilRegistrationClosed": ("Apps.MithrilRegistration.Closed", "Info"),
+    "MithrilRegistrationAgreed": ("Apps.MithrilRegistration.Agreed", "Notice"),
+    "MithrilRegistrationProblem": ("Apps.MithrilRegistration.Problem", "Warning"),
 }
 
 
