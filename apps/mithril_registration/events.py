@@ -44,7 +44,7 @@ __all__ = ["REGISTRATION", "CLOSE", "AGREED", "MAX_POINTERS", "Registered", "Clo
 
 REGISTRATION, CLOSE, AGREED = 0, 1, 2
 #: The registration topic's pointer limit, so that a registration fits in a block.
-MAX_POINTERS = 4
+MAX_POINTERS = 8
 
 
 @dataclass(frozen=True, slots=True)
