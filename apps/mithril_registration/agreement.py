@@ -187,6 +187,10 @@ class RegistrationLedger:
         return AgreedSet(epoch, blocklace_epoch, proposal, tuple(signers), tuple(excluded),
                          set_digest(epoch, signers, excluded))
 
+    def latest_electors(self) -> frozenset[bytes]:
+        """The electors of the highest advertisement version delivered (none before the first)."""
+        return self.electors[max(self.electors)] if self.electors else frozenset()
+
     def closed_by(self, epoch: int, pool: bytes) -> bool:
         """Whether ``pool`` has a ``close epoch`` event here."""
         return pool in self.closes.get(epoch, {}).values()

@@ -37,6 +37,7 @@ from clients.mithril import DmqClientError
 from clients.topics import decode_item, event_draft, open_topic_connection
 from dmq.codec import decode_message
 from dmq.http_get import serve_get
+from dmq.errors import OperatorError
 from dmq.stake import StakeView
 from dmq.trace import Tracer
 from miniprotocols.local_topic_subscription import Durable
@@ -164,7 +165,11 @@ class RegistrationNode:
         self.notified.update(self.ledger.agreed)
         async with trio.open_nursery() as nursery:
             if self.http_port is not None:
-                self.port = await nursery.start(serve_get, self._answer_json, self.http_port, self.http_host)
+                try:
+                    self.port = await nursery.start(serve_get, self._answer_json, self.http_port, self.http_host)
+                except OSError as exc:
+                    raise OperatorError(f"MithrilRegistration: cannot serve HTTP on {self.http_host}:"
+                                         f"{self.http_port}: {exc.strerror or exc}") from None
                 self.tracer.emit(MithrilRegistrationListening(self.tracer.now(), f"{self.http_host}:{self.port}"))
             nursery.start_soon(self._follow_forever)
             nursery.start_soon(self._close_and_notify_forever)
@@ -202,11 +207,11 @@ class RegistrationNode:
             await trio.sleep(RETRY)
 
     async def _close_and_notify(self) -> None:
-        if self.own_pool is None:
-            return
+        if self.own_pool is None or self.own_pool not in self.ledger.latest_electors():
+            return                              # only electors close rounds and announce sets
         epoch = self.current_epoch()
         bodies: list[tuple[bytes, Callable[[], None]]] = []
-        if (epoch not in self.closed and epoch not in self.ledger.agreed and self.ledger.electors
+        if (epoch not in self.closed and epoch not in self.ledger.agreed
                 and not self.ledger.closed_by(epoch, self.own_pool)):
             bodies.append((close_event(epoch), lambda: self._closed(epoch)))
         for fixed in [a for r, a in sorted(self.ledger.agreed.items()) if r not in self.notified]:

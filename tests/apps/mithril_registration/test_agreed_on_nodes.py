@@ -4,7 +4,8 @@ Three nodes sign as pools 0, 1 and 2, the electors of a registration topic whose
 epochs last two seconds; the chain's Cardano epochs last 20 s (a Shelley genesis with
 ``epochLength`` 20), so a registration round opens and closes within the test. Mithril's
 harness (mithril-common 0.8.3) makes three signers; each registration goes to a different
-node, one with ``dmq mithril register``, the others with the client library it uses. A fourth pool registers two different keys, one through
+node, one with ``dmq mithril register``, the others with the client library it uses. Node 1
+is then killed (SIGKILL) and started again while the round is open. A fourth pool registers two different keys, one through
 node 0 and one through node 2: an equivocation. When the round's epoch begins the nodes close
 it by themselves and a Blocklace certificate fixes the set.
 
@@ -149,6 +150,10 @@ async def test_three_nodes_agree_on_the_signers_and_mithril_reads_them(harness, 
             for node, registration in sends:
                 nursery.start_soon(_publish, node, registration)
         assert epoch_now() < round_epoch, "the round closed before the registrations were sent: machine too slow"
+        # node 1 is killed mid-round and comes back with its database: until it does, no
+        # Blocklace epoch can be final (the count rule needs all three electors)
+        nodes[1].kill()
+        await trio.to_thread.run_sync(nodes[1].start)
 
         await _until(lambda: all(_agreed(n, round_epoch) for n in nodes), 2 * EPOCH_LENGTH + 30,
                      f"every node fixed the set of epoch {round_epoch}", nodes)

@@ -174,3 +174,15 @@ def test_a_registration_naming_another_pool_or_garbage_is_refused_before_publica
         registration_event(wrong)
     with pytest.raises(RegistrationMalformed):
         decode_event(b"\x82\x00\x01")
+
+
+def test_a_pool_without_stake_is_left_out_everywhere():
+    dag = Dag()
+    ad = OWNERS.advertisement(0, {e: PERM_EPOCH | PERM_EVENT for e in ELECTORS})
+    head = dag.add(ELECTORS[0], Payload(AD, ad=ad))
+    regs = [dag.event(ELECTORS[0], registration_event(_registration(i)), [head]) for i in (0, 5)]
+    closes = [dag.event(ELECTORS[i], close_event(R), regs) for i in range(2)]
+    proposal = dag.add(ELECTORS[2], Payload(EPOCH, epoch=EpochMsg(1, 0, 0, cut=tuple(closes))), closes)
+    ledger = _feed(dag, dag.blocks)
+    [fixed] = ledger.finalize(1, proposal)
+    assert [s.pool_id for s in fixed.signers] == [pool(0).pool_id] and ledger.refused == 1
