@@ -257,6 +257,7 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "MithrilRegistrationListening": ("Apps.MithrilRegistration.Listening", "Notice"),
     "MithrilRegistrationClosed": ("Apps.MithrilRegistration.Closed", "Info"),
     "MithrilRegistrationAgreed": ("Apps.MithrilRegistration.Agreed", "Notice"),
+    "MithrilRegistrationDisagreement": ("Apps.MithrilRegistration.Disagreement", "Error"),
     "MithrilRegistrationProblem": ("Apps.MithrilRegistration.Problem", "Warning"),
 }
 

@@ -99,7 +99,7 @@ class RegistrationLedger:
     proposals: dict[bytes, tuple[int, tuple[bytes, ...]]] = field(default_factory=dict)  # id -> (ad version, cut)
     registrations: dict[int, list[_Registration]] = field(default_factory=dict)
     closes: dict[int, dict[bytes, bytes]] = field(default_factory=dict)         # R -> block id -> pool
-    notices: dict[bytes, Agreed] = field(default_factory=dict)
+    notices: dict[bytes, tuple[bytes, Agreed]] = field(default_factory=dict)     # block id -> (pool, notice)
     agreed: dict[int, AgreedSet] = field(default_factory=dict)
     refused: int = 0
 
@@ -126,7 +126,7 @@ class RegistrationLedger:
         if isinstance(event, Closed):
             self.closes.setdefault(event.epoch, {})[block_id] = creator
         elif isinstance(event, Agreed):
-            self.notices[block_id] = event
+            self.notices[block_id] = (creator, event)
         else:
             try:
                 verdict: VerifiedSigner | RegistrationRefused = self.verify(event.registration, kes_period)
@@ -186,6 +186,11 @@ class RegistrationLedger:
                 signers.append(AgreedSigner(pool_id, first.block_id, first.event.raw, first.verdict))
         return AgreedSet(epoch, blocklace_epoch, proposal, tuple(signers), tuple(excluded),
                          set_digest(epoch, signers, excluded))
+
+    def disagreements(self) -> list[tuple[bytes, bytes, Agreed]]:
+        """``(block id, pool, notice)`` of every notice naming another digest than the set fixed here."""
+        return [(ident, pool, notice) for ident, (pool, notice) in self.notices.items()
+                if notice.epoch in self.agreed and notice.digest != self.agreed[notice.epoch].digest]
 
     def latest_electors(self) -> frozenset[bytes]:
         """The electors of the highest advertisement version delivered (none before the first)."""

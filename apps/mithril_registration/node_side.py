@@ -13,7 +13,8 @@ local socket, with the node's tracer and stake view:
   ``e`` (signers registered during ``e - 1``) is over: the node publishes ``close e`` once;
 - **notify**: when a set is fixed, the node publishes ``agreed R digest count`` in the topic,
   which every subscriber of the topic (an aggregator's local notification) receives from every
-  node;
+  node; a notice of another node naming another digest is traced
+  (``MithrilRegistrationDisagreement``);
 - **serve**: ``GET /epoch-settings`` answers Mithril's ``EpochSettingsMessage`` for the
   chain's current epoch ``e``: ``next_signers`` the set of ``R = e``, ``current_signers`` the
   set of ``R = e - 1`` (docs/mithril-registration.md 5). Until the set of ``e`` is fixed it
@@ -51,6 +52,7 @@ from .message import SignerRegistration
 from .trace import (
     MithrilRegistrationAgreed,
     MithrilRegistrationClosed,
+    MithrilRegistrationDisagreement,
     MithrilRegistrationListening,
     MithrilRegistrationProblem,
 )
@@ -131,6 +133,7 @@ class RegistrationNode:
         self.ledger = RegistrationLedger(verify=self._verify, stake_of=self._stake_of)
         self.closed: set[int] = set()
         self.notified: set[int] = set()
+        self.reported: set[bytes] = set()       # notices already traced as disagreeing
         self.port: int | None = None
 
     # -- the ledger's inputs --------------------------------------------------------------
@@ -156,6 +159,11 @@ class RegistrationNode:
         for agreed in sets:
             self.tracer.emit(MithrilRegistrationAgreed(self.tracer.now(), agreed.epoch, agreed.blocklace_epoch,
                                                        agreed.digest, len(agreed.signers), len(agreed.excluded)))
+        for ident, pool, notice in self.ledger.disagreements():
+            if ident not in self.reported:
+                self.reported.add(ident)
+                self.tracer.emit(MithrilRegistrationDisagreement(self.tracer.now(), notice.epoch, pool, notice.digest,
+                                                                 self.ledger.agreed[notice.epoch].digest))
 
     # -- tasks ----------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dmq.trace import TraceEvent
 
 __all__ = ["MithrilRegistrationListening", "MithrilRegistrationAgreed", "MithrilRegistrationClosed",
-           "MithrilRegistrationProblem"]
+           "MithrilRegistrationDisagreement", "MithrilRegistrationProblem"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,17 @@ class MithrilRegistrationAgreed(TraceEvent):
     digest: bytes
     signers: int
     excluded: int
+
+
+@dataclass(frozen=True, slots=True)
+class MithrilRegistrationDisagreement(TraceEvent):
+    """Another node announced another digest for a set fixed here: the agreement's assumptions
+    failed (docs/mithril-registration.md 8.5)."""
+
+    epoch: int
+    pool_id: bytes          # the announcing node's pool
+    theirs: bytes
+    ours: bytes
 
 
 @dataclass(frozen=True, slots=True)

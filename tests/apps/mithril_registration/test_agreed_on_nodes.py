@@ -12,7 +12,8 @@ it by themselves and a Blocklace certificate fixes the set.
 Then: every node fixed the same set and digest, without the equivocating pool, whose two
 registrations every node keeps; ``/epoch-settings`` of two nodes, decoded by Mithril's
 ``EpochSettingsMessage`` and verified signer by signer with Mithril's key registration, names
-exactly the three signers, identically.
+exactly the three signers, identically; a subscriber of the topic at one node receives every
+node's ``agreed`` notice, all with that digest.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ from apps.mithril_registration import parse_register_signer
 from apps.mithril_registration.build import BlsKey, Pool, build_registration
 from apps.mithril_registration.client import publish_registration
 from apps.mithril_registration.encoding import decode_verification_key
-from apps.mithril_registration.events import MAX_POINTERS, decode_event
-from clients.topics import draft_block, open_topic_connection
+from apps.mithril_registration.events import MAX_POINTERS, Agreed, decode_event
+from clients.topics import decode_item, draft_block, open_topic_connection
+from dmq.codec import decode_message
 from dmq.opcert import pool_id_bech32
 from lab.devnet.topology import topology_document
 from tests.e2e.topic_node import TOPIC_MAGIC, n2n_port, topic_node
 from tests.topics.blocklace.world import ALL, TOPIC, ad_payload, advertisement, pool
-from topics.blocklace.codec import TopicParams
+from topics.adapter import ITEM_MESSAGE
+from topics.blocklace.codec import EVENT, TopicParams, decode_body
 
 from .conftest import run_harness
 
@@ -81,6 +84,24 @@ def _register(node, registration: dict) -> str:
 async def _publish(node, registration) -> None:
     async with open_topic_connection(node.socket_path, TOPIC_MAGIC) as conn:
         await publish_registration(conn, TOPIC, registration)
+
+
+async def _notices(node, epoch: int) -> dict[bytes, Agreed]:
+    """The ``agreed`` notices of ``epoch`` a subscriber of the topic at ``node`` holds, by announcing pool."""
+    async with open_topic_connection(node.socket_path, TOPIC_MAGIC) as conn:
+        await conn.ask(conn.topics.subscribe([{0: 2, 3: [TOPIC]}], 1))
+        reply = await conn.ask(conn.topics.next(blocking=False))
+    out = {}
+    for item in map(decode_item, reply.items):
+        if item.kind != ITEM_MESSAGE:
+            continue
+        message = decode_message(item.payload)
+        block = decode_body(message.body)[1]
+        if block.payload.type == EVENT:
+            event = decode_event(block.payload.event)
+            if isinstance(event, Agreed) and event.epoch == epoch:
+                out[message.pool_id] = event
+    return out
 
 
 def _get(port: int, path: str) -> tuple[int, dict]:
@@ -160,6 +181,16 @@ async def test_three_nodes_agree_on_the_signers_and_mithril_reads_them(harness, 
         agreed = [_agreed(n, round_epoch) for n in nodes]
         assert len({a["digest"] for a in agreed}) == 1, agreed
         assert all(a["signers"] == SIGNERS and a["excluded"] == 1 for a in agreed), agreed
+
+        # local notification: a subscriber of the topic at one node gets every node's notice
+        notices: dict[bytes, Agreed] = {}
+        deadline = trio.current_time() + 30
+        while len(notices) < 3 and trio.current_time() < deadline:
+            notices = await _notices(nodes[2], round_epoch)
+            await trio.sleep(0.5)
+        assert set(notices) == {pool(i).id for i in ELECTORS}
+        assert {n.digest.hex() for n in notices.values()} == {agreed[0]["digest"]}
+        assert not any(n.trace_events("MithrilRegistrationDisagreement") for n in nodes)
 
         ports = [int(n.trace_events("MithrilRegistrationListening")[0]["endpoint"].rsplit(":", 1)[1]) for n in nodes]
         described = [_get(port, f"/registrations/{round_epoch}") for port in ports]

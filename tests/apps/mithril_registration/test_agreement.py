@@ -17,6 +17,7 @@ from apps.mithril_registration.build import build_registration
 from apps.mithril_registration.events import (
     Closed,
     Registered,
+    agreed_event,
     close_event,
     decode_event,
     registration_event,
@@ -186,3 +187,16 @@ def test_a_pool_without_stake_is_left_out_everywhere():
     ledger = _feed(dag, dag.blocks)
     [fixed] = ledger.finalize(1, proposal)
     assert [s.pool_id for s in fixed.signers] == [pool(0).pool_id] and ledger.refused == 1
+
+
+def test_a_notice_naming_another_digest_is_a_disagreement():
+    dag, proposal = _round()
+    ledger = _feed(dag, dag.blocks)
+    [fixed] = ledger.finalize(1, proposal)
+    ledger.deliver(b"\xaa" * 32, ELECTORS[1], CURRENT_KES_PERIOD,
+                   Block(TOPIC, 1, 1, (proposal,), 0, Payload(EVENT, event=agreed_event(R, fixed.digest, 2))))
+    assert ledger.disagreements() == []
+    ledger.deliver(b"\xbb" * 32, ELECTORS[2], CURRENT_KES_PERIOD,
+                   Block(TOPIC, 1, 1, (proposal,), 0, Payload(EVENT, event=agreed_event(R, b"\x00" * 32, 2))))
+    [(ident, pool_id, notice)] = ledger.disagreements()
+    assert ident == b"\xbb" * 32 and pool_id == ELECTORS[2] and notice.digest == b"\x00" * 32
