@@ -44,10 +44,11 @@ from dmq.trace import Tracer
 from miniprotocols.local_topic_subscription import Durable
 from topics import cbor
 from topics.adapter import ITEM_EPOCH_FINAL, ITEM_MESSAGE
-from topics.blocklace.codec import KIND_BLOCK, decode_body
+from topics.blocklace.codec import EVENT, KIND_BLOCK, decode_body
 
 from .agreement import AgreedSet, RegistrationLedger
-from .events import agreed_event, close_event
+from .errors import RegistrationRefused
+from .events import Registered, agreed_event, close_event, decode_event
 from .message import SignerRegistration
 from .trace import (
     MithrilRegistrationAgreed,
@@ -134,6 +135,7 @@ class RegistrationNode:
         self.closed: set[int] = set()
         self.notified: set[int] = set()
         self.reported: set[bytes] = set()       # notices already traced as disagreeing
+        self._verdicts: dict[tuple[SignerRegistration, int], Any] = {}    # computed off the event loop
         self.port: int | None = None
 
     # -- the ledger's inputs --------------------------------------------------------------
@@ -143,8 +145,39 @@ class RegistrationNode:
         return 0 if stake is None else stake.set
 
     def _verify(self, registration: SignerRegistration, kes_period: int) -> VerifiedSigner:
+        verdict = self._verdicts.pop((registration, kes_period), None)
+        if verdict is None:
+            verdict = self._verdict(registration, kes_period)
+        if isinstance(verdict, RegistrationRefused):
+            raise verdict
+        return verdict
+
+    def _verdict(self, registration: SignerRegistration, kes_period: int) -> VerifiedSigner | RegistrationRefused:
         distribution = {pool: stake.set for pool, stake in self.stake_view.pools.items()}
-        return verify_registration(registration, stake_distribution=distribution, current_kes_period=kes_period)
+        try:
+            return verify_registration(registration, stake_distribution=distribution, current_kes_period=kes_period)
+        except RegistrationRefused as refused:
+            return refused
+
+    def _preverify(self, records: list[list[Any]]) -> dict[tuple[SignerRegistration, int], Any]:
+        """The verdicts of the registrations in ``records``, computed in a worker thread: the proof of
+        possession costs milliseconds each, which the node's event loop must not wait for."""
+        verdicts: dict[tuple[SignerRegistration, int], Any] = {}
+        for record in records:
+            if record[0] != _MESSAGE:
+                continue
+            message = decode_message(record[1])
+            kind, block = decode_body(message.body)
+            if kind != KIND_BLOCK or block.topic != self.topic or block.payload.type != EVENT:
+                continue
+            try:
+                event = decode_event(block.payload.event)
+            except RegistrationRefused:
+                continue
+            if isinstance(event, Registered):
+                key = (event.registration, message.kes_period)
+                verdicts[key] = self._verdict(*key)
+        return verdicts
 
     def _take(self, record: list[Any]) -> list[AgreedSet]:
         if record[0] == _MESSAGE:
@@ -168,7 +201,9 @@ class RegistrationNode:
     # -- tasks ----------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        for record in self.journal.records():
+        records = await trio.to_thread.run_sync(self.journal.records)
+        self._verdicts = await trio.to_thread.run_sync(self._preverify, records)
+        for record in records:
             self._fixed(self._take(record))
         self.notified.update(self.ledger.agreed)
         async with trio.open_nursery() as nursery:
@@ -202,6 +237,7 @@ class RegistrationNode:
                            [_FINAL, item.payload[1], item.payload[2]]
                            for item in items if item.kind in (ITEM_MESSAGE, ITEM_EPOCH_FINAL)]
                 await trio.to_thread.run_sync(self.journal.append, records)
+                self._verdicts = await trio.to_thread.run_sync(self._preverify, records)
                 for record in records:
                     self._fixed(self._take(record))
                 acks = [(sub.sub_id, items[-1].dseq)] if items else []
