@@ -45,18 +45,17 @@ def _read(path: str) -> bytes:
 def run(args: argparse.Namespace) -> int:
     from apps.mithril_registration import RegistrationRefused, parse_register_signer
     from apps.mithril_registration.client import publish_registration
+    from apps.mithril_registration.events import registration_event
 
     topic = hex_bytes(args.topic, "--topic", size=32)
     try:
         registration = parse_register_signer(_read(args.registration))
+        registration_event(registration)        # refused here, before the node is asked
     except RegistrationRefused as exc:
         raise OperatorError(f"--registration {args.registration}: {exc}") from None
 
     async def action(conn: Any, magic: int) -> None:
-        try:
-            published = await publish_registration(conn, topic, registration)
-        except RegistrationRefused as exc:
-            raise OperatorError(f"--registration {args.registration}: {exc}") from None
+        published = await publish_registration(conn, topic, registration)
         print(f"{published_line(published)} epoch={registration.epoch}", flush=True)
 
     return connected(args, action)
