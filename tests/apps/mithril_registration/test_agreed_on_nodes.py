@@ -5,7 +5,9 @@ epochs last two seconds; the chain's Cardano epochs last 20 s (a Shelley genesis
 ``epochLength`` 20), so a registration round opens and closes within the test. Mithril's
 harness (mithril-common 0.8.3) makes three signers; each registration goes to a different
 node, one with ``dmq mithril register``, the others with the client library it uses. Node 1
-is then killed (SIGKILL) and started again while the round is open. A fourth pool registers two different keys, one through
+is then killed (SIGKILL) and started again while the round is open, and node 2 is frozen
+(SIGSTOP) until the others have closed the round, then resumed: no set is fixed without it
+(the count rule needs all three electors), and it ends with the same one. A fourth pool registers two different keys, one through
 node 0 and one through node 2: an equivocation. When the round's epoch begins the nodes close
 it by themselves and a Blocklace certificate fixes the set.
 
@@ -19,6 +21,7 @@ node's ``agreed`` notice, all with that digest.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -175,6 +178,16 @@ async def test_three_nodes_agree_on_the_signers_and_mithril_reads_them(harness, 
         # Blocklace epoch can be final (the count rule needs all three electors)
         nodes[1].kill()
         await trio.to_thread.run_sync(nodes[1].start)
+        # node 2 is frozen (SIGSTOP) across the round's close: its peers hear nothing from it and
+        # it hears nothing, so nodes 0 and 1 close the round but cannot fix it without it
+        nodes[2].process.send_signal(signal.SIGSTOP)
+        try:
+            await _until(lambda: epoch_now() >= round_epoch and all(
+                any(e["epoch"] == round_epoch for e in n.trace_events("MithrilRegistrationClosed")) for n in nodes[:2]),
+                EPOCH_LENGTH + 30, "nodes 0 and 1 closed the round", nodes)
+            assert not any(_agreed(n, round_epoch) for n in nodes)
+        finally:
+            nodes[2].process.send_signal(signal.SIGCONT)
 
         await _until(lambda: all(_agreed(n, round_epoch) for n in nodes), 2 * EPOCH_LENGTH + 30,
                      f"every node fixed the set of epoch {round_epoch}", nodes)
