@@ -5,9 +5,10 @@ causal delivery order (:meth:`RegistrationLedger.deliver`) and its final Blockla
 (:meth:`RegistrationLedger.finalize`); the ledger answers with the sets that became fixed.
 
 **The rule.** The set of registration epoch ``R`` is fixed by the first final Blocklace epoch
-whose certificate's cut has in its causal past ``close R`` events from electors (the pools
-with the Epoch permission in the advertisement the proposal names) holding more than a third
-of the electors' stake, so that at least one honest node held the round closed. The set is
+whose certificate's cut has in its causal past ``close R`` events from more than a third of
+the electors (the pools with the Epoch permission in the advertisement the proposal names),
+weighed as the topic's quorum rule weighs them, so that at least one honest node held the
+round closed. The set is
 every registration for ``R`` in that causal past that passes :func:`~.verify.verify_registration`,
 one per pool (the smallest block id among copies of one key); a pool with two different keys
 for ``R`` in that past is left out, and the two events are kept as the proof. Everything the
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from topics import cbor
-from topics.blocklace.codec import AD, EPOCH, EVENT, PERM_EPOCH, Block
+from topics.blocklace.codec import AD, EPOCH, EVENT, PERM_EPOCH, Block, EpochMsg
 
 from .errors import RegistrationRefused
 from .events import Agreed, Closed, Registered, decode_event
@@ -93,10 +94,12 @@ class RegistrationLedger:
     """The registration topic as one node delivered it, and the sets fixed so far."""
 
     verify: Verify
-    stake_of: Callable[[bytes], int]
+    #: ``stake_at(cardano_epoch, pool)``: the pool's stake in that epoch's set snapshot, None when
+    #: the snapshot is not held (``StakeView.set_stake_at``); only a proposal under the stake rule asks.
+    stake_at: Callable[[int, bytes], int | None]
     pointers: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
     electors: dict[int, frozenset[bytes]] = field(default_factory=dict)        # ad version -> pools
-    proposals: dict[bytes, tuple[int, tuple[bytes, ...]]] = field(default_factory=dict)  # id -> (ad version, cut)
+    proposals: dict[bytes, EpochMsg] = field(default_factory=dict)
     registrations: dict[int, list[_Registration]] = field(default_factory=dict)
     closes: dict[int, dict[bytes, bytes]] = field(default_factory=dict)         # R -> block id -> pool
     notices: dict[bytes, tuple[bytes, Agreed]] = field(default_factory=dict)     # block id -> (pool, notice)
@@ -113,7 +116,7 @@ class RegistrationLedger:
             body = payload.ad.body
             self.electors[body.version] = frozenset(p for p, perms in body.publishers.items() if perms & PERM_EPOCH)
         elif payload.type == EPOCH and payload.epoch is not None and payload.epoch.cut is not None:
-            self.proposals[block_id] = (payload.epoch.ad_version, payload.epoch.cut)
+            self.proposals[block_id] = payload.epoch
         elif payload.type == EVENT and payload.event is not None:
             self._event(block_id, creator, kes_period, payload.event)
 
@@ -150,24 +153,33 @@ class RegistrationLedger:
     def finalize(self, blocklace_epoch: int, proposal: bytes) -> list[AgreedSet]:
         """Blocklace epoch ``blocklace_epoch`` is final with ``proposal``: the sets it fixes."""
         named = self.proposals.get(proposal)
-        if named is None:
+        if named is None or named.cut is None:
             return []
-        version, cut = named
-        electors = self.electors.get(version, frozenset())
-        total = sum(self.stake_of(p) for p in electors)
+        electors = self.electors.get(named.ad_version, frozenset())
+        weight = self._weights(named)
+        total = sum(weight(p) for p in electors)
         open_rounds = sorted(r for r in self.closes if r not in self.agreed)
         if not open_rounds or total <= 0:
             return []
-        past = self.past(cut)
+        past = self.past(named.cut)
         fixed = []
         for epoch in open_rounds:
             closers = {pool for ident, pool in self.closes[epoch].items() if ident in past and pool in electors}
-            if 3 * sum(self.stake_of(p) for p in closers) <= total:
+            if 3 * sum(weight(p) for p in closers) <= total:
                 continue
             agreed = self._fix(epoch, blocklace_epoch, proposal, past)
             self.agreed[epoch] = agreed
             fixed.append(agreed)
         return fixed
+
+    def _weights(self, proposal: EpochMsg) -> Callable[[bytes], int]:
+        """The electors' weights as the topic's quorum rule counts them for this certificate: one
+        each under the count rule, their stake in the snapshot the proposal names under the stake
+        rule. Both are in the certificate, so every node weighs alike, even while stake views
+        change at an epoch boundary."""
+        if proposal.stake_epoch is None:
+            return lambda pool: 1
+        return lambda pool: self.stake_at(proposal.stake_epoch, pool) or 0
 
     def _fix(self, epoch: int, blocklace_epoch: int, proposal: bytes, past: set[bytes]) -> AgreedSet:
         by_pool: dict[bytes, list[_Registration]] = {}

@@ -131,7 +131,7 @@ class RegistrationNode:
         self.own_pool = own_pool
         self.http_host, self.http_port = http_host, http_port
         self.journal = Journal(database / JOURNAL_NAME)
-        self.ledger = RegistrationLedger(verify=self._verify, stake_of=self._stake_of)
+        self.ledger = RegistrationLedger(verify=self._verify, stake_at=stake_view.set_stake_at)
         self.closed: set[int] = set()
         self.notified: set[int] = set()
         self.reported: set[bytes] = set()       # notices already traced as disagreeing
@@ -139,10 +139,6 @@ class RegistrationNode:
         self.port: int | None = None
 
     # -- the ledger's inputs --------------------------------------------------------------
-
-    def _stake_of(self, pool: bytes) -> int:
-        stake = self.stake_view.stake_of(pool)
-        return 0 if stake is None else stake.set
 
     def _verify(self, registration: SignerRegistration, kes_period: int) -> VerifiedSigner:
         verdict = self._verdicts.pop((registration, kes_period), None)

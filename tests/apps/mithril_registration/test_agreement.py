@@ -32,6 +32,8 @@ from .keys import CURRENT_KES_PERIOD, EPOCH as R, bls_key, pool, stake_distribut
 OWNERS = TopicOwners([bytes(range(32))], 1)
 TOPIC = OWNERS.topic_id
 ELECTORS = [bytes([0xE0 + i]) * 28 for i in range(3)]
+#: Set snapshots by Cardano epoch, for proposals under the stake rule: elector 0 holds most in epoch 7.
+STAKE_AT = {7: {ELECTORS[0]: 80, ELECTORS[1]: 10, ELECTORS[2]: 10}}
 
 
 def _registration(index: int, key: int | None = None, encoding: str = "json-hex"):
@@ -60,10 +62,10 @@ def _ledger() -> RegistrationLedger:
     def verify(registration, kes_period):
         return verify_registration(registration, stake_distribution=stakes, current_kes_period=kes_period)
 
-    return RegistrationLedger(verify=verify, stake_of=lambda p: 10 if p in ELECTORS else 0)
+    return RegistrationLedger(verify=verify, stake_at=lambda epoch, p: STAKE_AT.get(epoch, {}).get(p))
 
 
-def _round(*, closers=2, equivocate=True, late=True):
+def _round(*, closers=2, equivocate=True, late=True, stake_epoch=None, closing=None):
     """An advertisement, registrations of pools 0, 1, 2 (2 with a second key), closes, a proposal."""
     dag = Dag()
     ad = OWNERS.advertisement(0, {e: PERM_EPOCH | PERM_EVENT for e in ELECTORS})
@@ -71,8 +73,9 @@ def _round(*, closers=2, equivocate=True, late=True):
     regs = [dag.event(ELECTORS[i % 3], registration_event(_registration(i)), [head]) for i in range(3)]
     if equivocate:
         regs.append(dag.event(ELECTORS[1], registration_event(_registration(2, key=7)), [head]))
-    closes = [dag.event(ELECTORS[i], close_event(R), regs) for i in range(closers)]
-    proposal = dag.add(ELECTORS[2], Payload(EPOCH, epoch=EpochMsg(1, 0, 0, cut=tuple(closes or regs))), closes)
+    closes = [dag.event(ELECTORS[i], close_event(R), regs) for i in (closing or range(closers))]
+    cut = tuple(closes or regs)
+    proposal = dag.add(ELECTORS[2], Payload(EPOCH, epoch=EpochMsg(1, 0, 0, cut=cut, stake_epoch=stake_epoch)), closes)
     if late:
         dag.event(ELECTORS[2], registration_event(_registration(3)), [proposal])
     return dag, proposal
@@ -116,6 +119,18 @@ def test_closes_from_a_third_of_the_stake_or_less_fix_nothing():
     ledger = _feed(dag, dag.blocks)
     assert ledger.finalize(1, proposal) == []
     assert R not in ledger.agreed
+
+
+def test_under_the_stake_rule_closes_are_weighed_in_the_proposals_snapshot():
+    # elector 0 alone holds 80 % of the snapshot the proposal names: its close is enough
+    dag, proposal = _round(closing=[0], stake_epoch=7)
+    assert [f.epoch for f in _feed(dag, dag.blocks).finalize(1, proposal)] == [R]
+    # electors 1 and 2 are two thirds by count but 20 % of that stake: not enough
+    dag, proposal = _round(closing=[1, 2], stake_epoch=7)
+    assert _feed(dag, dag.blocks).finalize(1, proposal) == []
+    # a snapshot the node does not hold weighs nothing
+    dag, proposal = _round(closing=[0, 1, 2], stake_epoch=8)
+    assert _feed(dag, dag.blocks).finalize(1, proposal) == []
 
 
 def test_a_set_is_fixed_once():
