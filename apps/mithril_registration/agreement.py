@@ -17,8 +17,9 @@ byte for byte, so every node that took the same certificate derives the same set
 
 **Inputs fixed by the data, not by a node.** Each registration is verified against the KES
 period of the DMQ message that carried it (the publishing pool's signed period, the same
-bytes at every node), not against the verifying node's clock; the stake is the node's stake
-view, which every node of a network shares (docs/mithril-registration.md 8.3).
+bytes at every node), not against the verifying node's clock. Whether its pool has stake is
+asked when the set is fixed (``registered``), of the distribution of the registration epoch,
+not when the registration happened to arrive (docs/mithril-registration.md 8.3).
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ class RegistrationLedger:
     #: ``stake_at(cardano_epoch, pool)``: the pool's stake in that epoch's set snapshot, None when
     #: the snapshot is not held (``StakeView.set_stake_at``); only a proposal under the stake rule asks.
     stake_at: Callable[[int, bytes], int | None]
+    #: ``registered(R, pool)``: whether ``pool`` is in the stake distribution of registration
+    #: epoch ``R``, asked when the set is fixed (the verdicts of ``verify`` leave stake out).
+    registered: Callable[[int, bytes], bool] = lambda epoch, pool: True
     pointers: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
     electors: dict[int, frozenset[bytes]] = field(default_factory=dict)        # ad version -> pools
     proposals: dict[bytes, EpochMsg] = field(default_factory=dict)
@@ -184,7 +188,8 @@ class RegistrationLedger:
     def _fix(self, epoch: int, blocklace_epoch: int, proposal: bytes, past: set[bytes]) -> AgreedSet:
         by_pool: dict[bytes, list[_Registration]] = {}
         for entry in self.registrations.get(epoch, ()):
-            if entry.block_id in past and isinstance(entry.verdict, VerifiedSigner):
+            if (entry.block_id in past and isinstance(entry.verdict, VerifiedSigner)
+                    and self.registered(epoch, entry.verdict.pool_id)):
                 by_pool.setdefault(entry.verdict.pool_id, []).append(entry)
         signers, excluded = [], []
         for pool_id in sorted(by_pool):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,22 @@ def epoch_settings(epoch: int, agreed: dict[int, AgreedSet]) -> dict[str, Any] |
     return {"epoch": epoch, "current_signers": parts(current), "next_signers": parts(upcoming)}
 
 
+class _EveryPool(Mapping[bytes, int]):
+    """A stake distribution holding every pool (at stake 0), for verdicts that leave stake out."""
+
+    def __getitem__(self, pool: bytes) -> int:
+        return 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+_EVERY_POOL = _EveryPool()
+
+
 class Journal:
     """Length-prefixed deterministic CBOR records, appended and fsynced; a torn tail is dropped."""
 
@@ -131,7 +147,8 @@ class RegistrationNode:
         self.own_pool = own_pool
         self.http_host, self.http_port = http_host, http_port
         self.journal = Journal(database / JOURNAL_NAME)
-        self.ledger = RegistrationLedger(verify=self._verify, stake_at=stake_view.set_stake_at)
+        self.ledger = RegistrationLedger(verify=self._verify, stake_at=stake_view.set_stake_at,
+                                         registered=self._registered)
         self.closed: set[int] = set()
         self.notified: set[int] = set()
         self.reported: set[bytes] = set()       # notices already traced as disagreeing
@@ -148,10 +165,24 @@ class RegistrationNode:
             raise verdict
         return verdict
 
+    def _registered(self, epoch: int, pool: bytes) -> bool:
+        """Whether ``pool`` has stake for registration epoch ``epoch``: in the set snapshot of
+        Cardano epoch ``epoch - 1`` (the distribution Mithril stores for ``epoch``) when the stake
+        view holds it, which every node does for three epochs; else in the current view (a stake
+        file or a genesis, which never changes). A pool at zero stake counts as absent: the
+        snapshot lookup does not tell the two apart (Mithril registers such a pool, which can
+        never win a lottery)."""
+        stake = self.stake_view.set_stake_at(epoch - 1, pool)
+        if stake is None:
+            current = self.stake_view.stake_of(pool)
+            stake = 0 if current is None else current.set
+        return stake > 0
+
     def _verdict(self, registration: SignerRegistration, kes_period: int) -> VerifiedSigner | RegistrationRefused:
-        distribution = {pool: stake.set for pool, stake in self.stake_view.pools.items()}
+        # Every check but the stake, which depends on when it is asked: the ledger asks it when
+        # the set is fixed (``_registered``).
         try:
-            return verify_registration(registration, stake_distribution=distribution, current_kes_period=kes_period)
+            return verify_registration(registration, stake_distribution=_EVERY_POOL, current_kes_period=kes_period)
         except RegistrationRefused as refused:
             return refused
 

@@ -215,3 +215,18 @@ def test_a_notice_naming_another_digest_is_a_disagreement():
                    Block(TOPIC, 1, 1, (proposal,), 0, Payload(EVENT, event=agreed_event(R, b"\x00" * 32, 2))))
     [(ident, pool_id, notice)] = ledger.disagreements()
     assert ident == b"\xbb" * 32 and pool_id == ELECTORS[2] and notice.digest == b"\x00" * 32
+
+
+def test_stake_is_asked_when_the_set_is_fixed_for_its_epoch():
+    dag, proposal = _round(equivocate=False, late=False)
+    ledger = _feed(dag, dag.blocks)
+    asked = []
+
+    def registered(epoch, pool_id):
+        asked.append(epoch)
+        return pool_id != pool(1).pool_id
+
+    ledger.registered = registered
+    [fixed] = ledger.finalize(1, proposal)
+    assert {s.pool_id for s in fixed.signers} == {pool(0).pool_id, pool(2).pool_id}
+    assert set(asked) == {R}

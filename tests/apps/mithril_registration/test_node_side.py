@@ -12,7 +12,7 @@ from dmq.errors import OperatorError
 from dmq.stake import StakeView
 from dmq.trace import Tracer
 
-from .keys import EPOCH as R
+from .keys import EPOCH as R, pool
 from .test_agreement import _feed, _round
 
 
@@ -63,3 +63,16 @@ async def test_a_busy_http_port_is_one_operator_error(tmp_path):
     assert f"127.0.0.1:{port}" in str(errors[0])
     for listener in listeners:
         await listener.aclose()
+
+
+def test_stake_for_an_epoch_is_the_snapshot_of_the_epoch_before_when_held(tmp_path):
+    stake = tmp_path / "stake.json"
+    stake.write_text(json.dumps({"epoch": R - 1, "pools": {pool(0).pool_id.hex(): 5, pool(2).pool_id.hex(): 0}}))
+    node = RegistrationNode(topic=b"\x00" * 32, socket_path=str(tmp_path / "none.socket"), network_magic=1,
+                            stake_view=StakeView.from_json(stake), tracer=Tracer(), current_epoch=lambda: R,
+                            own_pool=None, database=tmp_path)
+    assert node._registered(R, pool(0).pool_id)
+    assert not node._registered(R, pool(1).pool_id)
+    assert not node._registered(R, pool(2).pool_id)      # zero stake in the snapshot
+    # no snapshot of R + 4 held: the current view (a stake file never changes)
+    assert node._registered(R + 5, pool(0).pool_id) and not node._registered(R + 5, pool(1).pool_id)
