@@ -76,3 +76,16 @@ def test_stake_for_an_epoch_is_the_snapshot_of_the_epoch_before_when_held(tmp_pa
     assert not node._registered(R, pool(2).pool_id)      # zero stake in the snapshot
     # no snapshot of R + 4 held: the current view (a stake file never changes)
     assert node._registered(R + 5, pool(0).pool_id) and not node._registered(R + 5, pool(1).pool_id)
+
+
+def test_an_unreadable_record_ends_that_record_only(tmp_path):
+    journal = Journal(tmp_path / JOURNAL_NAME)
+    journal.append([[0, b"\x01"]])
+    with open(tmp_path / JOURNAL_NAME, "ab") as f:
+        f.write(b"\x00\x00\x00\x02\xff\xff")                # a record that is not CBOR
+    assert journal.records() == [[0, b"\x01"]]
+    node = _node(tmp_path, R)
+    events = []
+    node.tracer.add_sink(events.append)
+    node._take_contained([0, b"not a DMQ message"])
+    assert [type(e).__name__ for e in events] == ["TopicFailureContained"]
