@@ -191,14 +191,25 @@ def _mithril_registration(config: NodeConfig, stake_view: StakeView, tracer: Tra
     if "blocklace" not in config.topics_carried or config.shelley_genesis_file is None:
         raise NodeStartError("MithrilRegistration needs a topic network carrying blocklace (TopicsCarried) and a "
                              "ShelleyGenesisFile (the chain's epochs)")
-    genesis = load_shelley_genesis(config.shelley_genesis_file)
-    try:
-        chain = GenesisClockKesPeriod.from_genesis(genesis, clock)
-    except KesPeriodUnavailable as exc:
-        raise NodeStartError(f"MithrilRegistration: {exc}") from None
+    if config.stake_source.kind is StakeSourceKind.CARDANO_NODE:
+        # The ledger's epoch, as the link last saw it (a chain with a Byron history has no
+        # epoch a Shelley genesis and the clock can give).
+        def current_epoch() -> int:
+            if stake_view.epoch is None:
+                raise ValueError("the Cardano node has not given the current epoch yet")
+            return stake_view.epoch
+    else:
+        genesis = load_shelley_genesis(config.shelley_genesis_file)
+        try:
+            chain = GenesisClockKesPeriod.from_genesis(genesis, clock)
+        except KesPeriodUnavailable as exc:
+            raise NodeStartError(f"MithrilRegistration: {exc}") from None
+
+        def current_epoch() -> int:
+            return chain.current_slot() // genesis.epoch_length
     return RegistrationNode(topic=settings.topic, socket_path=str(config.local_address),
                             network_magic=config.network_magic, stake_view=stake_view, tracer=tracer,
-                            current_epoch=lambda: chain.current_slot() // genesis.epoch_length,
+                            current_epoch=current_epoch,
                             own_pool=None if signer is None else signer.pool_id, database=Path(config.database_path),
                             http_host=settings.http_host, http_port=settings.http_port)
 
