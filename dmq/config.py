@@ -50,6 +50,7 @@ __all__ = [
     "TopicKeyLimit",
     "TopicSubscriptionLimits",
     "TopicPublishers",
+    "MithrilRegistration",
     "PrometheusEndpoint",
     "NodeConfig",
     "DEFAULT_CONFIG_FILE",
@@ -553,6 +554,34 @@ class _TopicPublishersForm(_Form):
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class MithrilRegistration:
+    """The Mithril signer registration application (docs/mithril-registration.md 8): its topic, and
+    where ``/epoch-settings`` is served (``http_port`` None: not served; 0: any free port)."""
+
+    topic: bytes
+    http_host: str = "127.0.0.1"
+    http_port: int | None = None
+
+
+class _MithrilRegistrationForm(_Form):
+    expected = 'an object {"Topic": 64 hex digits, "HttpPort": 0..65535, "HttpHost": text}, HttpPort and HttpHost optional'
+
+    def from_json(self, value: Any) -> MithrilRegistration:
+        if not isinstance(value, dict) or "Topic" not in value or not value.keys() <= {"Topic", "HttpPort", "HttpHost"}:
+            raise _Invalid
+        topic, host, port = value["Topic"], value.get("HttpHost", "127.0.0.1"), value.get("HttpPort")
+        if not isinstance(topic, str) or not re.fullmatch("[0-9a-fA-F]{64}", topic) or not isinstance(host, str):
+            raise _Invalid
+        return MithrilRegistration(bytes.fromhex(topic), host, None if port is None else _PORT.from_json(port))
+
+    def to_json(self, value: MithrilRegistration) -> dict[str, Any]:
+        out: dict[str, Any] = {"Topic": value.topic.hex(), "HttpHost": value.http_host}
+        if value.http_port is not None:
+            out["HttpPort"] = value.http_port
+        return out
+
+
 class _TraceOptions(_Form):
     """Kept as compact JSON text: the tracing layer interprets it, the configuration stays frozen."""
 
@@ -758,6 +787,8 @@ class NodeConfig:
     topic_kes_key: Path | None = _key("TopicKesKey", _FilePath(), None, flag="--topic-kes-key")
     topic_operational_certificate: Path | None = _key(
         "TopicOperationalCertificate", _FilePath(), None, flag="--topic-operational-certificate")
+    #: The Mithril signer registration application: its Blocklace topic and HTTP endpoint; not set: off.
+    mithril_registration: MithrilRegistration | None = _key("MithrilRegistration", _MithrilRegistrationForm(), None)
 
     # --- provenance, not configuration: whether ``config_file`` existed (defaults were used if not)
     config_file_found: bool = field(default=False, compare=False)

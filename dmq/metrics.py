@@ -47,6 +47,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from dmq.descriptors import DescriptorsExhausted, open_descriptors
+from dmq.http_get import serve_get
 from dmq.trace import (
     ConnectionClosed,
     ConnectionOpened,
@@ -330,21 +331,4 @@ def _gauge(names: SeriesNames, name: str, documentation: str, value: float) -> M
 async def serve_metrics(metrics: NodeMetrics, port: int, host: str = "127.0.0.1", *,
                         task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Answer every HTTP request on ``host:port`` with the current metrics."""
-
-    async def handle(stream: trio.abc.Stream) -> None:
-        with trio.move_on_after(5):
-            request = b""
-            while b"\r\n\r\n" not in request and len(request) < 8192:
-                chunk = await stream.receive_some(4096)
-                if not chunk:
-                    return
-                request += chunk
-            body = metrics.render()
-            head = (f"HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\n"
-                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
-            await stream.send_all(head + body)
-        await stream.aclose()
-
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    task_status.started(listeners[0].socket.getsockname()[1])
-    await trio.serve_listeners(handle, listeners)
+    await serve_get(lambda path: (200, CONTENT_TYPE, metrics.render()), port, host, task_status=task_status)

@@ -327,6 +327,12 @@ ROUTES: dict[str, Target | Callable[[Any], Target]] = {
     "TopicPublicationRefused": ("Topics.Publication.Refused", "Warning"),
     "TopicSubscriptionRefused": ("Topics.Subscriptions.Refused", "Warning"),
     "TopicSigningStopped": ("Topics.Publication.SigningStopped", "Error"),
+    # apps.mithril_registration.trace
+    "MithrilRegistrationListening": ("Apps.MithrilRegistration.Listening", "Notice"),
+    "MithrilRegistrationClosed": ("Apps.MithrilRegistration.Closed", "Info"),
+    "MithrilRegistrationAgreed": ("Apps.MithrilRegistration.Agreed", "Notice"),
+    "MithrilRegistrationDisagreement": ("Apps.MithrilRegistration.Disagreement", "Error"),
+    "MithrilRegistrationProblem": ("Apps.MithrilRegistration.Problem", "Warning"),
 }
 
 

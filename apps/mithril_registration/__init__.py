@@ -7,8 +7,15 @@ will read. This package holds the message, the decoding of Mithril's key encodin
 of possession (BLS12-381) and :func:`verify_registration`; the KES and operational certificate
 checks are the node's own.
 
-Imports from the node are kept few and explicit: ``dmq.kes``, ``dmq.opcert``, ``dmq.message``
-and ``ouroboros_mux.cbor``.
+Over DMQ (docs/mithril-registration.md 8, 9): :mod:`.events` is what the registration topic
+carries, :mod:`.agreement` the rule that fixes one set per epoch from a Blocklace certificate
+(sans-IO), :mod:`.node_side` what a node runs when ``MithrilRegistration`` is configured
+(follow the topic, close rounds, announce sets, serve ``/epoch-settings``), and :mod:`.client`
+what a signer's side publishes with (``dmq mithril register``).
+
+The checks import from the node only ``dmq.kes``, ``dmq.opcert``, ``dmq.message`` and
+``ouroboros_mux.cbor``; the parts over DMQ add the topic client (``clients.topics``) and the
+Blocklace codec.
 """
 
 from .errors import (

@@ -172,6 +172,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
     if signer is not None:
         metrics.bind_kes(signer.kes_periods.current_kes_period, signer.credentials.opcert.start_kes_period,
                          stake_view.max_kes_evolutions)
+    if config.mithril_registration is not None:
+        services.append(_mithril_registration(config, stake_view, tracer, clock, signer).run)
     now = tracer.now
     mempool.expiry_observers.append(
         lambda removed: [tracer.emit(MessageExpired(now(), e.message_id, e.size)) for e in removed])
@@ -179,6 +181,40 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
                 mempool=mempool, ingress=ingress, local_service=local_service, recorder=recorder, services=services,
                 diffusion_policy=diffusion_policy if diffusion_policy is not None else DiffusionPolicy(),
                 stake_link=stake_link, topics=topics, transport=transport or TcpTransport())
+
+
+def _mithril_registration(config: NodeConfig, stake_view: StakeView, tracer: Tracer, clock: Clock,
+                          signer: Any) -> Any:
+    """The Mithril registration application's node-side part (docs/mithril-registration.md 8)."""
+    from apps.mithril_registration.node_side import RegistrationNode
+    from dmq.kes_period import GenesisClockKesPeriod, KesPeriodUnavailable
+    from dmq.stake import load_shelley_genesis
+
+    settings = config.mithril_registration
+    if "blocklace" not in config.topics_carried or config.shelley_genesis_file is None:
+        raise NodeStartError("MithrilRegistration needs a topic network carrying blocklace (TopicsCarried) and a "
+                             "ShelleyGenesisFile (the chain's epochs)")
+    if config.stake_source.kind is StakeSourceKind.CARDANO_NODE:
+        # The ledger's epoch, as the link last saw it (a chain with a Byron history has no
+        # epoch a Shelley genesis and the clock can give).
+        def current_epoch() -> int:
+            if stake_view.epoch is None:
+                raise ValueError("the Cardano node has not given the current epoch yet")
+            return stake_view.epoch
+    else:
+        genesis = load_shelley_genesis(config.shelley_genesis_file)
+        try:
+            chain = GenesisClockKesPeriod.from_genesis(genesis, clock)
+        except KesPeriodUnavailable as exc:
+            raise NodeStartError(f"MithrilRegistration: {exc}") from None
+
+        def current_epoch() -> int:
+            return chain.current_slot() // genesis.epoch_length
+    return RegistrationNode(topic=settings.topic, socket_path=str(config.local_address),
+                            network_magic=config.network_magic, stake_view=stake_view, tracer=tracer,
+                            current_epoch=current_epoch,
+                            own_pool=None if signer is None else signer.pool_id, database=Path(config.database_path),
+                            http_host=settings.http_host, http_port=settings.http_port)
 
 
 async def run_node(config: NodeConfig, topology: Topology | None) -> int:

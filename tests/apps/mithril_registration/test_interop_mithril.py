@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +29,12 @@ from apps.mithril_registration import (
 )
 from apps.mithril_registration.build import BlsKey, build_registration, encode_bytes_hex, encode_json_hex
 from apps.mithril_registration.encoding import decode_kes_signature, decode_opcert, decode_verification_key
-from tests.interop.conftest import missing_tool
-from tests.interop.pallas_harness import harness_path
+from .conftest import run_harness
 
 from .keys import bls_key, point_outside_g1, point_outside_g2, pool
 
 pytestmark = pytest.mark.interop
 
-ENV_VAR = "DMQ_MITHRIL_INTEROP"
 EPOCH = 42
 START = 100
 EVOLUTIONS = 7
@@ -46,20 +42,7 @@ CURRENT = START + EVOLUTIONS
 SIGNERS = 4
 
 
-@pytest.fixture(scope="module")
-def harness() -> Path:
-    unbuilt = os.environ.get(f"{ENV_VAR}_MISSING")
-    if unbuilt:
-        missing_tool(unbuilt)
-    program = harness_path(ENV_VAR, "dmq-mithril-interop")
-    if not os.access(program, os.X_OK):
-        missing_tool(f"mithril interop harness not built at {program} (${ENV_VAR}): "
-                     "run scripts/build-interop.sh mithril (needs cargo and crates.io)")
-    return program
-
-
-def _run(program: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(program), *args], input=stdin, capture_output=True, text=True, timeout=120)
+_run = run_harness
 
 
 @pytest.fixture(scope="module")

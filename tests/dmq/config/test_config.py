@@ -75,7 +75,7 @@ REFERENCE_DEFAULTS = {
 #: Keys whose default is "not set" (omitted from ``to_json``).
 UNSET_BY_DEFAULT = {"IPv4", "IPv6", "ShelleyGenesisHash", "TraceOptions", "RecordTraffic", "PrometheusPort",
                     "MithrilNetwork", "TopicKesKey", "TopicOperationalCertificate", "TopicPublishers",
-                    "TopicTokenBucket", "TopicBudgets"}
+                    "TopicTokenBucket", "TopicBudgets", "MithrilRegistration"}
 
 #: A configuration file giving every key a value different from its default.
 EVERY_KEY = {
@@ -127,6 +127,7 @@ EVERY_KEY = {
                                 "DurableQueueBytes": 4096, "DurableBytes": 8192, "DiskShare": 0.25},
     "TopicKeyLimit": {"Count": 5, "WindowSeconds": 60},
     "TopicPublishers": {"UpsycleServices": ["11" * 32], "DmsgStaticKeys": ["02" + "22" * 32]},
+    "MithrilRegistration": {"Topic": "33" * 32, "HttpHost": "127.0.0.1", "HttpPort": 8090},
 }
 
 EVERY_KEY_PARSED = {
