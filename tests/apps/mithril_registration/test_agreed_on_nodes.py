@@ -54,6 +54,11 @@ pytestmark = [pytest.mark.interop, pytest.mark.trio]
 EPOCH_LENGTH = 20          # slots of 1 s
 ELECTORS = (0, 1, 2)
 SIGNERS = 3
+#: Blocklace epochs of two seconds compress a Mithril epoch of days into seconds, so each
+#: elector signs far more blocks per window than the pools' default budgets allow (8 per 25 s);
+#: what this test checks is the agreement, not the budgets (tests/topics/test_budgets.py), so it
+#: opens them.
+OPEN_BUDGETS = {"TopicTokenBucket": {"Capacity": 100000, "RefillSeconds": 0.001}}
 #: Seconds a registration round must still have when the registrations are sent.
 ROOM = 8
 
@@ -143,7 +148,7 @@ async def test_three_nodes_agree_on_the_signers_and_mithril_reads_them(harness, 
         for i in ELECTORS:
             directory = tmp_path / f"n{i}"
             node = topic_node(directory, carried=["raw", "blocklace"], signer=i, pools=3,
-                              MithrilRegistration={"Topic": TOPIC.hex(), "HttpPort": 0})
+                              MithrilRegistration={"Topic": TOPIC.hex(), "HttpPort": 0}, **OPEN_BUDGETS)
             _chain(directory, stakes, start)
             peers = [("127.0.0.1", n2n_port(p)) for p in nodes[:1]]
             (directory / "dmq.topology.json").write_text(json.dumps(topology_document(peers)))
