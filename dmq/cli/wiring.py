@@ -35,7 +35,7 @@ from dmq.ingress import Ingress
 from dmq.kes import kes_verify
 from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
-from dmq.mempool.memory import DEFAULT_EXPIRY_INTERVAL
+from dmq.mempool.memory import DEFAULT_EXPIRY_INTERVAL, EXPIRY_MAX_SLEEP
 from dmq.mempool.integrity import DamagedDatabase, check_readable
 from dmq.metrics import NodeMetrics
 from dmq.node import Node, NodeStartError
@@ -65,7 +65,7 @@ def load_stake_view(config: NodeConfig, clock: Clock) -> StakeView:
 
 
 def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., Awaitable[Any]] | None,
-                  expiry_interval: float | None) -> DurableMempool:
+                  expiry_interval: float | None, expiry_max_sleep: float | None) -> DurableMempool:
     path = Path(config.database_path)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -74,7 +74,8 @@ def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., 
         # LegacyMessageFormat on, acknowledged legacy messages survive a restart too.
         decode = partial(decode_message, allow_legacy=config.legacy_message_format)
         return DurableMempool(path, clock, decode=decode, run_blocking=run_blocking or trio.to_thread.run_sync,
-                              expiry_interval=expiry_interval or DEFAULT_EXPIRY_INTERVAL)
+                              expiry_interval=expiry_interval or DEFAULT_EXPIRY_INTERVAL,
+                              expiry_max_sleep=expiry_max_sleep or EXPIRY_MAX_SLEEP)
     except OSError as exc:
         raise NodeStartError(f"database {path}: {exc.strerror or exc}") from None
     except (DamagedDatabase, lmdb.Error) as exc:
@@ -101,13 +102,15 @@ def _open_recorder(config: NodeConfig, tracer: Tracer, mempool: DurableMempool) 
 def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock: Clock | None = None,
                   tracer: Tracer | None = None, diffusion_policy: DiffusionPolicy | None = None,
                   transport: Transport | None = None, run_blocking: Callable[..., Awaitable[Any]] | None = None,
-                  kes_verifier: KesVerifier | None = None, expiry_interval: float | None = None) -> Node:
+                  kes_verifier: KesVerifier | None = None, expiry_interval: float | None = None,
+                  expiry_max_sleep: float | None = None) -> Node:
     """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
 
     ``transport``, ``run_blocking`` (how the mempool runs its blocking commits),
-    ``kes_verifier`` and ``expiry_interval`` (how often the mempool sweeps expired messages)
-    are what a simulated network replaces (``lab.simnet``); a running node keeps the
-    defaults: TCP, a worker thread, the Sum6KES verifier, a sweep every 50 ms.
+    ``kes_verifier``, ``expiry_interval`` and ``expiry_max_sleep`` (the shortest and longest
+    sleep of the mempool's purge) are what a simulated network or a test on a jumping clock
+    replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker thread, the
+    Sum6KES verifier, a purge at each expiry, at least 50 ms and at most 1 s apart.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.
@@ -124,7 +127,7 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
         stake_link = CardanoNodeLink.from_config(config, stake_view, tracer=tracer, clock=clock,
                                                  registry=metrics.registry)
         services.append(stake_link.run)
-    mempool = _open_mempool(config, clock, run_blocking, expiry_interval)
+    mempool = _open_mempool(config, clock, run_blocking, expiry_interval, expiry_max_sleep)
     kes_verifier = kes_verifier or kes_verify
     recorder: TrafficRecorder | NullRecorder = NO_RECORDER
     try:

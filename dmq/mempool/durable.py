@@ -48,7 +48,7 @@ from dmq.message import DmqMessage
 from .entry import StoredMessage, default_decoder
 from .errors import MempoolNotRunningError, MempoolWriteError
 from .log import AppendableMessage
-from .memory import DEFAULT_EXPIRY_INTERVAL, Mempool
+from .memory import DEFAULT_EXPIRY_INTERVAL, EXPIRY_MAX_SLEEP, Mempool
 from .store import DEFAULT_MAP_SIZE, InTxn, LoadReport, MempoolStore
 
 __all__ = ["DurableMempool", "open_durable_mempool", "DEFAULT_COMMIT_WINDOW", "DEFAULT_RELAY_COMMIT_INTERVAL"]
@@ -90,9 +90,10 @@ class DurableMempool(Mempool):
         commit_window: float = DEFAULT_COMMIT_WINDOW,
         relay_commit_interval: float = DEFAULT_RELAY_COMMIT_INTERVAL,
         expiry_interval: float = DEFAULT_EXPIRY_INTERVAL,
+        expiry_max_sleep: float = EXPIRY_MAX_SLEEP,
         run_blocking: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
     ) -> None:
-        super().__init__(clock, expiry_interval=expiry_interval)
+        super().__init__(clock, expiry_interval=expiry_interval, expiry_max_sleep=expiry_max_sleep)
         self._run_blocking = run_blocking
         self._store = MempoolStore(path, map_size=map_size)
         try:

@@ -38,10 +38,14 @@ EXPIRY_MAX_SLEEP = 1.0
 class Mempool:
     """Ordered log of accepted messages with an id index, an expiry index and reader wake-ups."""
 
-    def __init__(self, clock: Clock, *, expiry_interval: float = DEFAULT_EXPIRY_INTERVAL) -> None:
+    def __init__(self, clock: Clock, *, expiry_interval: float = DEFAULT_EXPIRY_INTERVAL,
+                 expiry_max_sleep: float = EXPIRY_MAX_SLEEP) -> None:
         self._clock = clock
         self._log = MessageLog()
         self._expiry_interval = expiry_interval
+        #: The purge's longest sleep. A clock that jumps (a test's scaled clock) is followed at
+        #: most this late, since the sleep toward the soonest expiry runs in real time.
+        self._expiry_max_sleep = expiry_max_sleep
         self._published = trio.Event()
         #: Called with the entries each expiry pass removed (tracing, metrics, recording).
         self.expiry_observers: list[Callable[[list[StoredMessage]], None]] = []
@@ -156,7 +160,7 @@ class Mempool:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Purge expired messages as they expire (see ``EXPIRY_MAX_SLEEP``), until cancelled."""
         task_status.started()
-        longest = max(self._expiry_interval, EXPIRY_MAX_SLEEP)
+        longest = max(self._expiry_interval, self._expiry_max_sleep)
         while True:
             removed = self.expire()
             if removed:

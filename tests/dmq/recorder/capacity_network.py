@@ -35,6 +35,7 @@ from pathlib import Path
 import trio
 
 from dmq.clock import ManualClock
+from dmq.mempool import DEFAULT_EXPIRY_INTERVAL
 from dmq.config import read_config
 from dmq.diffusion import BackoffPolicy, DiffusionPolicy
 from dmq.kes import KesSigningKey
@@ -202,7 +203,10 @@ async def record_network(directory: Path, spec: LoadSpec, *, report: Callable[[s
                 })
                 tracer = Tracer(clock.now)
                 tracer.add_sink(_counter(accepted, i))
-                node = assemble_node(config, None, clock=clock, tracer=tracer, diffusion_policy=QUIET)
+                # The scaled clock jumps each step while the purge sleeps toward the soonest
+                # expiry in real time: it sweeps every 50 ms instead, as the step below expects.
+                node = assemble_node(config, None, clock=clock, tracer=tracer, diffusion_policy=QUIET,
+                                     expiry_max_sleep=DEFAULT_EXPIRY_INTERVAL)
                 await nursery.start(node.run)
                 nodes.append(node)
             dials: dict[int, list[int]] = {}
@@ -258,7 +262,7 @@ async def _drive(nodes: list[Node], clock: ManualClock, steps, spec: LoadSpec, a
             await wait_until(lambda: min(accepted) >= target, spec.step_timeout,
                              what=f"step {index}: {target:,} messages at every node")
             clock.advance(step_s)
-            await trio.sleep(0.06)  # the mempools' expiry runs every 50 ms of real time
+            await trio.sleep(0.06)  # the mempools' purge runs every 50 ms of real time (expiry_max_sleep)
             if (index + 1) % spec.steps == 0:
                 round_number = (index + 1) // spec.steps
                 held = len(nodes[0].mempool)
