@@ -30,7 +30,7 @@ from tests.topics.blocklace.world import ALL, TOPIC, ad_payload, advertisement, 
 from topics.blocklace.codec import ACK, Block, Carry, Payload, TopicParams, encode_block, encode_carry
 from topics.classify import TAG_RANGE, tag_head
 
-from .topic_node import STAKE_EPOCH, TOPIC_MAGIC, n2n_port, topic_nodes  # noqa: F401 (a fixture)
+from .topic_node import OPEN_BUDGETS, STAKE_EPOCH, TOPIC_MAGIC, n2n_port, topic_nodes  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.trio
 
@@ -210,8 +210,7 @@ async def still_serving(client: Client, conn, sub_id: int, what: str) -> None:
 
 
 #: This test sends every hostile body from a few pools within seconds: what it checks is that the
-#: node goes on serving, not the pools' budgets (tests/topics/test_budgets.py), so it opens them.
-OPEN_BUDGETS = {"TopicTokenBucket": {"Capacity": 100000, "RefillSeconds": 0.001}}
+#: node goes on serving, not the pools' budgets, so it opens them (OPEN_BUDGETS).
 
 
 async def test_hostile_bodies_on_every_path_leave_the_node_serving(topic_nodes):

@@ -18,7 +18,7 @@ import trio
 from dmq.cli import tool
 from clients.topics import Durable, TopicRequestRefused, open_topic_connection
 
-from .topic_node import TOPIC_MAGIC, topic_nodes  # noqa: F401 (a fixture)
+from .topic_node import OPEN_BUDGETS, TOPIC_MAGIC, topic_nodes  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.trio
 
@@ -42,8 +42,9 @@ def _raw_body(n: int) -> bytes:
 
 async def test_6000_durable_subscriptions_attempted_and_the_database_stays_within_its_bound(
         topic_nodes, tmp_path, capsys):
+    # The events come from one pool within seconds: the caps are the subject, not its budget.
     node = topic_nodes(carried=["raw", "blocklace"], TopicSubscriptionLimits={
-        "Durable": DURABLE, "DurablePerConnection": PER_CONNECTION, "DiskShare": _share(tmp_path)})
+        "Durable": DURABLE, "DurablePerConnection": PER_CONNECTION, "DiskShare": _share(tmp_path)}, **OPEN_BUDGETS)
     made, refusals = 0, set()
     started = time.monotonic()
     attempt = 0

@@ -56,6 +56,11 @@ def topic_node(workdir: Path, *, carried: list[str] | None = None, signer: int |
     return NodeProcess(workdir, settings, start_timeout=60.0)
 
 
+#: Budgets opened, for a test whose subject is not the pools' budgets (tests/topics/test_budgets.py)
+#: but sends more blocks of a few pools within seconds than the defaults (8 per 25 s) admit.
+OPEN_BUDGETS = {"TopicTokenBucket": {"Capacity": 100000, "RefillSeconds": 0.001}}
+
+
 @pytest.fixture
 def topic_nodes(tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
     """``topic_nodes(name="node", **options)``: a started :func:`topic_node`; all killed at the end."""

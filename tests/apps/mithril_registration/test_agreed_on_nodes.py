@@ -42,7 +42,7 @@ from clients.topics import decode_item, draft_block, open_topic_connection
 from dmq.codec import decode_message
 from dmq.opcert import pool_id_bech32
 from lab.devnet.topology import topology_document
-from tests.e2e.topic_node import TOPIC_MAGIC, n2n_port, topic_node
+from tests.e2e.topic_node import OPEN_BUDGETS, TOPIC_MAGIC, n2n_port, topic_node
 from tests.topics.blocklace.world import ALL, TOPIC, ad_payload, advertisement, pool
 from topics.adapter import ITEM_MESSAGE
 from topics.blocklace.codec import EVENT, TopicParams, decode_body
@@ -57,8 +57,7 @@ SIGNERS = 3
 #: Blocklace epochs of two seconds compress a Mithril epoch of days into seconds, so each
 #: elector signs far more blocks per window than the pools' default budgets allow (8 per 25 s);
 #: what this test checks is the agreement, not the budgets (tests/topics/test_budgets.py), so it
-#: opens them.
-OPEN_BUDGETS = {"TopicTokenBucket": {"Capacity": 100000, "RefillSeconds": 0.001}}
+#: opens them (OPEN_BUDGETS).
 #: Seconds a registration round must still have when the registrations are sent.
 ROOM = 8
 
