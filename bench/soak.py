@@ -530,7 +530,7 @@ class Soak:
                 owed = self.owed()
                 if all(owed[name] <= self.delivered[name] for name in self.nodes):
                     return
-                await trio.sleep(0.5)
+                await trio.sleep(5.0)   # an hour's owed sets take a moment to compute
 
     # -- verdicts -----------------------------------------------------------------------------
     def verdicts(self) -> dict[str, Any]:
@@ -705,7 +705,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=30.0, help="seconds after a (re)start left out of the fits")
     parser.add_argument("--grace", type=float, default=30.0, help="a node up until this long before a message "
                                                                   "expires must deliver it")
-    parser.add_argument("--drain", type=float, default=60.0, help="seconds after publishing for deliveries")
+    parser.add_argument("--drain", type=float, default=120.0, help="seconds after publishing for deliveries")
     parser.add_argument("--start-timeout", type=float, default=120.0)
     parser.add_argument("--max-drift", type=float, default=0.10)
     parser.add_argument("--fd-slack", type=float, default=16.0,
