@@ -690,7 +690,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--dir", default="soak-run", help="where the run's files go (replaced on the next run)")
     parser.add_argument("--duration", type=float, default=3600.0, help="seconds of publishing")
-    parser.add_argument("--rate", type=float, default=20.0, help="publications a second, over the three nodes")
+    parser.add_argument("--rate", type=float, default=50.0, help="publications a second, over the three nodes")
     parser.add_argument("--pools", type=int, default=12)
     parser.add_argument("--ttl", type=int, default=180, help="seconds a message lives")
     parser.add_argument("--idle-timeout", type=float, default=10.0, help="the nodes' LocalIdleTimeout")
