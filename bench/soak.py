@@ -244,6 +244,7 @@ class Soak:
         #: Failures of publications to a node that was up (what they said), the first few.
         self.failure_examples: list[dict[str, Any]] = []
         self.publishing_started = 0.0
+        self.interrupted: str | None = None
         self.publishing_ended = math.inf
         #: node -> message keys delivered to any of its aggregators; and connections opened.
         self.delivered: dict[str, set[str]] = {}
@@ -482,37 +483,56 @@ class Soak:
         self.prepare()
         self.started_at = time.time()
         self.event("start", uptime=Path("/proc/loadavg").read_text().split()[:3])
-        try:
-            async with trio.open_nursery() as background:
-                for name in LINE:
-                    await self.nodes[name].start(self.args.start_timeout)
-                self.event("nodes listening")
-                background.start_soon(self.sampler)
-                for name in LINE:
-                    background.start_soon(self.aggregator, name, self.args.aggregator_life)
-                await trio.sleep(2.0)   # the links come up
-                stop_at = trio.current_time() + self.args.duration
-                self.publishing_started = time.time() - self.started_at
-                async with trio.open_nursery() as work:
-                    work.start_soon(self.restarts, stop_at)
-                    if self.args.join_every > 0:
-                        work.start_soon(self.joiner, stop_at)
-                    work.start_soon(self.subscriber, stop_at)
-                    per_node = self.args.rate / len(LINE)
-                    for k, name in enumerate(LINE):
-                        pools = [i for i in range(len(self.pools)) if i % len(LINE) == k]
-                        work.start_soon(self.publisher, name, pools, per_node, stop_at)
-                self.publishing_ended = time.time() - self.started_at
-                self.event("publishing ended")
-                await self.drain()
-                background.cancel_scope.cancel()
-        finally:
-            with trio.CancelScope(shield=True):
-                async with trio.open_nursery() as stopping:
-                    for node in self.nodes.values():
-                        if node.running:
-                            stopping.start_soon(node.stop, "SIGINT")
+        # SIGINT or SIGTERM ends the run early but cleanly: every process started here is
+        # stopped, and the verdicts say the run was interrupted.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as watcher:
+                work = trio.CancelScope()
+                watcher.start_soon(self._watch_signals, signals, work)
+                try:
+                    with work:
+                        await self._live()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        async with trio.open_nursery() as stopping:
+                            for node in self.nodes.values():
+                                if node.running:
+                                    stopping.start_soon(node.stop, "SIGINT")
+                    watcher.cancel_scope.cancel()
+        if self.publishing_ended == math.inf:
+            self.publishing_ended = time.time() - self.started_at
         return self.verdicts()
+
+    async def _watch_signals(self, signals, work: trio.CancelScope) -> None:
+        async for signum in signals:
+            self.interrupted = signal.Signals(signum).name
+            self.event("interrupted", signal=self.interrupted)
+            work.cancel()
+
+    async def _live(self) -> None:
+        async with trio.open_nursery() as background:
+            for name in LINE:
+                await self.nodes[name].start(self.args.start_timeout)
+            self.event("nodes listening")
+            background.start_soon(self.sampler)
+            for name in LINE:
+                background.start_soon(self.aggregator, name, self.args.aggregator_life)
+            await trio.sleep(2.0)   # the links come up
+            stop_at = trio.current_time() + self.args.duration
+            self.publishing_started = time.time() - self.started_at
+            async with trio.open_nursery() as work:
+                work.start_soon(self.restarts, stop_at)
+                if self.args.join_every > 0:
+                    work.start_soon(self.joiner, stop_at)
+                work.start_soon(self.subscriber, stop_at)
+                per_node = self.args.rate / len(LINE)
+                for k, name in enumerate(LINE):
+                    pools = [i for i in range(len(self.pools)) if i % len(LINE) == k]
+                    work.start_soon(self.publisher, name, pools, per_node, stop_at)
+            self.publishing_ended = time.time() - self.started_at
+            self.event("publishing ended")
+            await self.drain()
+            background.cancel_scope.cancel()
 
     def owed(self) -> dict[str, set[str]]:
         """Per node, the acknowledged messages it must have delivered (module docstring)."""
@@ -591,6 +611,8 @@ class Soak:
                                      f"{len(missing)} missing; aggregator started {self.aggregator_starts[name]} "
                                      f"times", "missing": len(missing)})
         exits = [e for node in self.nodes.values() for e in node.unexpected_exits]
+        checks.append({"check": "the run went to its end", "ok": self.interrupted is None,
+                       "detail": f"interrupted by {self.interrupted}" if self.interrupted else "yes"})
         checks.append({"check": "no node ended by itself", "ok": not exits, "detail": "; ".join(exits) or "none"})
         tracebacks = [name for name, node in self.nodes.items()
                       if node.files.stderr_path.exists() and "Traceback" in node.files.stderr_path.read_text()]
