@@ -459,6 +459,7 @@ class Soak:
                                      "delivered": len(self.delivered[name]),
                                      "db_bytes": disk_bytes(node.files.directory / "db")}
             if pid is not None:
+                entry["pid"] = pid
                 entry["fds"] = open_descriptors(pid)
                 entry["rss"] = read_rss_bytes(pid)
                 cpu = read_cpu_seconds(pid)
@@ -642,6 +643,7 @@ class Soak:
             "stops": {name: node.stop_times for name, node in self.nodes.items()},
             "subscriptions": self.subscriptions,
             "events": self.events,
+            "lives": {name: lives(self.samples, self.events, name, args.settle) for name in self.nodes},
             "checks": checks,
             "ok": all(c["ok"] for c in checks),
         }
@@ -669,6 +671,37 @@ def flatness(points: list[tuple[float, float]], span: float, allowed: float | tu
     ratio = max(y for _, y in points) / max(1.0, min(y for _, y in points))
     ok = abs(drift) <= limit and (max_ratio is None or ratio <= max_ratio)
     return ok, {"slope": slope, "drift": drift, "mean": mean, "allowed": limit, "max_min_ratio": ratio}
+
+
+def lives(samples: list[dict[str, Any]], events: list[dict[str, Any]], name: str,
+          settle: float) -> list[dict[str, float]]:
+    """Each life of node ``name`` (between two of its restarts or outages) that outlasted ``2 * settle``:
+    its RSS and descriptors after ``settle`` seconds, at its end, and the RSS slope over its
+    second half: whether a node that is never restarted levels off."""
+    runs: list[list[dict[str, Any]]] = [[]]
+    ends = sorted(e["t"] for e in events if e.get("node") == name and e["event"] in ("restart", "leave"))
+    for sample in samples:
+        entry = sample["nodes"][name]
+        while ends and sample["t"] >= ends[0]:
+            ends.pop(0)
+            if runs[-1]:
+                runs.append([])
+        if entry.get("rss") is None:
+            if runs[-1]:
+                runs.append([])
+            continue
+        runs[-1].append({"t": sample["t"], "rss": entry["rss"], "fds": entry.get("fds")})
+    out = []
+    for run in runs:
+        if len(run) < 4 or run[-1]["t"] - run[0]["t"] < 2 * settle:
+            continue
+        settled = [p for p in run if p["t"] - run[0]["t"] >= settle]
+        second = [p for p in run if p["t"] >= (run[0]["t"] + run[-1]["t"]) / 2]
+        out.append({"from": run[0]["t"], "to": run[-1]["t"], "rss_settled_mib": settled[0]["rss"] / 2**20,
+                    "rss_end_mib": run[-1]["rss"] / 2**20, "rss_max_mib": max(p["rss"] for p in run) / 2**20,
+                    "rss_slope_second_half_mib_per_h": slope_of([(p["t"], p["rss"]) for p in second]) * 3600 / 2**20,
+                    "fds_max": max(p["fds"] or 0 for p in settled)})
+    return out
 
 
 def plot(samples: list[dict[str, Any]], events: list[dict[str, Any]], path: Path, title: str) -> None:
@@ -758,6 +791,12 @@ def main(argv: list[str] | None = None) -> int:
           f"failed {p['failed'] or 0} ({p['failed_while_target_down']} while the target node was down)")
     print(f"delivered per node: {summary['delivered']}; window full at {summary['window_full_at']:.0f} s, "
           f"second half from {summary['second_half_from']:.0f} s")
+    for name, spans in summary["lives"].items():
+        for life in spans:
+            print(f"{name} life {life['from']:.0f}-{life['to']:.0f} s: RSS {life['rss_settled_mib']:.1f} MiB after "
+                  f"settling, {life['rss_end_mib']:.1f} at its end (max {life['rss_max_mib']:.1f}), "
+                  f"{life['rss_slope_second_half_mib_per_h']:+.1f} MiB/h over its second half; "
+                  f"descriptors at most {life['fds_max']}")
     for check in summary["checks"]:
         print(f"{'PASS' if check['ok'] else 'FAIL'}  {check['check']}: {check['detail']}")
     print(f"samples {soak.samples_path}; plot {root / 'soak.png'}; summary {root / 'soak-summary.json'}")
