@@ -607,10 +607,14 @@ class Soak:
         owed = self.owed()
         for name in self.nodes:
             missing = owed[name] - self.delivered[name]
+            examples = sorted((round(self.acked[key].acked_at - self.started_at, 1),
+                               round(self.acked[key].expires_at - self.started_at, 1), self.acked[key].node)
+                              for key in missing)[:5]
             checks.append({"check": f"{name} nothing acknowledged lost", "ok": not missing,
                            "detail": f"{len(owed[name])} owed, {len(owed[name]) - len(missing)} delivered, "
                                      f"{len(missing)} missing; aggregator started {self.aggregator_starts[name]} "
-                                     f"times", "missing": len(missing)})
+                                     f"times" + (f"; first missing (acknowledged at, expiring at, by): {examples}"
+                                                 if missing else ""), "missing": len(missing)})
         exits = [e for node in self.nodes.values() for e in node.unexpected_exits]
         checks.append({"check": "the run went to its end", "ok": self.interrupted is None,
                        "detail": f"interrupted by {self.interrupted}" if self.interrupted else "yes"})
@@ -758,8 +762,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--join-for", type=float, default=240.0, help="seconds node-4 stays")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--settle", type=float, default=30.0, help="seconds after a (re)start left out of the fits")
-    parser.add_argument("--grace", type=float, default=30.0, help="a node up until this long before a message "
-                                                                  "expires must deliver it")
+    parser.add_argument("--grace", type=float, default=30.0,
+                        help="a node up for this long of a message's life must deliver it: time enough for a "
+                             "restarted node's peers to dial it again and offer what they hold")
     parser.add_argument("--drain", type=float, default=120.0, help="seconds after publishing for deliveries")
     parser.add_argument("--start-timeout", type=float, default=120.0)
     parser.add_argument("--max-drift", type=float, default=0.10)

@@ -26,10 +26,16 @@ from tests.interop.conftest import pallas_harness  # noqa: F401  (the fixture: t
 from tests.interop.pallas_harness import ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[2]
-SHORT = ["--duration", "50", "--rate", "20", "--ttl", "10", "--restart-every", "15", "--down-for", "1",
-         "--join-every", "10", "--join-for", "15", "--sample", "1", "--settle", "4", "--grace", "4",
+#: A 20 s TTL fills the window in the first half. A message is owed to a node that was up for
+#: 10 s of its life: a restarted node's peers dial it again within a few seconds (5 s seen on a
+#: loaded machine), and what expired before that is not lost. With a 2 s LocalIdleTimeout a node
+#: holds about 15 finished publisher connections; the fit over a 25 s half moves by up to ~16
+#: descriptors with a restart of a peer, so it may drift by 40: a node that kept its finished
+#: connections would hold 7 more every second, 170 more over that half.
+SHORT = ["--duration", "50", "--rate", "20", "--ttl", "20", "--restart-every", "15", "--down-for", "1",
+         "--join-every", "10", "--join-for", "15", "--sample", "1", "--settle", "4", "--grace", "10",
          "--signer-life", "60", "--aggregator-life", "12", "--subscriber-life", "10", "--drain", "60",
-         "--idle-timeout", "2"]
+         "--idle-timeout", "2", "--fd-slack", "40"]
 
 
 def test_flatness_fails_a_drift_and_passes_noise():
@@ -61,12 +67,13 @@ def test_a_short_soak_with_restarts_passes_every_check(pallas_harness, tmp_path)
     assert [e["event"] for e in events if e["event"] in ("join", "leave")] == ["join", "leave"], events
     publications = summary["publications"]
     assert publications["accepted"] >= 500, publications
-    # Each line node delivered everything it was owed: most of what was acknowledged (a message
-    # acknowledged elsewhere while the node was down is owed only if it outlived the outage by --grace).
+    # Each line node delivered everything it was owed, and that is most of what was acknowledged:
+    # a message acknowledged elsewhere while the node was down is owed only if it lived on for
+    # --grace seconds after the node's restart (about a fifth of them here).
     for check in summary["checks"]:
         if check["check"].endswith("nothing acknowledged lost") and not check["check"].startswith("node-4"):
             owed = int(check["detail"].split()[0])
-            assert owed >= 0.8 * publications["accepted"], check
+            assert owed >= 0.6 * publications["accepted"], check
     samples = (run / "samples.jsonl").read_text().splitlines()
     assert len(samples) >= 30
     assert all(json.loads(line)["nodes"]["node-1"].keys() >= {"up", "delivered", "db_bytes"} for line in samples)
