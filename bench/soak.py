@@ -15,7 +15,7 @@ What runs (every process is a separate program, started and stopped here):
   that the node's window of unexpired messages is full early in the run;
 - one Mithril-style aggregator per node (the harness's ``aggregator``, no de-duplication),
   killed and started again every ``--aggregator-life`` seconds;
-- node restarts every ``--restart-every`` seconds, in turn over the three nodes, alternately
+- node restarts every ``--restart-every`` seconds, in turn over the three nodes (``--restart-nodes``), alternately
   SIGKILL and SIGTERM, each down for ``--down-for`` seconds;
 - a fourth node joining (dialling node-2 and node-3) and leaving (SIGTERM), with its own
   aggregator while it is up;
@@ -412,7 +412,7 @@ class Soak:
             await trio.sleep(self.args.restart_every)
             if trio.current_time() + self.args.restart_every / 2 > stop_at:
                 return
-            name = LINE[turn % len(LINE)]
+            name = self.args.restart_nodes[turn % len(self.args.restart_nodes)]
             how = "SIGKILL" if turn % 2 == 0 else "SIGTERM"
             turn += 1
             node = self.nodes[name]
@@ -757,6 +757,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--aggregator-life", type=float, default=300.0, help="seconds between aggregator reconnects")
     parser.add_argument("--subscriber-life", type=float, default=120.0, help="seconds between topic resubscriptions")
     parser.add_argument("--restart-every", type=float, default=300.0, help="seconds between node restarts")
+    parser.add_argument("--restart-nodes", type=lambda text: text.split(","), default=list(LINE),
+                        help="the nodes restarted in turn, comma-separated (leave one out to watch a whole life)")
     parser.add_argument("--down-for", type=float, default=3.0, help="seconds a restarted node stays down")
     parser.add_argument("--join-every", type=float, default=600.0, help="seconds between node-4's joins (0: never)")
     parser.add_argument("--join-for", type=float, default=240.0, help="seconds node-4 stays")
@@ -777,6 +779,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    unknown = [name for name in args.restart_nodes if name not in LINE]
+    if unknown or not args.restart_nodes:
+        print(f"soak: --restart-nodes takes nodes of {', '.join(LINE)}, got {','.join(args.restart_nodes)}",
+              file=sys.stderr)
+        return 2
     # Mithril's publisher holds a socket per publication for its process's life: the signer
     # processes (children of this one) may open as many as the hard limit allows.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
