@@ -714,7 +714,8 @@ def plot(samples: list[dict[str, Any]], events: list[dict[str, Any]], path: Path
     import matplotlib.pyplot as plt
 
     names = list(samples[0]["nodes"]) if samples else []
-    panels = (("fds", "open descriptors", 1), ("rss", "RSS (MiB)", 2**20), ("db_bytes", "database on disk (MiB)", 2**20),
+    panels = (("fds", "open descriptors", 1), ("rss", "RSS (MiB)", 2**20),
+              ("db_bytes", "database on disk (MiB)", 2**20),
               ("cpu", "CPU (% of a core)", 1), ("delivered", "delivered to aggregators", 1))
     figure, axes = plt.subplots(len(panels) + 1, 1, figsize=(11, 15), sharex=True)
     for axis, (key, label, scale) in zip(axes, panels):
