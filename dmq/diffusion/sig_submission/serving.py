@@ -12,6 +12,8 @@ to end, which V1 does with ``MsgDone`` in place of the reply, as the reference d
 
 from __future__ import annotations
 
+import math
+
 import trio
 
 from ouroboros_mux.channel import MessageChannel
@@ -55,6 +57,12 @@ class ServingPeer:
         # What the reader handed over to the task: (_REQUEST or _CHECKED, request) or (_FAILED, exception).
         self._handed: tuple[str, object] | None = None
         self._wake = trio.lowlevel.ParkingLot()
+        # A blocking request for ids parked in the mempool (its publish answers it), the deadline
+        # of its V2 MsgReplyNoSigIds, and the scope the task sleeps in meanwhile.
+        self._parked = None
+        self._deadline = math.inf
+        self._asleep: trio.CancelScope | None = None
+        self._publish_hook = getattr(source, "call_on_publish", None)
 
     def stop(self) -> None:
         """V1 only: end the protocol with ``MsgDone`` at the current or next blocking request.
@@ -67,6 +75,9 @@ class ServingPeer:
         self._stopping = True
         if self._blocked is not None:
             self._blocked.cancel()
+        if self._parked is not None:
+            request, self._parked = self._parked, None
+            self._hand_over(_CHECKED, request)
 
     async def run(self) -> None:
         """Serve until the protocol ends (V2: the pulling peer's ``MsgDone``; V1: :meth:`stop`)."""
@@ -113,8 +124,20 @@ class ServingPeer:
         try:
             self._consume()  # what is already buffered
             while self._handed is None:
-                await self._wake.park()
+                with trio.CancelScope(deadline=self._deadline) as self._asleep:
+                    await self._wake.park()
+                if self._asleep.cancelled_caught and self._parked is not None:
+                    # The V2 blocking timeout: nothing was published for the parked request.
+                    request, self._parked = self._parked, None
+                    self._deadline = math.inf
+                    channel.on_bytes(None)
+                    await self.driver.send(self.dialect.reply_no_ids())
+                    channel.on_bytes(self._consume)
+                    self._consume()
         finally:
+            self._asleep = None
+            self._parked = None
+            self._deadline = math.inf
             channel.on_bytes(None)
         (kind, value), self._handed = self._handed, None
         if kind is _FAILED:
@@ -123,7 +146,7 @@ class ServingPeer:
 
     def _consume(self) -> None:
         """In the reader: answer every complete request that needs no waiting; hand over the first other."""
-        if self._handed is not None:
+        if self._handed is not None or self._parked is not None:
             return
         driver = self.driver
         dialect = self.dialect
@@ -140,7 +163,10 @@ class ServingPeer:
                 elif isinstance(request, dialect.request_ids):
                     reply = self._ids_reply_now(request)
                     if reply is None:
-                        self._hand_over(_CHECKED, request)
+                        if self._stopping or self._publish_hook is None:
+                            self._hand_over(_CHECKED, request)
+                        else:
+                            self._park(request)
                         return
                 else:
                     reply = None
@@ -161,6 +187,38 @@ class ServingPeer:
         if request.blocking and not entries:
             return None
         return self.dialect.reply_ids(window.announce(entries))
+
+    def _park(self, request) -> None:
+        """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""
+        self._parked = request
+        if self.blocking_timeout is not None:
+            self._deadline = trio.current_time() + self.blocking_timeout
+            if self._asleep is not None:
+                self._asleep.deadline = self._deadline
+        self._publish_hook(self._on_published)
+
+    def _on_published(self) -> None:
+        """In the publishing task: answer the parked request if the mempool now has ids for it."""
+        request = self._parked
+        if request is None or self._handed is not None:
+            return
+        try:
+            entries = self.source.ids_after(self.window.position, request.req)
+            if not entries:  # what was published expired already
+                self._publish_hook(self._on_published)
+                return
+            self._parked = None
+            self._deadline = math.inf
+            if self._asleep is not None:
+                self._asleep.deadline = math.inf
+            if not self.driver.channel.send_nowait(b""):
+                self._hand_over(_CHECKED, request)
+                return
+            self.driver.send_nowait(self.dialect.reply_ids(self.window.announce(entries)))
+        except Exception as exc:  # raised again from the peer's task
+            self._hand_over(_FAILED, exc)
+            return
+        self._consume()
 
     def _hand_over(self, kind: str, value) -> None:
         self._handed = (kind, value)

@@ -413,3 +413,43 @@ async def test_over_a_mux_the_serving_task_sleeps_through_rounds_it_can_answer_a
     assert serving.driver.done
     serving_steps = [n for name, n in steps.steps.items() if name.endswith("ServingPeer.run")]
     assert serving_steps and serving_steps[0] < 10, steps.steps
+
+
+async def test_over_a_mux_a_blocking_request_is_answered_by_the_mempool_or_times_out(dialect):
+    """A blocking request with nothing new waits in the mempool: the next append answers it (no task
+    woken), and in V2 nothing appended within the timeout gets MsgReplyNoSigIds."""
+    source = ListSigSource(MESSAGES[:2])
+    steps = _TaskSteps()
+    serving = None
+
+    async def pull(scripted):
+        assert [i for i, _ in await ids(scripted, dialect, True, 0, 2)] == IDS[:2]
+        for n in range(2, 12):
+            await scripted.send(dialect.request_ids(True, 2 if n == 2 else 1, 1))
+            await trio.sleep(0.01)
+            source.append(MESSAGES[n])
+            assert [i for i, _ in (await scripted.recv()).ids] == [IDS[n]]
+        await scripted.send(dialect.request_ids(True, 1, 1))
+        if dialect.reply_no_ids is not None:
+            start = trio.current_time()
+            assert isinstance(await scripted.recv(), dialect.reply_no_ids)
+            assert trio.current_time() - start >= 0.2
+            await scripted.send(dialect.done())
+        else:
+            serving.stop()
+            assert isinstance(await scripted.recv(), dialect.done)
+
+    def serving_of(channel):
+        nonlocal serving
+        options = {} if dialect.reply_no_ids is None else {"blocking_timeout": 0.2}
+        serving = ServingPeer(dialect, channel, source, **options)
+        return serving
+
+    trio.lowlevel.add_instrument(steps)
+    try:
+        await _over_mux(dialect, serving_of, pull)
+    finally:
+        trio.lowlevel.remove_instrument(steps)
+    assert serving.driver.done
+    serving_steps = [n for name, n in steps.steps.items() if name.endswith("ServingPeer.run")]
+    assert serving_steps and serving_steps[0] < 10, steps.steps
