@@ -115,6 +115,7 @@ class MuxChannel:
         "_finished",
         "_closed",
         "_on_data",
+        "_on_bytes",
         "bytes_in",
         "bytes_out",
         "sdus_in",
@@ -144,6 +145,7 @@ class MuxChannel:
         self._finished = False
         self._closed: ChannelClosed | None = None
         self._on_data: Callable[[], None] | None = None
+        self._on_bytes: Callable[[], None] | None = None
         self.bytes_in = 0
         self.bytes_out = 0
         self.sdus_in = 0
@@ -217,6 +219,38 @@ class MuxChannel:
             self._receiving = False
             self._recv_max = None
 
+    # -- answering from the reader -------------------------------------------------
+    def on_bytes(self, consume: Callable[[], None] | None) -> None:
+        """Call ``consume`` in the reader, without a task switch, whenever bytes arrive (None: stop).
+
+        A protocol whose answers need no waiting (a serving peer's replies from memory)
+        takes its requests with :meth:`take_message` and queues its replies with
+        :meth:`send_nowait` right there, instead of a task being woken for each request.
+        ``consume`` must not raise: what it cannot handle it hands to its own task. It is
+        also called once the channel closes, so that :meth:`take_message` reports the end.
+        """
+        self._on_bytes = consume
+
+    def take_message(self, max_size: int | None = None) -> bytes | None:
+        """What :meth:`recv_message` would return, without waiting: None when no item is complete."""
+        if self._closed is not None:
+            raise self._closed_error()
+        return self._framer.next_message(max_size)
+
+    def send_nowait(self, data: bytes) -> bool:
+        """Queue ``data`` as :meth:`send` does if the send buffer has room now; False (nothing queued) if not."""
+        if self._closed is not None or self._send_len >= SEND_BUFFER_LIMIT:
+            return False
+        if data:
+            if type(data) is not bytes:
+                data = bytes(data)  # the caller may reuse a mutable buffer
+            self._send_chunks.append(data)
+            self._send_len += len(data)
+            if not self._scheduled:
+                self._scheduled = True
+                self._mux._schedule(self)
+        return True
+
     # -- lifecycle -----------------------------------------------------------------
     def finish(self) -> None:
         """Mark this protocol instance as terminated.
@@ -283,6 +317,9 @@ class MuxChannel:
             start, self._on_data = self._on_data, None
             self._finished = False
             start()
+        if self._on_bytes is not None:
+            self._on_bytes()
+            return
         # Wake the receiver only when it has something to do: a message may be complete,
         # or its state's size limit is exceeded.
         if self._recv_waiting:
@@ -302,6 +339,9 @@ class MuxChannel:
         # waiting for the cyclic collector.
         self._mux = None
         self._on_data = None
+        consume, self._on_bytes = self._on_bytes, None
+        if consume is not None:
+            consume()
         self._recv_lot.unpark_all()
         self._send_lot.unpark_all()
 
@@ -530,6 +570,9 @@ class Mux:
                 names = ", ".join(f"{ch.protocol_num} ({ch.mode.value})" for ch in running)
                 raise BearerClosed(f"peer closed the connection while mini-protocols {names} were still "
                                    f"running: {exc}") from exc
+            # The peer spoke: the next reply may go out directly (a reply queued by a
+            # channel's ``on_bytes`` consumer while these frames are delivered included).
+            self._direct_armed = self._direct_capable
             for word, payload in frames:
                 channel = by_ingress.get(word)
                 if channel is None:
@@ -538,8 +581,6 @@ class Mux:
                         raise WrongDirection(protocol_num, from_responder)
                     raise UnknownMiniProtocol(protocol_num, from_responder)
                 channel._deliver(payload)
-            # The peer spoke: the next reply may go out directly.
-            self._direct_armed = self._direct_capable
 
     async def _write_loop(self) -> None:
         ready = self._ready

@@ -92,6 +92,19 @@ class Driver:
         if self._trace is not None:
             self._trace(DriverEvent(self.spec.name, Direction.SENT, sent_in, message, raw))
 
+    def send_nowait(self, message: Any) -> None:
+        """:meth:`send` (not pipelined) through a channel with ``send_nowait`` that has room now.
+
+        The caller has made sure of the room (``channel.send_nowait(b"")`` is true).
+        """
+        self.machine.check_send(message)
+        raw = self.spec.codec.encode(message)
+        sent_in = self.machine.on_send(message)
+        if not self.channel.send_nowait(raw):
+            raise RuntimeError(f"{self.spec.name}: the channel had no room for a reply sent without waiting")
+        if self._trace is not None:
+            self._trace(DriverEvent(self.spec.name, Direction.SENT, sent_in, message, raw))
+
     async def run(self, peer: Callable[[], Awaitable[T]]) -> T:
         """Run ``peer`` (the loop that sends and receives through this driver) under one deadline.
 
@@ -140,6 +153,31 @@ class Driver:
             raise ExceededSizeLimit(spec.name, state, exc.limit, exc.buffered) from None
         except MalformedMessage as exc:
             raise DecoderFailure(spec.name, state, None, f"not CBOR: {exc}") from None
+        return self._accept(state, raw)
+
+    def recv_nowait(self) -> Any:
+        """:meth:`recv` for a channel with ``take_message``, without waiting: None if no message is complete.
+
+        For a peer answering from the channel's reader (``MuxChannel.on_bytes``); only in a
+        state without a time limit, since nothing here waits.
+        """
+        spec = self.spec
+        state = self.machine.receiving_state()
+        limits = spec.states[state]
+        assert limits.time_limit is None, "a timed receive needs recv"
+        try:
+            raw = self.channel.take_message(limits.byte_limit)
+        except MessageTooLarge as exc:
+            raise ExceededSizeLimit(spec.name, state, exc.limit, exc.buffered) from None
+        except MalformedMessage as exc:
+            raise DecoderFailure(spec.name, state, None, f"not CBOR: {exc}") from None
+        if raw is None:
+            return None
+        return self._accept(state, raw)
+
+    def _accept(self, state: enum.Enum, raw: bytes) -> Any:
+        """Decode and check ``raw``, received in ``state``."""
+        spec = self.spec
         try:
             message = self._decode(state, raw)
         except ValueError as exc:

@@ -40,6 +40,9 @@ class MempoolSigSource:
     async def wait_for_ids_after(self, position: int) -> None:
         await self.mempool.wait_after(position)
 
+    def call_on_publish(self, callback: Callable[[], None]) -> None:
+        self.mempool.call_on_publish(callback)
+
     def lookup(self, message_id: bytes) -> bytes | None:
         """The exact received bytes of a requested message; None once it expired or was purged."""
         entry = self.mempool.lookup_unexpired(message_id)
@@ -70,6 +73,9 @@ class RecordedSigSource:
 
     async def wait_for_ids_after(self, position: int) -> None:
         await self._source.wait_for_ids_after(position)
+
+    def call_on_publish(self, callback: Callable[[], None]) -> None:
+        self._source.call_on_publish(callback)
 
     def lookup(self, message_id: bytes) -> bytes | None:
         raw = self._source.lookup(message_id)

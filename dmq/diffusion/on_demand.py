@@ -43,3 +43,18 @@ class OnDemandChannel:
             self._first = None
             return first
         return await self.channel.recv_message(max_size)
+
+
+    # What a peer answering from the reader uses (``MuxChannel.on_bytes``), when the channel beneath offers it.
+    def take_message(self, max_size: int | None = None) -> bytes | None:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        return self.channel.take_message(max_size)
+
+    def send_nowait(self, data: bytes) -> bool:
+        return self.channel.send_nowait(data)
+
+    def on_bytes(self, consume) -> None:
+        self.channel.on_bytes(consume)

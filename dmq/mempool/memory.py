@@ -47,6 +47,7 @@ class Mempool:
         #: most this late, since the sleep toward the soonest expiry runs in real time.
         self._expiry_max_sleep = expiry_max_sleep
         self._published = trio.Event()
+        self._on_publish: list[Callable[[], None]] = []
         #: Called with the entries each expiry pass removed (tracing, metrics, recording).
         self.expiry_observers: list[Callable[[list[StoredMessage]], None]] = []
 
@@ -141,6 +142,14 @@ class Mempool:
                 return
             await published.wait()
 
+    def call_on_publish(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once, in the publishing task, the next time new messages become visible.
+
+        For readers that answer without a task of their own (a serving peer's parked blocking
+        request): no task is woken per reader, and ``callback`` must not raise or wait.
+        """
+        self._on_publish.append(callback)
+
     def cursor(self, start: Literal["beginning", "end"] | int = "beginning") -> MempoolCursor:
         """A cursor before the first held message, after the last one, or after an index."""
         if start == "beginning":
@@ -174,3 +183,7 @@ class Mempool:
         if self._log.publish(upto):
             published, self._published = self._published, trio.Event()
             published.set()
+            if self._on_publish:
+                callbacks, self._on_publish = self._on_publish, []
+                for callback in callbacks:
+                    callback()

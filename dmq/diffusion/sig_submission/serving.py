@@ -12,6 +12,8 @@ to end, which V1 does with ``MsgDone`` in place of the reply, as the reference d
 
 from __future__ import annotations
 
+import math
+
 import trio
 
 from ouroboros_mux.channel import MessageChannel
@@ -26,6 +28,10 @@ from miniprotocols.sig_submission.limits import MAX_UNACKNOWLEDGED_IDS
 from .policy import BLOCKING_REPLY_TIMEOUT
 
 __all__ = ["ServingPeer"]
+
+#: What the reader hands over to the peer's task: a request as received, a request for ids
+#: already checked against the window (it waits for the mempool or meets a V1 stop), or an error.
+_REQUEST, _CHECKED, _FAILED = "request", "checked", "failed"
 
 
 class ServingPeer:
@@ -48,6 +54,15 @@ class ServingPeer:
         self.window = ServeWindow(dialect.version, window=window, position=start_position)
         self._stopping = False
         self._blocked: trio.CancelScope | None = None
+        # What the reader handed over to the task: (_REQUEST or _CHECKED, request) or (_FAILED, exception).
+        self._handed: tuple[str, object] | None = None
+        self._wake = trio.lowlevel.ParkingLot()
+        # A blocking request for ids parked in the mempool (its publish answers it), the deadline
+        # of its V2 MsgReplyNoSigIds, and the scope the task sleeps in meanwhile.
+        self._parked = None
+        self._deadline = math.inf
+        self._asleep: trio.CancelScope | None = None
+        self._publish_hook = getattr(source, "call_on_publish", None)
 
     def stop(self) -> None:
         """V1 only: end the protocol with ``MsgDone`` at the current or next blocking request.
@@ -60,6 +75,9 @@ class ServingPeer:
         self._stopping = True
         if self._blocked is not None:
             self._blocked.cancel()
+        if self._parked is not None:
+            request, self._parked = self._parked, None
+            self._hand_over(_CHECKED, request)
 
     async def run(self) -> None:
         """Serve until the protocol ends (V2: the pulling peer's ``MsgDone``; V1: :meth:`stop`)."""
@@ -70,10 +88,17 @@ class ServingPeer:
         driver = self.driver
         if dialect.init is not None:
             await driver.send(dialect.init())
+        channel = driver.channel
+        from_reader = hasattr(getattr(channel, "channel", channel), "on_bytes") and \
+            driver.spec.states[driver.machine.receiving_state()].time_limit is None
+        checked = False
         while True:
-            request = await driver.recv()
+            if from_reader:
+                request, checked = await self._handed_over()
+            else:
+                request = await driver.recv()
             if isinstance(request, dialect.request_ids):
-                if not await self._reply_ids(request):
+                if not await self._reply_ids(request, checked=checked):
                     return
             elif isinstance(request, dialect.request_bodies):
                 await self._reply_bodies(request)
@@ -81,23 +106,153 @@ class ServingPeer:
                 assert isinstance(request, dialect.done)
                 return
 
-    async def _reply_ids(self, request) -> bool:
-        """Answer a request for ids; False once the protocol ended (V1 ``MsgDone``)."""
+    # -- answering in the mux reader ---------------------------------------------------
+    # A request that can be answered from memory at once (bodies; ids the mempool has, or a
+    # non-blocking request) is answered by the channel's reader as its bytes arrive: the
+    # same checks on the driver's state machine and the window, the same reply bytes, and
+    # no task switch for the round. Anything else (a blocking request that must wait, the
+    # pulling peer's MsgDone, a V1 stop, a full send buffer, a broken rule, the end of the
+    # connection) is handed over to the peer's task, which treats it as it always did.
+
+    async def _handed_over(self):
+        """The next request the reader could not answer, and whether its window check is done.
+
+        Raises what the reader's receive or answer raised (a protocol error, the channel's end).
+        """
+        channel = self.driver.channel
+        channel.on_bytes(self._consume)
+        try:
+            self._consume()  # what is already buffered
+            while self._handed is None:
+                with trio.CancelScope(deadline=self._deadline) as self._asleep:
+                    await self._wake.park()
+                if self._asleep.cancelled_caught and self._parked is not None:
+                    # The V2 blocking timeout: nothing was published for the parked request.
+                    request, self._parked = self._parked, None
+                    self._deadline = math.inf
+                    channel.on_bytes(None)
+                    await self.driver.send(self.dialect.reply_no_ids())
+                    channel.on_bytes(self._consume)
+                    self._consume()
+        finally:
+            self._asleep = None
+            self._parked = None
+            self._deadline = math.inf
+            channel.on_bytes(None)
+        (kind, value), self._handed = self._handed, None
+        if kind is _FAILED:
+            raise value
+        return value, kind is _CHECKED
+
+    def _consume(self) -> None:
+        """In the reader: answer every complete request that needs no waiting; hand over the first other."""
+        if self._handed is not None or self._parked is not None:
+            return
+        driver = self.driver
+        dialect = self.dialect
+        channel = driver.channel
+        try:
+            while True:
+                request = driver.recv_nowait()
+                if request is None:
+                    return
+                if not channel.send_nowait(b""):  # no room for a reply now: the task waits for it
+                    reply = None
+                elif isinstance(request, dialect.request_bodies):
+                    reply = self._bodies_reply(request)
+                elif isinstance(request, dialect.request_ids):
+                    reply = self._ids_reply_now(request)
+                    if reply is None:
+                        if self._stopping or self._publish_hook is None:
+                            self._hand_over(_CHECKED, request)
+                        else:
+                            self._park(request)
+                        return
+                else:
+                    reply = None
+                if reply is None:
+                    self._hand_over(_REQUEST, request)
+                    return
+                driver.send_nowait(reply)
+        except Exception as exc:  # raised again from the peer's task, as its own receive or send would
+            self._hand_over(_FAILED, exc)
+
+    def _ids_reply_now(self, request):
+        """Check a request for ids and build its reply; None if it must wait (or meets a V1 stop)."""
         window = self.window
         window.on_request_ids(request.blocking, request.ack, request.req)
         if request.blocking and self._stopping:
-            await self.driver.send(self.dialect.done())
-            return False
+            return None
         entries = self.source.ids_after(window.position, request.req)
         if request.blocking and not entries:
-            entries = await self._wait_for_ids(request.req)
-            if not entries:
-                if self._stopping:
-                    await self.driver.send(self.dialect.done())
-                    return False
-                await self.driver.send(self.dialect.reply_no_ids())
+            return None
+        return self.dialect.reply_ids(window.announce(entries))
+
+    def _park(self, request) -> None:
+        """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""
+        self._parked = request
+        if self.blocking_timeout is not None:
+            self._deadline = trio.current_time() + self.blocking_timeout
+            if self._asleep is not None:
+                self._asleep.deadline = self._deadline
+        self._publish_hook(self._on_published)
+
+    def _on_published(self) -> None:
+        """In the publishing task: answer the parked request if the mempool now has ids for it."""
+        request = self._parked
+        if request is None or self._handed is not None:
+            return
+        try:
+            entries = self.source.ids_after(self.window.position, request.req)
+            if not entries:  # what was published expired already
+                self._publish_hook(self._on_published)
+                return
+            self._parked = None
+            self._deadline = math.inf
+            if self._asleep is not None:
+                self._asleep.deadline = math.inf
+            if not self.driver.channel.send_nowait(b""):
+                self._hand_over(_CHECKED, request)
+                return
+            self.driver.send_nowait(self.dialect.reply_ids(self.window.announce(entries)))
+        except Exception as exc:  # raised again from the peer's task
+            self._hand_over(_FAILED, exc)
+            return
+        self._consume()
+
+    def _hand_over(self, kind: str, value) -> None:
+        self._handed = (kind, value)
+        self.driver.channel.on_bytes(None)
+        self._wake.unpark_all()
+
+    def _bodies_reply(self, request):
+        self.window.on_request_bodies(request.ids)
+        lookup = self.source.lookup
+        found = [raw for raw in map(lookup, request.ids) if raw is not None]
+        return self.dialect.reply_bodies(CheckedItems(found) if self._checked_items else tuple(found))
+
+    async def _reply_ids(self, request, *, checked: bool = False) -> bool:
+        """Answer a request for ids; False once the protocol ended (V1 ``MsgDone``).
+
+        ``checked``: the request was checked against the window and found to be blocking
+        with nothing to announce or to meet a V1 stop (:meth:`_ids_reply_now` gave None).
+        """
+        if not checked:
+            reply = self._ids_reply_now(request)
+            if reply is not None:
+                await self.driver.send(reply)
                 return True
-        await self.driver.send(self.dialect.reply_ids(window.announce(entries)))
+        if self._stopping:
+            await self.driver.send(self.dialect.done())
+            return False
+        entries = await self._wait_for_ids(request.req)
+        if not entries:
+            if self._stopping:
+                await self.driver.send(self.dialect.done())
+                return False
+            await self.driver.send(self.dialect.reply_no_ids())
+            return True
+        await self.driver.send(self.dialect.reply_ids(self.window.announce(entries)))
         return True
 
     async def _wait_for_ids(self, req: int) -> list[tuple[int, bytes, int]]:
@@ -116,7 +271,4 @@ class ServingPeer:
         return []
 
     async def _reply_bodies(self, request) -> None:
-        self.window.on_request_bodies(request.ids)
-        lookup = self.source.lookup
-        found = [raw for raw in map(lookup, request.ids) if raw is not None]
-        await self.driver.send(self.dialect.reply_bodies(CheckedItems(found) if self._checked_items else tuple(found)))
+        await self.driver.send(self._bodies_reply(request))

@@ -46,6 +46,7 @@ class ListSigSource:
         self.expire_when_announced: set[bytes] = set()
         self._next_index = first_index
         self._grown = trio.Event()
+        self._on_publish: list = []
         self.lookups: list[bytes] = []
         for raw in messages or []:
             self.append(raw)
@@ -55,6 +56,13 @@ class ListSigSource:
         self._next_index += 1
         self._grown.set()
         self._grown = trio.Event()
+        callbacks, self._on_publish = self._on_publish, []
+        for callback in callbacks:
+            callback()
+
+    def call_on_publish(self, callback) -> None:
+        """As the node's mempool: ``callback`` once, at the next append."""
+        self._on_publish.append(callback)
 
     def expire(self, *ids: bytes) -> None:
         self.expired.update(ids)

@@ -8,9 +8,12 @@ constructor name of the negotiated version, and that the pulling peer gave back 
 
 from __future__ import annotations
 
+import collections
+
 import cbor2
 import pytest
 import trio
+import trio.testing
 
 from miniprotocols.framework import DecoderFailure, Driver
 from miniprotocols.sig_submission import (
@@ -22,10 +25,14 @@ from miniprotocols.sig_submission import (
     RequestedTooManyIds,
     RequestedUnavailable,
     RequestNonBlocking,
+    INGRESS_LIMIT,
+    PROTOCOL_NUM,
     Side,
     SizeError,
 )
 from dmq.diffusion.sig_submission import PullingPeer, ServingPeer
+from ouroboros_mux import Bearer, Mode, Mux
+from ouroboros_mux import Role as MuxRole
 from ouroboros_mux.channel import memory_channel_pair
 
 from .helpers import ListSigSource, RecordingSink, make_message, message_id, run_together
@@ -302,3 +309,147 @@ async def test_a_reply_holding_something_else_than_a_message_is_a_decoder_failur
     with pytest.raises(DecoderFailure, match="expected 32 bytes"):
         await run_together(pulling.run, serving)
     assert sink.outstanding_claims == []
+
+
+# -- serving over a real mux: requests answered in the connection's reader ------------------
+
+async def _tcp_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    try:
+        connecting = await trio.testing.open_stream_to_socket_listener(listeners[0])
+        accepted = await listeners[0].accept()
+    finally:
+        for listener in listeners:
+            await listener.aclose()
+    return connecting, accepted
+
+
+async def _over_mux(dialect, serving_of, pulling_script) -> None:
+    """Run a serving peer on one mux and a scripted pulling peer on the other, over loopback TCP.
+
+    The serving peer's channel is a real ``MuxChannel``, so it answers from the mux reader.
+    """
+    connecting, accepted = await _tcp_pair()
+    pulling_mux, serving_mux = Mux(Bearer(connecting), MuxRole.INITIATOR), Mux(Bearer(accepted), MuxRole.RESPONDER)
+    pulling_initiates = dialect.initiator_side is Side.PULLING
+    pulling_channel = pulling_mux.register(PROTOCOL_NUM, Mode.INITIATOR if pulling_initiates else Mode.RESPONDER,
+                                           INGRESS_LIMIT)
+    serving_channel = serving_mux.register(PROTOCOL_NUM, Mode.RESPONDER if pulling_initiates else Mode.INITIATOR,
+                                           INGRESS_LIMIT)
+    serving = serving_of(serving_channel)
+    scripted = Driver(pulling_channel, dialect.spec, dialect.pulling_role)
+
+    async def pulling():
+        if dialect.init is not None:
+            await scripted.recv()
+        await pulling_script(scripted)
+
+    failure = None
+    async with trio.open_nursery() as muxes:
+        muxes.start_soon(pulling_mux.run)
+        muxes.start_soon(serving_mux.run)
+        try:
+            with trio.fail_after(30):
+                await run_together(serving.run, pulling)
+        except Exception as exc:  # raised below, outside the muxes' nursery
+            failure = exc
+        muxes.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+
+
+@pytest.mark.parametrize("script, error, names", SERVING_CASES, ids=[c[0].__name__ for c in SERVING_CASES])
+async def test_serving_refuses_over_a_mux(dialect, script, error, names):
+    with pytest.raises(error) as info:
+        await _over_mux(dialect, lambda channel: ServingPeer(dialect, channel, ListSigSource(MESSAGES)),
+                        lambda scripted: script(dialect, scripted))
+    assert type(info.value) is error
+    assert info.value.reference_name == names[dialect.version]
+
+
+class _TaskSteps(trio.abc.Instrument):
+    """How many times each task (by name) was scheduled."""
+
+    def __init__(self) -> None:
+        self.steps: collections.Counter[str] = collections.Counter()
+
+    def before_task_step(self, task) -> None:
+        self.steps[task.name] += 1
+
+
+async def test_over_a_mux_the_serving_task_sleeps_through_rounds_it_can_answer_at_once(dialect):
+    """Ids and bodies the mempool holds are answered by the reader: the serving task runs a few steps, not one per round."""
+    source = ListSigSource(MESSAGES)
+    rounds = 30
+    steps = _TaskSteps()
+    answered = []
+
+    async def pull(scripted):
+        answered.extend(i for i, _ in await ids(scripted, dialect, True, 0, 1))
+        for _ in range(rounds):
+            got = [i for i, _ in await ids(scripted, dialect, True, 1, 1)]
+            await scripted.send(dialect.request_bodies(got))
+            assert isinstance(await scripted.recv(), dialect.reply_bodies)
+            answered.extend(got)
+        if dialect.done_by is Side.PULLING:
+            await scripted.send(dialect.done())
+        else:
+            serving.stop()
+            await scripted.send(dialect.request_ids(True, 1, 1))
+            assert isinstance(await scripted.recv(), dialect.done)
+
+    def serving_of(channel):
+        nonlocal serving
+        serving = ServingPeer(dialect, channel, source)
+        return serving
+
+    serving = None
+    trio.lowlevel.add_instrument(steps)
+    try:
+        await _over_mux(dialect, serving_of, pull)
+    finally:
+        trio.lowlevel.remove_instrument(steps)
+    assert answered == IDS[:rounds + 1]
+    assert serving.driver.done
+    serving_steps = [n for name, n in steps.steps.items() if name.endswith("ServingPeer.run")]
+    assert serving_steps and serving_steps[0] < 10, steps.steps
+
+
+async def test_over_a_mux_a_blocking_request_is_answered_by_the_mempool_or_times_out(dialect):
+    """A blocking request with nothing new waits in the mempool: the next append answers it (no task
+    woken), and in V2 nothing appended within the timeout gets MsgReplyNoSigIds."""
+    source = ListSigSource(MESSAGES[:2])
+    steps = _TaskSteps()
+    serving = None
+
+    async def pull(scripted):
+        assert [i for i, _ in await ids(scripted, dialect, True, 0, 2)] == IDS[:2]
+        for n in range(2, 12):
+            await scripted.send(dialect.request_ids(True, 2 if n == 2 else 1, 1))
+            await trio.sleep(0.01)
+            source.append(MESSAGES[n])
+            assert [i for i, _ in (await scripted.recv()).ids] == [IDS[n]]
+        await scripted.send(dialect.request_ids(True, 1, 1))
+        if dialect.reply_no_ids is not None:
+            start = trio.current_time()
+            assert isinstance(await scripted.recv(), dialect.reply_no_ids)
+            assert trio.current_time() - start >= 0.2
+            await scripted.send(dialect.done())
+        else:
+            serving.stop()
+            assert isinstance(await scripted.recv(), dialect.done)
+
+    def serving_of(channel):
+        nonlocal serving
+        options = {} if dialect.reply_no_ids is None else {"blocking_timeout": 0.2}
+        serving = ServingPeer(dialect, channel, source, **options)
+        return serving
+
+    trio.lowlevel.add_instrument(steps)
+    try:
+        await _over_mux(dialect, serving_of, pull)
+    finally:
+        trio.lowlevel.remove_instrument(steps)
+    assert serving.driver.done
+    serving_steps = [n for name, n in steps.steps.items() if name.endswith("ServingPeer.run")]
+    assert serving_steps and serving_steps[0] < 10, steps.steps
