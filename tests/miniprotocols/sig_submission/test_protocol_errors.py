@@ -32,7 +32,7 @@ from miniprotocols.sig_submission import (
 )
 from dmq.diffusion.sig_submission import PullingPeer, ServingPeer
 from ouroboros_mux import Bearer, Mode, Mux
-from ouroboros_mux import Role as MuxRole
+from ouroboros_mux import Provenance
 from ouroboros_mux.channel import memory_channel_pair
 
 from .helpers import ListSigSource, RecordingSink, make_message, message_id, run_together
@@ -330,7 +330,7 @@ async def _over_mux(dialect, serving_of, pulling_script) -> None:
     The serving peer's channel is a real ``MuxChannel``, so it answers from the mux reader.
     """
     connecting, accepted = await _tcp_pair()
-    pulling_mux, serving_mux = Mux(Bearer(connecting), MuxRole.INITIATOR), Mux(Bearer(accepted), MuxRole.RESPONDER)
+    pulling_mux, serving_mux = Mux(Bearer(connecting), Provenance.OUTBOUND), Mux(Bearer(accepted), Provenance.INBOUND)
     pulling_initiates = dialect.initiator_side is Side.PULLING
     pulling_channel = pulling_mux.register(PROTOCOL_NUM, Mode.INITIATOR if pulling_initiates else Mode.RESPONDER,
                                            INGRESS_LIMIT)
