@@ -174,11 +174,11 @@ async def retained(node) -> dict[bytes, int]:
     return out
 
 
-async def until(condition, timeout: float, what: str, *, each=None) -> None:
+async def until(condition, timeout: float, what: str, *, each=None, detail=None) -> None:
     deadline = trio.current_time() + timeout
     while not await condition():
         if trio.current_time() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
+            raise AssertionError(f"not within {timeout} s: {what}" + ("" if detail is None else f" ({detail()})"))
         if each is not None:
             await each()
         await trio.sleep(0.3)
@@ -236,11 +236,15 @@ async def test_epochs_advance_pruning_runs_and_a_late_joiner_syncs(topic_nodes, 
         written = len(author.written)
         await until(lambda: _true(len(author.written) >= written + 3), 30, "events after the checkpoint", each=write)
 
+        missing: list = []
+
         async def synced() -> bool:
             kept = {i for i, epoch in (await retained(nodes[0])).items() if epoch >= checkpoint}
-            return bool(kept) and kept <= set(late.delivered)
+            missing[:] = sorted(i.hex() for i in kept - set(late.delivered))
+            return bool(kept) and not missing
 
-        await until(synced, 25, "every block kept from the checkpoint on delivered by the late joiner")
+        await until(synced, 25, "every block kept from the checkpoint on delivered by the late joiner",
+                    detail=lambda: f"checkpoint {checkpoint}, not delivered: {missing}")
         assert len(late.delivered) == len(set(late.delivered)), "a block delivered twice"
         events = [i for i in author.written if i in late.delivered]
         assert events and all(late.epochs[i] >= checkpoint for i in events)

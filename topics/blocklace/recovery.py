@@ -125,6 +125,13 @@ class Recovery:
             return
         items = [i for i in need.ids if i in self.lace.blocks]
         if need.anchors:
+            # The asker takes the first certificate it can assemble from the answers as its
+            # checkpoint. Asked-for blocks below F could make up an older certificate than
+            # the one of F and win that race, and blocks of that older epoch pointing into
+            # the history pruned here would then wait at the asker for ever: send it only
+            # what a checkpoint at F lets it use (5.8).
+            final = self.lace.topic(need.topic).final
+            items = [i for i in items if self.lace.blocks[i].block.epoch >= final]
             items += sorted(self.lace.anchors(need.topic) - set(items))
         for item in items:
             delay = 0.0 if relays else self._rng.uniform(0.0, self.answer_delay)

@@ -14,7 +14,7 @@ import trio
 
 from dmq.clock import ManualClock
 from topics.adapter import FLAG_ANSWER, ITEM_EPOCH_FINAL, ITEM_MESSAGE, Start
-from topics.blocklace.codec import AD, EPOCH, KIND_NEED, TopicParams, decode_body
+from topics.blocklace.codec import AD, EPOCH, KIND_NEED, Need, TopicParams, decode_body
 from topics.blocklace.creator import draft_body
 
 from .cluster import Cluster, TopicNode, open_node, pools_for
@@ -35,6 +35,14 @@ async def _event(cluster: Cluster, node: TopicNode, data: bytes) -> bytes:
     assert outcome.accepted, outcome.reject
     await cluster.settle()
     return outcome.dmq_id
+
+
+async def _advertise(cluster: Cluster, node: TopicNode) -> None:
+    """The topic's advertisement, pools 0 to 2 its publishers with every permission."""
+    ad = advertisement(0, {pool(i).id: ALL for i in range(3)},
+                       TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+    assert (await node.publish(draft_body(TOPIC, ad_payload(ad)))).accepted
+    await cluster.settle()
 
 
 def _needs(node: TopicNode) -> list:
@@ -59,10 +67,7 @@ async def test_a_late_joiner_syncs_from_the_certificate_its_peers_kept(tmp_path)
             for node in nodes:
                 await nursery.start(node.mempool.run)
             cluster = Cluster(holders)
-            ad = advertisement(0, {pool(i).id: ALL for i in range(3)},
-                               TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
-            assert (await holders[0].publish(draft_body(TOPIC, ad_payload(ad)))).accepted
-            await cluster.settle()
+            await _advertise(cluster, holders[0])
             early = [await _event(cluster, holders[1], b"epoch 0")]
             clock.advance(INTERVAL)
             await cluster.settle()
@@ -140,10 +145,7 @@ async def test_a_node_back_from_a_partition_asks_for_anchors_after_t(tmp_path):
             for node in nodes:
                 await nursery.start(node.mempool.run)
             cluster = Cluster(nodes)
-            ad = advertisement(0, {pool(i).id: ALL for i in range(3)},
-                               TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
-            assert (await holders[0].publish(draft_body(TOPIC, ad_payload(ad)))).accepted
-            await cluster.settle()
+            await _advertise(cluster, holders[0])
             await _event(cluster, holders[1], b"epoch 0")
             clock.advance(INTERVAL)
             await cluster.settle()
@@ -179,4 +181,46 @@ async def test_a_node_back_from_a_partition_asks_for_anchors_after_t(tmp_path):
             nursery.cancel_scope.cancel()
     finally:
         for node in nodes:
+            node.mempool.close()
+
+
+async def test_holders_answer_an_anchors_need_with_nothing_below_their_final_epoch(tmp_path):
+    """An asker takes the first certificate it can assemble from the answers to its anchors
+    need as its checkpoint. If the holders also carried the blocks it asked for below their F
+    (a certificate of an older epoch, still alive), that older certificate could be complete
+    first; the blocks of its epoch that point into history the holders pruned would then wait
+    at the asker for ever, and with them every block above. So a holder carries the anchors
+    and, of the asked-for blocks, only those of epoch >= F."""
+    clock = ManualClock(NOW)
+    holders = [open_node(tmp_path / f"n{i}", f"n{i}", pool(i), clock, pools_for(8), seed=i) for i in range(3)]
+    try:
+        async with trio.open_nursery() as nursery:
+            for node in holders:
+                await nursery.start(node.mempool.run)
+            cluster = Cluster(holders)
+            await _advertise(cluster, holders[0])
+            await _event(cluster, holders[1], b"epoch 0")
+            clock.advance(INTERVAL)
+            await cluster.settle()
+            below = await _event(cluster, holders[2], b"epoch 1")
+            clock.advance(INTERVAL)
+            await cluster.settle()
+            assert [_final(n) for n in holders] == [2, 2, 2]
+
+            lace = holders[0].blocklace.lace
+            older = [h.id for h in lace.blocks.values() if h.block.epoch == 0 and h.block.payload.type == EPOCH]
+            assert older                       # the certificate of epoch 1, still held
+            recovery = holders[0].blocklace.recovery
+            recovery.requested(b"\x01" * 32, Need(TOPIC, (*older, below), anchors=True), False, False, clock.now())
+            carried = {answer.item for answer in recovery._answers}
+            assert carried == lace.anchors(TOPIC)      # the certificate of F and the advertisement
+            assert not (set(older) | {below}) & carried
+
+            # a need without anchors still gets every asked-for block the holder has
+            recovery._answers.clear()
+            recovery.requested(b"\x02" * 32, Need(TOPIC, tuple(older)), False, False, clock.now())
+            assert {answer.item for answer in recovery._answers} == set(older)
+            nursery.cancel_scope.cancel()
+    finally:
+        for node in holders:
             node.mempool.close()
