@@ -409,9 +409,9 @@ class Soak:
     async def restarts(self, stop_at: float) -> None:
         turn = 0
         while True:
-            await trio.sleep(self.args.restart_every)
-            if trio.current_time() + self.args.restart_every / 2 > stop_at:
+            if trio.current_time() + 1.5 * self.args.restart_every > stop_at:
                 return
+            await trio.sleep(self.args.restart_every)
             name = self.args.restart_nodes[turn % len(self.args.restart_nodes)]
             how = "SIGKILL" if turn % 2 == 0 else "SIGTERM"
             turn += 1
@@ -425,9 +425,9 @@ class Soak:
     async def joiner(self, stop_at: float) -> None:
         node = self.nodes[JOINER]
         while True:
-            await trio.sleep(self.args.join_every)
-            if trio.current_time() + self.args.join_for > stop_at:
+            if trio.current_time() + self.args.join_every + self.args.join_for > stop_at:
                 return
+            await trio.sleep(self.args.join_every)
             self.event("join", node=JOINER)
             await node.start(self.args.start_timeout)
             async with trio.open_nursery() as nursery:
@@ -504,6 +504,10 @@ class Soak:
             self.publishing_ended = time.time() - self.started_at
         return self.verdicts()
 
+    async def _mark_publishing_end(self, stop_at: float) -> None:
+        await trio.sleep_until(stop_at)
+        self.publishing_ended = time.time() - self.started_at
+
     async def _watch_signals(self, signals, work: trio.CancelScope) -> None:
         async for signum in signals:
             self.interrupted = signal.Signals(signum).name
@@ -530,7 +534,7 @@ class Soak:
                 for k, name in enumerate(LINE):
                     pools = [i for i in range(len(self.pools)) if i % len(LINE) == k]
                     work.start_soon(self.publisher, name, pools, per_node, stop_at)
-            self.publishing_ended = time.time() - self.started_at
+                work.start_soon(self._mark_publishing_end, stop_at)
             self.event("publishing ended")
             await self.drain()
             background.cancel_scope.cancel()
@@ -556,54 +560,10 @@ class Soak:
     # -- verdicts -----------------------------------------------------------------------------
     def verdicts(self) -> dict[str, Any]:
         args = self.args
+        starts = {name: [t - self.started_at for t in node.starts] for name, node in self.nodes.items()}
+        checks, full_at, half = resource_checks(self.samples, starts, self.publishing_started,
+                                                self.publishing_ended, args)
         duration = min(self.samples[-1]["t"] if self.samples else 0.0, self.publishing_ended)
-        began = self.publishing_started
-        full_at = began + args.ttl + args.settle   # the TTL window is full (and the nodes settled)
-        half = max((began + duration) / 2, full_at)
-        checks: list[dict[str, Any]] = []
-
-        def steady(name: str, key: str, since: float, until: float = math.inf) -> list[tuple[float, float]]:
-            starts = [s - self.started_at for s in self.nodes[name].starts]
-            points = []
-            for sample in self.samples:
-                entry = sample["nodes"][name]
-                t = sample["t"]
-                if entry.get(key) is None or not since <= t < min(until, self.publishing_ended):
-                    continue
-                if any(0 <= t - s < args.settle for s in starts):
-                    continue
-                points.append((t, float(entry[key])))
-            return points
-
-        for name in LINE:
-            for key, label in (("fds", "descriptors"), ("rss", "RSS")):
-                points = steady(name, key, half)
-                if len(points) < 3:
-                    checks.append({"check": f"{name} {label} flat", "ok": False, "detail": "too few samples"})
-                    continue
-                allowed = args.max_drift if key == "rss" else (args.max_drift, args.fd_slack)
-                ok, figures = flatness(points, duration - half, allowed,
-                                       args.max_rss_ratio if key == "rss" else None)
-                slope, drift, mean, ratio = (figures[k] for k in ("slope", "drift", "mean", "max_min_ratio"))
-                if key == "rss":
-                    detail = (f"slope {slope * 3600 / 2**20:+.2f} MiB/h, drift {drift / 2**20:+.2f} MiB "
-                              f"({100 * drift / mean:+.1f}% of mean {mean / 2**20:.1f} MiB; at most "
-                              f"{100 * args.max_drift:.0f}%), max/min {ratio:.2f} (at most {args.max_rss_ratio})")
-                else:
-                    detail = (f"slope {slope * 3600:+.1f}/h, drift over the second half {drift:+.1f} "
-                              f"(mean {mean:.1f}; at most {figures['allowed']:.1f}: {100 * args.max_drift:.0f}% "
-                              f"of the mean or {args.fd_slack:g}), max/min {ratio:.2f}")
-                checks.append({"check": f"{name} {label} flat", "ok": ok, "detail": detail, **figures})
-            first = [y for _, y in steady(name, "db_bytes", full_at, half)]
-            second = [y for _, y in steady(name, "db_bytes", half)]
-            if first and second:
-                growth = max(second) / max(1.0, max(first))
-                checks.append({"check": f"{name} database bounded", "ok": growth <= args.max_db_growth,
-                               "detail": f"largest {max(first) / 2**20:.1f} MiB in the first half (window full), "
-                                         f"{max(second) / 2**20:.1f} MiB in the second: x{growth:.2f} "
-                                         f"(at most x{args.max_db_growth})"})
-            else:
-                checks.append({"check": f"{name} database bounded", "ok": False, "detail": "too few samples"})
         owed = self.owed()
         for name in self.nodes:
             missing = owed[name] - self.delivered[name]
@@ -639,6 +599,8 @@ class Soak:
             "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
             "harness": f"{self.program} {PALLAS}",
             "duration_seconds": duration, "window_full_at": full_at, "second_half_from": half,
+            "publishing": [self.publishing_started, self.publishing_ended],
+            "starts": starts,
             "publications": {**self.publications, "rejected": self.rejected, "failed": self.failed,
                              "failed_while_target_down": self.failed_while_down},
             "delivered": {name: len(keys) for name, keys in self.delivered.items()},
@@ -651,6 +613,61 @@ class Soak:
             "checks": checks,
             "ok": all(c["ok"] for c in checks),
         }
+
+
+def resource_checks(samples: list[dict[str, Any]], starts: dict[str, list[float]], began: float, ended: float,
+                    args: argparse.Namespace) -> tuple[list[dict[str, Any]], float, float]:
+    """The flatness and database checks (module docstring) of the line nodes, from the samples
+    alone: ``starts`` are each node's (re)start times, ``began`` and ``ended`` the publishing
+    period, all in seconds from the run's start. Returns the checks, when the window was full
+    and where the second half begins."""
+    duration = min(samples[-1]["t"] if samples else 0.0, ended)
+    full_at = began + args.ttl + args.settle   # the TTL window is full (and the nodes settled)
+    half = max((began + duration) / 2, full_at)
+    checks: list[dict[str, Any]] = []
+
+    def steady(name: str, key: str, since: float, until: float = math.inf) -> list[tuple[float, float]]:
+        points = []
+        for sample in samples:
+            entry = sample["nodes"][name]
+            t = sample["t"]
+            if entry.get(key) is None or not since <= t < min(until, ended):
+                continue
+            if any(0 <= t - s < args.settle for s in starts[name]):
+                continue
+            points.append((t, float(entry[key])))
+        return points
+
+    for name in LINE:
+        for key, label in (("fds", "descriptors"), ("rss", "RSS")):
+            points = steady(name, key, half)
+            if len(points) < 3:
+                checks.append({"check": f"{name} {label} flat", "ok": False, "detail": "too few samples"})
+                continue
+            allowed = args.max_drift if key == "rss" else (args.max_drift, args.fd_slack)
+            ok, figures = flatness(points, duration - half, allowed,
+                                   args.max_rss_ratio if key == "rss" else None)
+            slope, drift, mean, ratio = (figures[k] for k in ("slope", "drift", "mean", "max_min_ratio"))
+            if key == "rss":
+                detail = (f"slope {slope * 3600 / 2**20:+.2f} MiB/h, drift {drift / 2**20:+.2f} MiB "
+                          f"({100 * drift / mean:+.1f}% of mean {mean / 2**20:.1f} MiB; at most "
+                          f"{100 * args.max_drift:.0f}%), max/min {ratio:.2f} (at most {args.max_rss_ratio})")
+            else:
+                detail = (f"slope {slope * 3600:+.1f}/h, drift over the second half {drift:+.1f} "
+                          f"(mean {mean:.1f}; at most {figures['allowed']:.1f}: {100 * args.max_drift:.0f}% "
+                          f"of the mean or {args.fd_slack:g}), max/min {ratio:.2f}")
+            checks.append({"check": f"{name} {label} flat", "ok": ok, "detail": detail, **figures})
+        first = [y for _, y in steady(name, "db_bytes", full_at, half)]
+        second = [y for _, y in steady(name, "db_bytes", half)]
+        if first and second:
+            growth = max(second) / max(1.0, max(first))
+            checks.append({"check": f"{name} database bounded", "ok": growth <= args.max_db_growth,
+                           "detail": f"largest {max(first) / 2**20:.1f} MiB in the first half (window full), "
+                                     f"{max(second) / 2**20:.1f} MiB in the second: x{growth:.2f} "
+                                     f"(at most x{args.max_db_growth})"})
+        else:
+            checks.append({"check": f"{name} database bounded", "ok": False, "detail": "too few samples"})
+    return checks, full_at, half
 
 
 def slope_of(points: list[tuple[float, float]]) -> float:
@@ -770,6 +787,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                              "restarted node's peers to dial it again and offer what they hold")
     parser.add_argument("--drain", type=float, default=120.0, help="seconds after publishing for deliveries")
     parser.add_argument("--start-timeout", type=float, default=120.0)
+    parser.add_argument("--recheck", metavar="DIR",
+                        help="print the flatness and database checks and the lives again from a finished run's "
+                             "samples.jsonl and soak-summary.json (with this command's thresholds and "
+                             "--duration), running nothing")
     parser.add_argument("--max-drift", type=float, default=0.10)
     parser.add_argument("--fd-slack", type=float, default=16.0,
                         help="descriptors the drift may reach whatever the mean (idle connections come and go)")
@@ -778,8 +799,43 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def recheck(args: argparse.Namespace) -> int:
+    """``--recheck DIR``: the checks of the samples alone, again, over ``--duration`` of publishing."""
+    root = Path(args.recheck)
+    for needed in ("samples.jsonl", "soak-summary.json"):
+        if not (root / needed).is_file():
+            print(f"soak: --recheck {root}: no {needed} there (a finished run's --dir)", file=sys.stderr)
+            return 2
+    samples = [json.loads(line) for line in (root / "samples.jsonl").read_text().splitlines() if line.strip()]
+    summary = json.loads((root / "soak-summary.json").read_text())
+    events = summary["events"]
+    settings = summary["settings"]
+    for key in ("ttl", "settle"):
+        setattr(args, key, settings[key])
+    began = summary["publishing"][0] if "publishing" in summary else \
+        summary["window_full_at"] - settings["ttl"] - settings["settle"]
+    starts = summary.get("starts") or {
+        name: [e["t"] for e in events if (e["event"] == "nodes listening" and name in LINE)
+               or (e.get("node") == name and e["event"] in ("restart", "restarted", "join"))]
+        for name in samples[0]["nodes"]}
+    checks, full_at, half = resource_checks(samples, starts, began, began + args.duration, args)
+    print(f"publishing {began:.0f}-{began + args.duration:.0f} s; window full at {full_at:.0f} s, second half "
+          f"from {half:.0f} s")
+    for name in samples[0]["nodes"]:
+        for life in lives(samples, events, name, args.settle):
+            print(f"{name} life {life['from']:.0f}-{life['to']:.0f} s: RSS {life['rss_settled_mib']:.1f} MiB after "
+                  f"settling, {life['rss_end_mib']:.1f} at its end (max {life['rss_max_mib']:.1f}), "
+                  f"{life['rss_slope_second_half_mib_per_h']:+.1f} MiB/h over its second half; "
+                  f"descriptors at most {life['fds_max']}")
+    for check in checks:
+        print(f"{'PASS' if check['ok'] else 'FAIL'}  {check['check']}: {check['detail']}")
+    return 0 if all(check["ok"] for check in checks) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.recheck:
+        return recheck(args)
     unknown = [name for name in args.restart_nodes if name not in LINE]
     if unknown or not args.restart_nodes:
         print(f"soak: --restart-nodes takes nodes of {', '.join(LINE)}, got {','.join(args.restart_nodes)}",

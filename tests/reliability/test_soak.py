@@ -1,9 +1,9 @@
 """The soak benchmark's short version: ``bench/soak.py`` for about a minute, and its verdicts.
 
-The hour-long run (docs/reliability.md, "Soak") is the same program with its defaults. Here
+The hour-long run (docs/reliability.md, section 6) is the same program with its defaults. Here
 three real ``dmq-node`` processes take Mithril-pattern publications (the pallas harness's
-signer, a connection per message dropped without close) at 20 a second with a 10 s TTL, so
-the window is full after a few seconds; node-1 is SIGKILLed and node-2 SIGTERMed and both
+signer, a connection per message dropped without close) at 20 a second with a 20 s TTL, so
+the window is full within the first half; node-1 is SIGKILLed and node-2 SIGTERMed and both
 started again, node-4 joins and leaves, aggregators and a topic subscriber reconnect. Every
 check the program prints must pass, and its samples and plot must be written.
 
