@@ -45,7 +45,7 @@ The checks (exit status 1 if one fails), on the samples taken while publishing:
   up (from the submission to the answer);
 - *subscribers*: every topic subscription that lived ``--subscriber-life`` seconds got items.
 
-Run from the checkout: ``.venv/bin/python bench/soak.py --dir /tmp/soak`` (an hour by default;
+Run from the checkout: ``.venv/bin/python bench/soak.py --dir soak-run`` (an hour by default;
 the short version, tests/reliability/test_soak.py, runs about a minute).
 """
 

@@ -7,44 +7,7 @@ imports its building blocks from one place. :mod:`.envelope` and :mod:`.cbor_wri
 and write the mini-protocols' message envelopes.
 """
 
-from protocol_engine import (
-    SMALL_BYTE_LIMIT,
-    Agency,
-    Codec,
-    CodecError,
-    DecoderFailure,
-    Direction,
-    Driver,
-    DriverEvent,
-    ExceededSizeLimit,
-    ExceededTimeLimit,
-    NextState,
-    ProtocolError,
-    ProtocolMachine,
-    ProtocolSpec,
-    ProtocolViolation,
-    Role,
-    StateSpec,
-    as_driver,
-)
+import protocol_engine
+from protocol_engine import *  # noqa: F403 (the engine's names, one list: protocol_engine.__all__)
 
-__all__ = [
-    "Agency",
-    "Role",
-    "StateSpec",
-    "Codec",
-    "NextState",
-    "ProtocolSpec",
-    "SMALL_BYTE_LIMIT",
-    "ProtocolMachine",
-    "Driver",
-    "DriverEvent",
-    "Direction",
-    "as_driver",
-    "ProtocolError",
-    "ProtocolViolation",
-    "ExceededSizeLimit",
-    "ExceededTimeLimit",
-    "DecoderFailure",
-    "CodecError",
-]
+__all__ = list(protocol_engine.__all__)

@@ -241,6 +241,12 @@ async def submit(test_node: RunningNode, messages: list[DmqMessage]) -> list:
         return [await client.submission.submit(m.raw) for m in messages]
 
 
+def purged(mempools, clock) -> bool:
+    """True once every mempool has purged what the clock expired: after a test's clock jumps,
+    the purge (asleep toward the soonest expiry it knew, in real time) catches up."""
+    return not any(entry.expires_at <= clock.now() for mempool in mempools for entry in mempool)
+
+
 async def wait_until(predicate, timeout: float, *, what: str = "condition") -> None:
     """Poll ``predicate`` every 20 ms; fail with ``what`` after ``timeout`` seconds."""
     with trio.move_on_after(timeout):

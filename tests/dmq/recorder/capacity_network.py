@@ -45,7 +45,8 @@ from dmq.opcert import cold_verification_key, issue_opcert
 from dmq.ports import free_ports
 from dmq.trace import MessageAccepted, MessageRejected, Tracer
 from miniprotocols.local_msg_submission import ACCEPTED
-from tests.dmq.diffusion.network import HOST, MAGIC, NOW, LocalClient, Pool, local_roots, wait_until, write_stake_file
+from tests.dmq.diffusion.network import (HOST, MAGIC, NOW, LocalClient, Pool, local_roots, purged, wait_until,
+                                         write_stake_file)
 
 __all__ = ["LoadSpec", "NetworkRun", "NodeTotals", "make_pools", "record_network"]
 
@@ -204,7 +205,7 @@ async def record_network(directory: Path, spec: LoadSpec, *, report: Callable[[s
                 tracer = Tracer(clock.now)
                 tracer.add_sink(_counter(accepted, i))
                 # The scaled clock jumps each step while the purge sleeps toward the soonest
-                # expiry in real time: it sweeps every 50 ms instead, as the step below expects.
+                # expiry in real time: it sweeps every 50 ms instead, so each step waits briefly.
                 node = assemble_node(config, None, clock=clock, tracer=tracer, diffusion_policy=QUIET,
                                      expiry_max_sleep=DEFAULT_EXPIRY_INTERVAL)
                 await nursery.start(node.run)
@@ -262,7 +263,8 @@ async def _drive(nodes: list[Node], clock: ManualClock, steps, spec: LoadSpec, a
             await wait_until(lambda: min(accepted) >= target, spec.step_timeout,
                              what=f"step {index}: {target:,} messages at every node")
             clock.advance(step_s)
-            await trio.sleep(0.06)  # the mempools' purge runs every 50 ms of real time (expiry_max_sleep)
+            await wait_until(lambda: purged([node.mempool for node in nodes], clock), spec.step_timeout,
+                             what=f"step {index}: the purge after the clock's jump")
             if (index + 1) % spec.steps == 0:
                 round_number = (index + 1) // spec.steps
                 held = len(nodes[0].mempool)

@@ -26,6 +26,7 @@ from miniprotocols.local_msg_notification import LocalMsgNotificationClient
 from miniprotocols.local_msg_submission import ACCEPTED, LocalMsgSubmissionClient
 from ouroboros_mux.mux import Mode, Mux, Provenance
 from tests.conftest import CONFORMANCE
+from tests.dmq.diffusion.network import purged, wait_until
 
 DEVNET = CONFORMANCE / "cardano-devnet"
 MAGIC = 2147483690
@@ -153,7 +154,7 @@ async def record_devnet_run(directory: Path, rounds: int = 6) -> DevnetRun:
                 got, _ = await aggregator.notification.request(blocking=False)
                 run.notified.extend(got)
                 clock.advance(61)
-                await _purged(node.mempool, clock)
+                await wait_until(lambda: purged([node.mempool], clock), 30, what="the purge after the clock's jump")
         account(aggregator)
         run.metrics = _snapshot(node, ["SigDuplicate", "SigTooFrequent", "SigExpired"])
         assert node.mempool is not None
@@ -161,11 +162,3 @@ async def record_devnet_run(directory: Path, rounds: int = 6) -> DevnetRun:
         nursery.cancel_scope.cancel()
     assert sum(v is ACCEPTED for v in run.verdicts) == 2 * rounds
     return run
-
-
-async def _purged(mempool, clock: ManualClock) -> None:
-    """Wait until the node's purge has taken what the clock's jump expired: it sleeps until the
-    soonest expiry it knows, by the clock it had then, so after a jump it wakes within a second."""
-    with trio.fail_after(30):
-        while any(entry.expires_at <= clock.now() for entry in mempool):
-            await trio.sleep(0.02)
