@@ -147,10 +147,8 @@ class MessageLog:
         while heap and heap[0].expires_at <= now:
             entry = heapq.heappop(heap)
             self._release(entry)
-            values.pop(entry.expires_at, None)
+            values.pop(entry.expires_at, None)  # entries of that second all leave in this pass
             removed.append(entry)
-        if len(values) > len(heap):  # values of withdrawn entries (``discard``) that nothing holds
-            self._expiry_values = {entry.expires_at: entry.expires_at for entry in heap}
         self._maybe_compact()
         return removed
 
@@ -161,7 +159,7 @@ class MessageLog:
     def discard(self, entries: Iterable[StoredMessage]) -> None:
         """Withdraw entries that were never made durable (their write failed).
 
-        Rare path: the expiry heap is rebuilt, O(n).
+        Rare path: the expiry heap and the table of shared expiry values are rebuilt, O(n).
         """
         withdrawn = {id(entry) for entry in entries if self._by_id.get(entry.message_id) is entry}
         if not withdrawn:
@@ -170,6 +168,7 @@ class MessageLog:
             self._release(entry)
         self._expiry = [e for e in self._expiry if id(e) not in withdrawn]
         heapq.heapify(self._expiry)
+        self._expiry_values = {e.expires_at: e.expires_at for e in self._expiry}
         self._maybe_compact()
 
     # -- reading (visible entries only) ----------------------------------------------------

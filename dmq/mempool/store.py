@@ -228,11 +228,14 @@ class MempoolStore:
         keep the node from starting. Ids
         are checked against the log itself (a repeated id is a corrupt record).
 
-        Messages are held in ``into`` (a new log if None) as they are read: the log's own id
-        index is the one repeats are checked against, so a reopen builds no second index nor
-        a list of every entry beside the log (memory the heap would keep after the load).
+        Messages are held in ``into`` (a new, empty log; one is made if None) as they are
+        read: the log's own id index is the one repeats are checked against, so a reopen
+        builds no second index nor a list of every entry beside the log (memory the heap
+        would keep after the load).
         """
         log = MessageLog() if into is None else into
+        if len(log) or log.next_index:
+            raise ValueError("a store loads into an empty log that has handed out no index yet")
         held = _HeldIndices(log)
         corrupt: list[CorruptRecord] = []
         expired_keys: list[bytes] = []
