@@ -8,7 +8,10 @@ mempool keeps. Each case runs in a fresh child process so one case's heap does n
 another's growth. Cases: the in-memory mempool; the durable mempool while appending; the
 durable mempool just reopened from disk (load time printed too). For the durable cases the
 anonymous part of the growth (the Python heap) is shown beside the total, which also counts
-LMDB pages mapped from the data file.
+LMDB pages mapped from the data file. A second table splits each case's growth per message:
+the wire bytes, what ``sys.getsizeof`` counts of the objects the entries hold (the raw bytes'
+object header, the id, the entry, its index and expiry ints, each shared object counted once),
+and the rest (the id dict, the order and expiry lists, the allocators' rounding and free space).
 
 Throughput: S concurrent submitters each awaiting ``DurableMempool.submit`` of one message
 at a time (a message is acknowledged only once its group's transaction is synced), against
@@ -77,8 +80,23 @@ def fill(mempool: Mempool, count: int, size: int) -> None:
     del batch
 
 
+def held_objects(mempool: Mempool) -> tuple[int, int, int, int, int]:
+    """Bytes ``sys.getsizeof`` counts of what the entries hold beyond the wire bytes, each object once.
+
+    (raw bytes' headers, ids, entries, indices, expiry ints), summed over every entry.
+    """
+    seen: set[int] = set()
+    totals = [0, 0, 0, 0, 0]
+    for entry in mempool:
+        for slot, obj in enumerate((entry.raw, entry.message_id, entry, entry.index, entry.expires_at)):
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                totals[slot] += sys.getsizeof(obj) - (len(obj) if slot == 0 else 0)
+    return totals[0], totals[1], totals[2], totals[3], totals[4]
+
+
 def memory_case(case: str, count: int, size: int, directory: str) -> None:
-    """Child process: print one line ``resident anonymous wire_bytes seconds``."""
+    """Child process: print ``resident anonymous wire_bytes seconds file_size`` and the held objects."""
     clock = ManualClock(now=NOW)
     wire_message(0, size)  # warm the codec and the allocator's first arenas
     gc.collect()
@@ -100,15 +118,16 @@ def memory_case(case: str, count: int, size: int, directory: str) -> None:
     after = memory()
     data_file = os.path.join(directory, "data.mdb")
     file_size = os.path.getsize(data_file) if case != "memory" else 0
-    print(after[0] - before[0], after[1] - before[1], mempool.bytes_held, f"{elapsed:.3f}", file_size)
+    print(after[0] - before[0], after[1] - before[1], mempool.bytes_held, f"{elapsed:.3f}", file_size,
+          *held_objects(mempool))
 
 
-def run_case(case: str, count: int, size: int, directory: str) -> tuple[int, int, int, float, int]:
+def run_case(case: str, count: int, size: int, directory: str) -> tuple[int, int, int, float, int, list[int]]:
     out = subprocess.run(
         [sys.executable, __file__, "--case", case, "--messages", str(count), "--size", str(size), "--dir", directory],
         check=True, capture_output=True, text=True,
     ).stdout.split()
-    return int(out[0]), int(out[1]), int(out[2]), float(out[3]), int(out[4])
+    return int(out[0]), int(out[1]), int(out[2]), float(out[3]), int(out[4]), [int(n) for n in out[5:]]
 
 
 async def throughput(directory: str, submitters: int, per_submitter: int, size: int) -> tuple[float, int, int]:
@@ -145,14 +164,24 @@ def main() -> None:
     print(f"Mempool memory: {args.messages:,} messages of {args.size:,} bytes")
     print(f"{'case':<34}{'RSS growth MB':>14}{'anon MB':>10}{'wire MB':>10}{'ratio':>8}{'anon ratio':>12}"
           f"{'seconds':>9}{'LMDB file MB':>14}")
+    breakdown = []
     with tempfile.TemporaryDirectory(prefix="mempool-bench-") as tmp:
         store = os.path.join(tmp, "store")
         for case, label in (("memory", "in-memory Mempool"), ("durable", "DurableMempool, appending"),
                             ("reopen", "DurableMempool, reopened")):
-            resident, anonymous, wire, seconds, file_size = run_case(case, args.messages, args.size, store)
+            resident, anonymous, wire, seconds, file_size, held = run_case(case, args.messages, args.size, store)
             print(f"{label:<34}{resident / 1e6:>14.1f}{anonymous / 1e6:>10.1f}{wire / 1e6:>10.1f}"
                   f"{resident / wire:>8.3f}{anonymous / wire:>12.3f}{seconds:>9.2f}"
                   f"{(f'{file_size / 1e6:.1f}' if file_size else '-'):>14}")
+            breakdown.append((label, anonymous, wire, held))
+
+    print("\nPer message held, bytes of the anonymous growth (objects by sys.getsizeof, each counted once)")
+    print(f"{'case':<34}{'wire':>7}{'raw hdr':>8}{'id':>6}{'entry':>7}{'index':>7}{'expiry':>8}{'rest':>7}{'total':>7}")
+    for label, anonymous, wire, held in breakdown:
+        per = [n / args.messages for n in held]
+        rest = anonymous / args.messages - wire / args.messages - sum(per)
+        print(f"{label:<34}{wire / args.messages:>7.0f}" + "".join(f"{n:>{w}.1f}" for n, w in zip(per, (8, 6, 7, 7, 8)))
+              + f"{rest:>7.1f}{anonymous / args.messages:>7.0f}")
 
     print(f"\nDurable append throughput (one message per submit, {args.per_submitter} per submitter)")
     print(f"{'submitters':>10}{'messages/s':>12}{'submits':>9}{'transactions':>14}{'submits/txn':>13}")

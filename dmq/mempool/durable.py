@@ -97,13 +97,10 @@ class DurableMempool(Mempool):
         self._run_blocking = run_blocking
         self._store = MempoolStore(path, map_size=map_size)
         try:
-            loaded = self._store.load(decode or default_decoder(), clock.now())
+            loaded = self._store.load(decode or default_decoder(), clock.now(), into=self._log)
         except BaseException:
             self._store.close()
             raise
-        for entry in loaded.entries:
-            self._log.restore(entry)
-        self._log.reserve_through(loaded.report.next_index)
         self._log.publish(self._log.next_index - 1)
         #: What the reopen found (loaded, expired and corrupt records).
         self.load_report: LoadReport = loaded.report

@@ -13,6 +13,10 @@ structure serves the node, the tests and simulated time alike.
 * Order is kept in two parallel lists (indices for ``bisect``, entries or ``None`` for
   purged ones); the lists are compacted once the holes outnumber the live entries, so a
   purge costs O(log n) and memory stays proportional to what is held.
+* Entries that expire in the same second share one ``int`` object for ``expires_at``: a
+  decoded message brings its own (32 bytes each, about 1.2 % of a 2.6 KB message), while
+  messages arrive many to a second and with the same TTL. The table of shared values drops
+  a value when the last entry that could hold it is purged.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class MessageLog:
         self._order: list[StoredMessage | None] = []
         self._holes = 0
         self._expiry: list[StoredMessage] = []
+        #: ``expires_at`` value -> the one int object the held entries with that value share.
+        self._expiry_values: dict[int, int] = {}
         self._bytes = 0
 
     # -- size and membership -------------------------------------------------------------
@@ -97,9 +103,11 @@ class MessageLog:
                 raise DuplicateMessageError(message_id)
             seen.add(message_id)
         entries = []
+        shared = self._expiry_values.setdefault
         for message in batch:
+            expires_at = int(message.expires_at)
             entry = StoredMessage(
-                self._next_index, bytes(message.message_id), int(message.expires_at), bytes(message.raw)
+                self._next_index, bytes(message.message_id), shared(expires_at, expires_at), bytes(message.raw)
             )
             self._next_index += 1
             self._hold(entry)
@@ -115,6 +123,7 @@ class MessageLog:
             raise ValueError(f"restored index {entry.index} is not after the last one ({self._next_index - 1})")
         if entry.message_id in self._by_id:
             raise DuplicateMessageError(entry.message_id)
+        entry.expires_at = self._expiry_values.setdefault(entry.expires_at, entry.expires_at)
         self._next_index = entry.index + 1
         self._hold(entry)
 
@@ -134,9 +143,11 @@ class MessageLog:
         """Purge every entry with ``expires_at <= now`` (docs/protocol/validation.md 6.10); returns them, soonest first."""
         removed = []
         heap = self._expiry
+        values = self._expiry_values
         while heap and heap[0].expires_at <= now:
             entry = heapq.heappop(heap)
             self._release(entry)
+            values.pop(entry.expires_at, None)  # entries of that second all leave in this pass
             removed.append(entry)
         self._maybe_compact()
         return removed
@@ -148,7 +159,7 @@ class MessageLog:
     def discard(self, entries: Iterable[StoredMessage]) -> None:
         """Withdraw entries that were never made durable (their write failed).
 
-        Rare path: the expiry heap is rebuilt, O(n).
+        Rare path: the expiry heap and the table of shared expiry values are rebuilt, O(n).
         """
         withdrawn = {id(entry) for entry in entries if self._by_id.get(entry.message_id) is entry}
         if not withdrawn:
@@ -157,6 +168,7 @@ class MessageLog:
             self._release(entry)
         self._expiry = [e for e in self._expiry if id(e) not in withdrawn]
         heapq.heapify(self._expiry)
+        self._expiry_values = {e.expires_at: e.expires_at for e in self._expiry}
         self._maybe_compact()
 
     # -- reading (visible entries only) ----------------------------------------------------

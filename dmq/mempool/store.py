@@ -50,6 +50,7 @@ from dmq.message import DmqMessage
 
 from .entry import StoredMessage
 from .errors import CorruptRecordWarning, MempoolStoreFormatError
+from .log import MessageLog
 from .mapped_pages import MappedFile
 from .record import seal, unseal
 
@@ -97,8 +98,39 @@ class LoadReport:
 
 @dataclass(frozen=True, slots=True)
 class LoadedMempool:
-    entries: list[StoredMessage] = field(repr=False)
+    """The log a reopen rebuilt, and what it found on the way."""
+
+    log: MessageLog = field(repr=False)
     report: LoadReport
+
+    @property
+    def entries(self) -> list[StoredMessage]:
+        """The loaded entries in index order."""
+        return list(self.log)
+
+
+class _HeldIndices(Mapping[bytes, int]):
+    """A log's id index seen as ``id -> index``, what :meth:`MempoolStore.examine_record` reads."""
+
+    __slots__ = ("_log",)
+
+    def __init__(self, log: MessageLog) -> None:
+        self._log = log
+
+    def __getitem__(self, message_id: bytes) -> int:
+        entry = self._log.get(message_id)
+        if entry is None:
+            raise KeyError(message_id)
+        return entry.index
+
+    def __contains__(self, message_id: object) -> bool:
+        return isinstance(message_id, bytes) and self._log.contains(message_id)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (entry.message_id for entry in self._log)
+
+    def __len__(self) -> int:
+        return len(self._log)
 
 
 #: The mempool's four databases plus room for the topic adapters' named ones (docs/topics-design.md 2.9).
@@ -188,22 +220,29 @@ class MempoolStore:
         with self._env.begin() as txn:
             return [_U64.unpack(key)[0] for key in txn.cursor(db=self._messages).iternext(keys=True, values=False)]
 
-    def load(self, decode: Callable[[bytes], DmqMessage], now: float) -> LoadedMempool:
+    def load(self, decode: Callable[[bytes], DmqMessage], now: float, into: MessageLog | None = None) -> LoadedMempool:
         """Read the log back, drop what expired or cannot be decoded, and delete those records.
 
         A record whose checksum does not match, or that fails to decode, is reported with
         :class:`CorruptRecordWarning` and deleted, never raised: one damaged record must not
         keep the node from starting. Ids
         are checked against the log itself (a repeated id is a corrupt record).
+
+        Messages are held in ``into`` (a new, empty log; one is made if None) as they are
+        read: the log's own id index is the one repeats are checked against, so a reopen
+        builds no second index nor a list of every entry beside the log (memory the heap
+        would keep after the load).
         """
-        entries: list[StoredMessage] = []
+        log = MessageLog() if into is None else into
+        if len(log) or log.next_index:
+            raise ValueError("a store loads into an empty log that has handed out no index yet")
+        held = _HeldIndices(log)
         corrupt: list[CorruptRecord] = []
         expired_keys: list[bytes] = []
-        by_id: dict[bytes, int] = {}
         with self._write_txn() as txn:
             next_index = self._next_index_in(txn)
             for key, record in txn.cursor(db=self._messages):
-                problem = self.examine_record(key, record, decode, by_id)
+                problem = self.examine_record(key, record, decode, held)
                 if isinstance(problem, CorruptRecord):
                     corrupt.append(problem)
                     if problem.index is not None:  # its index was handed out once: never again
@@ -214,14 +253,14 @@ class MempoolStore:
                 if message.expires_at <= now:
                     expired_keys.append(key)
                     continue
-                by_id[message.message_id] = index
-                entries.append(StoredMessage(index, message.message_id, message.expires_at, raw))
+                log.restore(StoredMessage(index, message.message_id, message.expires_at, raw))
             for key in expired_keys:
                 txn.delete(key, db=self._messages)
             for record in corrupt:
                 txn.delete(record.key, db=self._messages)
             self._drop_legacy_id_index(txn)
             txn.put(_NEXT_INDEX_KEY, _U64.pack(next_index), db=self._meta)
+        log.reserve_through(next_index)
         for record in corrupt:
             warnings.warn(
                 CorruptRecordWarning(
@@ -230,8 +269,8 @@ class MempoolStore:
                 ),
                 stacklevel=2,
             )
-        report = LoadReport(len(entries), len(expired_keys), tuple(corrupt), next_index)
-        return LoadedMempool(entries, report)
+        report = LoadReport(len(log), len(expired_keys), tuple(corrupt), next_index)
+        return LoadedMempool(log, report)
 
     def _drop_legacy_id_index(self, txn: lmdb.Transaction) -> None:
         """Free the pages of the on-disk id index that earlier versions wrote."""
@@ -243,7 +282,7 @@ class MempoolStore:
 
     @staticmethod
     def examine_record(
-        key: bytes, record: bytes, decode: Callable[[bytes], DmqMessage], by_id: dict[bytes, int]
+        key: bytes, record: bytes, decode: Callable[[bytes], DmqMessage], by_id: Mapping[bytes, int]
     ) -> CorruptRecord | tuple[int, bytes, DmqMessage]:
         """One ``messages`` record as the load judges it (``dmq db check`` asks the same)."""
         if len(key) != _U64.size:

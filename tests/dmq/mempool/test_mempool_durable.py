@@ -17,7 +17,9 @@ from dmq.mempool import (
     DurableMempool,
     MempoolNotRunningError,
     MempoolStoreFormatError,
+    MempoolStore,
     MempoolWriteError,
+    MessageLog,
     open_durable_mempool,
 )
 
@@ -132,12 +134,18 @@ async def test_background_expiry_deletes_from_lmdb_while_running(tmp_path):
         assert len(mempool) == 2
 
 
+def closed_store_holding(path, clock, count: int) -> list:
+    """``count`` messages appended to a durable mempool at ``path``, closed again (to damage it next)."""
+    messages = [make_message(i, NOW + 600) for i in range(count)]
+    mempool = open_mempool(path, clock)
+    mempool.append(messages)
+    mempool.close()
+    return messages
+
+
 def test_a_record_that_does_not_decode_is_reported_and_dropped(tmp_path):
     clock = ManualClock(now=NOW)
-    mempool = open_mempool(tmp_path, clock)
-    good = [make_message(i, NOW + 600) for i in range(3)]
-    mempool.append(good)
-    mempool.close()
+    good = closed_store_holding(tmp_path, clock, 3)
     with raw_env(tmp_path) as env, env.begin(write=True) as txn:
         messages_db = env.open_db(b"messages", txn=txn)
         txn.put((1).to_bytes(8, "big"), seal(good[1].raw[:200]), db=messages_db)  # torn record
@@ -156,6 +164,39 @@ def test_a_record_that_does_not_decode_is_reported_and_dropped(tmp_path):
     assert reopened.store.stored_indices() == [0, 2]
     assert reopened.append([make_message(50, NOW + 600)]) == [8]  # past the garbage at 7
     reopened.close()
+
+
+def test_a_record_repeating_a_held_id_is_reported_and_dropped(tmp_path):
+    clock = ManualClock(now=NOW)
+    held = closed_store_holding(tmp_path, clock, 2)
+    with raw_env(tmp_path) as env, env.begin(write=True) as txn:
+        txn.put((5).to_bytes(8, "big"), seal(held[0].raw), db=env.open_db(b"messages", txn=txn))
+
+    with pytest.warns(CorruptRecordWarning, match="repeats the id of index 0"):
+        reopened = open_mempool(tmp_path, clock)
+    assert [(r.index, r.reason) for r in reopened.load_report.corrupt] == [(5, "repeats the id of index 0")]
+    assert [(e.index, e.raw) for e in reopened] == [(0, held[0].raw), (1, held[1].raw)]
+    assert reopened.get(held[0].message_id).index == 0
+    assert reopened.store.stored_indices() == [0, 1]
+    assert reopened.append([make_message(9, NOW + 600)]) == [6]
+    reopened.close()
+
+
+def test_a_store_loads_only_into_an_empty_log(tmp_path):
+    clock = ManualClock(now=NOW)
+    open_mempool(tmp_path, clock).close()
+    store = MempoolStore(tmp_path)
+    try:
+        log = MessageLog()
+        log.append([make_message(1, NOW + 600)])
+        with pytest.raises(ValueError, match="empty log"):
+            store.load(decode, NOW, into=log)
+        with pytest.raises(ValueError, match="empty log"):
+            store.load(decode, NOW, into=MessageLog(3))  # its indices would not be the store's
+        fresh = MessageLog()
+        assert store.load(decode, NOW, into=fresh).log is fresh
+    finally:
+        store.close()
 
 
 def test_an_unknown_store_format_is_refused(tmp_path):

@@ -136,6 +136,32 @@ def test_restore_requires_increasing_indices():
     assert log.append([make_message(1, 10)])[0].index == 9
 
 
+def _fresh_int(value: int) -> int:
+    """An int equal to ``value`` that is a distinct object, as every decoded message brings its own."""
+    return int(str(value))
+
+
+def test_entries_expiring_in_the_same_second_share_one_expiry_object():
+    log = MessageLog()
+    appended = log.append([make_message(i, _fresh_int(NOW + 60)) for i in range(3)])
+    log.restore(StoredMessage(7, b"r" * 32, _fresh_int(NOW + 60), b"x"))
+    other = log.append([make_message(9, _fresh_int(NOW + 61))])[0]
+    restored = log.get(b"r" * 32)
+    assert all(entry.expires_at is appended[0].expires_at for entry in (*appended, restored))
+    assert other.expires_at == NOW + 61 and other.expires_at is not appended[0].expires_at
+
+
+def test_shared_expiry_values_are_released_with_the_entries():
+    log = MessageLog()
+    log.append([make_message(i, NOW + i) for i in range(50)])
+    withdrawn = log.append([make_message(100 + i, NOW + 1000 + i) for i in range(10)])
+    log.discard(withdrawn)
+    log.expire(NOW + 24)
+    assert len(log._expiry_values) == len(log) == 25  # one value per remaining second, none withdrawn
+    log.expire(NOW + 10**6)
+    assert log._expiry_values == {}
+
+
 def test_cursor_start_positions():
     mempool = Mempool(ManualClock(now=NOW))
     mempool.append([make_message(i, NOW + 100) for i in range(3)])
