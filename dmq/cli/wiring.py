@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -31,6 +32,7 @@ from dmq.diffusion import DiffusionPolicy, TcpTransport, Transport
 from dmq.descriptors import raise_descriptor_limit
 from dmq.errors import OperatorError
 from dmq.gc_tuning import tune_for_serving
+from dmq.heap_trim import HeapTrimmer
 from dmq.ingress import Ingress
 from dmq.kes import kes_verify
 from dmq.local_service import LocalService
@@ -233,6 +235,8 @@ async def run_node(config: NodeConfig, topology: Topology | None) -> int:
     # Every connection holds a descriptor: run with the hard nofile limit, and say which.
     tracer.emit(raise_descriptor_limit(tracer.now()))
     node = assemble_node(config, topology, tracer=tracer)
+    # A process-wide concern, so here and not in assemble_node (a simulation holds many nodes).
+    node.mempool.expiry_observers.append(HeapTrimmer(time.monotonic))
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_sigterm, nursery.cancel_scope)
