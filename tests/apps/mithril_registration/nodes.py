@@ -12,6 +12,7 @@ is the agreement, not the budgets (tests/topics/test_budgets.py), so they open t
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -179,10 +180,17 @@ def http_port(node: NodeProcess) -> int:
     return int(node.trace_events("MithrilRegistrationListening")[0]["endpoint"].rsplit(":", 1)[1])
 
 
-async def until(condition: Callable[[], bool], timeout: float, what: str, nodes: Sequence[NodeProcess]) -> None:
-    """Wait for ``condition``, failing if a node exits or ``timeout`` seconds pass."""
+async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float, what: str,
+                nodes: Sequence[NodeProcess]) -> None:
+    """Wait for ``condition`` (a function, or a coroutine function), failing if a node exits or
+    ``timeout`` seconds pass."""
     deadline = trio.current_time() + timeout
-    while not condition():
+    while True:
+        met = condition()
+        if inspect.isawaitable(met):
+            met = await met
+        if met:
+            return
         for node in nodes:
             node.check_running()
         if trio.current_time() > deadline:

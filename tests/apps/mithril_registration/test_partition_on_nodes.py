@@ -45,7 +45,7 @@ from tests.e2e.topic_node import OPEN_BUDGETS, TOPIC_MAGIC, topic_node
 from tests.interop.conftest import missing_tool
 from tests.topics.blocklace.world import ALL, TOPIC, pool
 
-from .nodes import (EPOCH_LENGTH, Chain, accepted, advertise, agreed, closed, generate_signers, get_json, http_port,
+from .nodes import (EPOCH_LENGTH, TOPIC_PARAMS, Chain, accepted, advertise, agreed, closed, generate_signers, get_json, http_port,
                     publish, topic_view, until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.trio]
@@ -136,6 +136,7 @@ async def test_a_partitioned_third_rejoins_with_the_set_the_connected_electors_f
 
         lab.set_connected(CUT_OFF, False)
         late = await publish(alone, registrations[3], TOPIC_MAGIC)
+        await until(lambda: accepted(alone, late), 10, "node 2 took the registration", nodes)
         assert chain.epoch_now() < round_epoch, "the round closed before the partition: machine too slow"
         # the connected two fix the set by themselves; node 2 closes the round by itself
         await until(lambda: all(agreed(n, round_epoch) for n in connected) and closed(alone, round_epoch),
@@ -143,10 +144,16 @@ async def test_a_partitioned_third_rejoins_with_the_set_the_connected_electors_f
                     nodes)
         assert agreed(alone, round_epoch) is None
         assert not any(accepted(n, late) for n in connected)
-        made_alone = [number for i, number in (await topic_view(alone, TOPIC_MAGIC)).proposals(pool(CUT_OFF).id).items()
-                      if i not in before and not any(accepted(n, i) for n in connected)]
-        # it kept proposing the one epoch after its last final one (nobody acknowledged it), an
-        # epoch the other two made final without it
+        # it goes on proposing the one epoch after its last final one, which nobody acknowledges:
+        # an epoch the other two made final without it
+        made_alone: list[int] = []
+
+        async def proposed_alone() -> bool:
+            proposals = (await topic_view(alone, TOPIC_MAGIC)).proposals(pool(CUT_OFF).id)
+            made_alone[:] = [number for i, number in proposals.items()
+                             if i not in before and not any(accepted(n, i) for n in connected)]
+            return bool(made_alone)
+        await until(proposed_alone, 3 * TOPIC_PARAMS["attempt_timeout"] + 10, "node 2 proposed alone", nodes)
         assert len(set(made_alone)) == 1, made_alone
         assert made_alone[0] <= min(agreed(n, round_epoch)["blocklace_epoch"] for n in connected)
         lab.set_connected(CUT_OFF, True)
@@ -180,10 +187,10 @@ async def test_a_partitioned_third_rejoins_with_the_set_the_connected_electors_f
         async def notices_held() -> list[dict[bytes, str]]:
             return [{p: a.digest.hex() for p, a in (await topic_view(n, TOPIC_MAGIC)).notices(round_epoch).items()}
                     for n in nodes]
-        deadline = trio.current_time() + 60
-        while not all(want <= set(held) for want, held in zip(wanted, await notices_held())):
-            assert trio.current_time() < deadline, f"not every notice arrived: {await notices_held()}"
-            await trio.sleep(0.5)
+
+        async def notices_arrived() -> bool:
+            return all(want <= set(held) for want, held in zip(wanted, await notices_held()))
+        await until(notices_arrived, 60, "the notices arrived", nodes)
         assert {d for held in await notices_held() for d in held.values()} == {fixed[0]["digest"]}
         assert not any(n.trace_events("MithrilRegistrationDisagreement") for n in nodes)
     finally:
