@@ -286,9 +286,6 @@ async def test_the_stake_rule_moves_on_with_blocks_a_client_builds(tmp_path):
     await _cluster(tmp_path, 5, scenario)
 
 
-@pytest.mark.xfail(strict=True, reason="an elector cut off for longer than a Blocklace epoch: the blocks it made "
-                                       "alone are refused epoch_closed after the heal, and every later block of "
-                                       "its pool waits for them (docs/mithril-registration.md 8.5)")
 @pytest.mark.trio
 async def test_an_elector_cut_off_for_epochs_is_heard_again_after_the_heal(tmp_path):
     """Three of four electors go on closing epochs while the fourth, cut off, goes on alone
