@@ -82,8 +82,11 @@ def lab() -> Iterator[Lab]:
     """Three namespaces on one bridge; every one removed at the end, whatever happened."""
     try:
         check_available()
+        unavailable = None
     except NamespacesUnavailable as exc:
-        missing_tool(str(exc))
+        unavailable = str(exc)
+    if unavailable is not None:
+        missing_tool(unavailable)       # outside the except: one line, no chained exception
     remove_leftovers()
     made = Lab(len(ELECTORS))
     try:
