@@ -32,12 +32,12 @@ from dmq.codec import decode_message
 from dmq.message import DmqMessage
 from tests.e2e.node_process import NodeProcess
 from tests.topics.blocklace.world import TOPIC, ad_payload, advertisement
-from topics.adapter import ITEM_EPOCH_FINAL, ITEM_MESSAGE
+from topics.adapter import ITEM_MESSAGE
 from topics.blocklace.codec import EPOCH, EVENT, Block, TopicParams, decode_body
 
 from .conftest import run_harness
 
-__all__ = ["EPOCH_LENGTH", "ROOM", "Chain", "generate_signers", "register_with_command", "publish", "advertise",
+__all__ = ["EPOCH_LENGTH", "ROOM", "TOPIC_PARAMS", "Chain", "generate_signers", "register_with_command", "publish", "advertise",
            "TopicView", "topic_view", "get_json", "http_port", "until", "agreed", "closed", "accepted", "rejected"]
 
 EPOCH_LENGTH = 20          # slots of 1 s
@@ -125,8 +125,6 @@ class TopicView:
     """What a subscriber of the topic at a node gets from its retained items."""
 
     blocks: list[tuple[DmqMessage, Block]]
-    #: Blocklace epoch -> the proposal of its certificate, as the node made it final
-    finals: dict[int, bytes]
 
     def notices(self, epoch: int) -> dict[bytes, Agreed]:
         """The ``agreed`` notices of registration epoch ``epoch``, by announcing pool."""
@@ -145,18 +143,16 @@ class TopicView:
 
 
 async def topic_view(node: NodeProcess, magic: int) -> TopicView:
-    """The topic's retained blocks and final epochs at ``node``, in delivery order."""
+    """The topic's retained blocks at ``node``, in delivery order."""
     async with open_topic_connection(node.socket_path, magic) as conn:
         await conn.ask(conn.topics.subscribe([{0: 2, 3: [TOPIC]}], 1))
         reply = await conn.ask(conn.topics.next(blocking=False))
-    blocks, finals = [], {}
+    blocks = []
     for item in map(decode_item, reply.items):
         if item.kind == ITEM_MESSAGE:
             message = decode_message(item.payload)
             blocks.append((message, decode_body(message.body)[1]))
-        elif item.kind == ITEM_EPOCH_FINAL:
-            finals[item.payload[1]] = item.payload[2]
-    return TopicView(blocks, finals)
+    return TopicView(blocks)
 
 
 async def get_json(port: int, path: str, connect: Callable[[], Awaitable[trio.abc.Stream]] | None = None
