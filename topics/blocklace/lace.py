@@ -192,9 +192,9 @@ class Lace:
         if block.seq > 0 and not block.ptrs:
             raise BlocklaceReject(MALFORMED, "a block with seq > 0 has no self-parent")
         state = self.topics.get(block.topic)
-        final = state.final if state is not None else 0
-        if block.epoch < final - 1:
-            raise BlocklaceReject(EPOCH_CLOSED, f"epoch {block.epoch} below F - 1 = {final - 1}")
+        # No bound from F: a block of an epoch that closed here without its creator (cut off
+        # from the others) is late, not invalid, and every later block of its pool needs it (5.3).
+        # Only history below a late joiner's checkpoint is missing here for good.
         checkpoint = self.checkpoints.get(block.topic)
         if checkpoint is not None and block.epoch < checkpoint.epoch:
             raise BlocklaceReject(EPOCH_CLOSED, f"epoch {block.epoch} below this node's checkpoint {checkpoint.epoch}")

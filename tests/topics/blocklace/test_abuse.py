@@ -12,6 +12,7 @@ from dmq.stake import PoolStake, StakeView
 from topics.blocklace.codec import (
     PERM_ACK, PERM_EVENT, Block, Carry, Need, TopicParams, decode_body, encode_block, encode_carry, encode_need,
 )
+from topics.blocklace.lace import Checkpoint
 from topics.blocklace.node import LaceNode
 from topics.blocklace.proofs import verify_carried, verify_proof
 from topics.blocklace.reasons import BlocklaceReject
@@ -112,8 +113,18 @@ def test_invalid_ancestor_and_epoch_closed(topic):
     bad = authors[5].block(event(), others=[ad_id])
     assert _code(node, bad) == 32
     assert _code(node, authors[1].block(event(), others=[ad_id, bad.message_id])) == 46
-    node.lace.topic(TOPIC).final = 3
+    # below a late joiner's checkpoint: history this node does not have (5.8)
+    node.lace.checkpoints[TOPIC] = Checkpoint(3, b"\x01" * 32, ad_id)
     assert _code(node, Author(pool(2)).block(event(), others=[ad_id], epoch=1)) == 42
+
+
+def test_a_block_of_an_epoch_closed_here_is_taken_when_its_past_is_held(topic):
+    """Its creator was away while the others closed epochs without it (5.3): late, not invalid."""
+    node, authors, ad_id = topic
+    node.lace.topic(TOPIC).final = 3
+    late = authors[2].block(event(), others=[ad_id])
+    assert _offer(node, late).accepted
+    assert _offer(node, authors[2].block(event())).accepted
 
 
 def test_equivocation_proof_and_exclusion(topic):

@@ -284,3 +284,31 @@ async def test_the_stake_rule_moves_on_with_blocks_a_client_builds(tmp_path):
         assert nodes[0].blocklace.lace.blocks[creator.last].block.epoch >= 3
 
     await _cluster(tmp_path, 5, scenario)
+
+
+@pytest.mark.trio
+async def test_an_elector_cut_off_for_epochs_is_heard_again_after_the_heal(tmp_path):
+    """Three of four electors go on closing epochs while the fourth, cut off, goes on alone
+    (an event, its own proposals). Once all talk again, a block it makes is delivered at
+    every node, like any honest creator's."""
+    async def scenario(nodes, clock):
+        await _open_topic(Cluster(nodes), 4, TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT))
+        majority, alone = Cluster(nodes[:3]), Cluster(nodes[3:])
+        await _event(alone, nodes[3], b"made alone")
+        for number in (1, 2, 3):
+            await _event(majority, nodes[number % 3], b"event %d" % number)
+            for _ in range(4):                               # an interval, then attempts whose proposer is away
+                clock.advance(INTERVAL if _final(nodes[0]) < number else 0)
+                await majority.settle()
+                await alone.settle()
+                if _final(nodes[0]) == number:
+                    break
+                clock.advance(TIMEOUT)
+        assert [_final(n) for n in nodes] == [3, 3, 3, 0]
+        healed = Cluster(nodes)
+        await healed.settle()
+        assert _final(nodes[3]) == 3
+        after = await _event(healed, nodes[3], b"after the heal")
+        assert all(after in node.delivered_blocks() for node in nodes)
+
+    await _cluster(tmp_path, 4, scenario)
