@@ -14,7 +14,8 @@ quantity, the series has its name, so dashboards built for it find them:
   (:mod:`dmq.diffusion.prometheus`);
 - ``txsInMempool``, ``mempoolBytes``: what the mempool holds (cardano-node's names);
 - ``server.descriptorsExhausted``, ``process.openDescriptors``: this node's own, for the
-  ``nofile`` limit (docs/operations.md);
+  ``nofile`` limit (docs/operations.md); ``process.heapTrims``: its C heap trims
+  (:mod:`dmq.heap_trim`);
 - ``currentKESPeriod``, ``remainingKESPeriods``, ``operationalCertificate{Start,Expiry}KESPeriod``:
   the node's own signing key (cardano-node's forging names).
 
@@ -181,6 +182,7 @@ class NodeMetrics(Collector):
         self._mempool: tuple[Callable[[], float], Callable[[], float]] | None = None
         self._database: Path | None = None
         self._kes: tuple[Callable[[], int], int, int] | None = None
+        self._heap_trims: Callable[[], int] | None = None
         self._updates: dict[type, Callable[[Any], None]] = {
             MessageAccepted: self._on_accepted,
             MessageRejected: self._on_rejected,
@@ -195,6 +197,10 @@ class NodeMetrics(Collector):
 
     def bind_mempool(self, count: Callable[[], float], size: Callable[[], float]) -> None:
         self._mempool = (count, size)
+
+    def bind_heap_trims(self, trims: Callable[[], int]) -> None:
+        """Report how many times the process has trimmed its C heap (:mod:`dmq.heap_trim`)."""
+        self._heap_trims = trims
 
     def bind_database(self, path: Path) -> None:
         """Report the size of the store at ``path`` and the free space of its file system."""
@@ -272,6 +278,10 @@ class NodeMetrics(Collector):
         for link in ("n2c", "n2n-in"):
             exhausted.add_metric([link], self.exhausted[link])
         yield exhausted
+        if self._heap_trims is not None:
+            trims = n.family("process.heapTrims", "counter", "Trims of the C heap, which give free pages back")
+            trims.add_metric([], self._heap_trims())
+            yield trims
         held = open_descriptors()
         if held is not None:
             yield _gauge(n, "process.openDescriptors", "File descriptors the node holds", held)

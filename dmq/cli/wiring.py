@@ -16,7 +16,6 @@ from __future__ import annotations
 import signal
 import socket
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -236,10 +235,12 @@ async def run_node(config: NodeConfig, topology: Topology | None) -> int:
     tracer.emit(raise_descriptor_limit(tracer.now()))
     node = assemble_node(config, topology, tracer=tracer)
     # A process-wide concern, so here and not in assemble_node (a simulation holds many nodes).
-    node.mempool.expiry_observers.append(HeapTrimmer(time.monotonic))
+    heap = HeapTrimmer()
+    node.metrics.bind_heap_trims(lambda: heap.trims)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_sigterm, nursery.cancel_scope)
+            nursery.start_soon(heap.run)
             await node.run()
             nursery.cancel_scope.cancel()
     except* OperatorError as group:

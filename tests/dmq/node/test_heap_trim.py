@@ -14,8 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio
+from trio.testing import MockClock
 
 from dmq.heap_trim import HeapTrimmer, release_free_heap
+from dmq.metrics import NodeMetrics
+from tests.dmq.node.test_trace_sinks import exposition
 
 _PROJECT = Path(__file__).resolve().parents[3]
 
@@ -58,16 +62,17 @@ def test_release_free_heap_answers_without_failing_when_nothing_is_free():
     assert release_free_heap() in (True, False)
 
 
-def test_the_trimmer_trims_after_a_purge_at_most_once_per_interval():
-    clock = [1_000.0]
-    trimmer = HeapTrimmer(lambda: clock[0], interval=60.0)
-    trimmer([])
-    assert trimmer.trims == 0, "a purge that removed nothing freed nothing"
-    trimmer(["expired"])
-    assert trimmer.trims == 1
-    clock[0] += 59.0
-    trimmer(["expired"])
-    assert trimmer.trims == 1
-    clock[0] += 1.0
-    trimmer(["expired"])
-    assert trimmer.trims == 2
+def test_the_trimmer_trims_once_per_interval_and_the_metrics_page_counts_it():
+    trimmer = HeapTrimmer(interval=60.0)
+    metrics = NodeMetrics()
+    metrics.bind_heap_trims(lambda: trimmer.trims)
+
+    async def main():
+        with trio.move_on_after(150.0):
+            await trimmer.run()
+
+    trio.run(main, clock=MockClock(autojump_threshold=0))
+    assert trimmer.trims == 2, "trims at 60 s and 120 s of 150"
+    types, values = exposition(metrics.render())
+    assert types["dmq_node_process_heapTrims_counter"] == "counter"
+    assert values["dmq_node_process_heapTrims_counter", ()] == "2"
