@@ -85,9 +85,10 @@ class Driver:
 
     async def send(self, message: Any, *, pipelined: bool = False) -> None:
         """Send ``message`` from the current state (ProtocolViolation if not allowed)."""
-        self.machine.check_send(message, pipelined=pipelined)
+        machine = self.machine
+        checked = machine.check_send(message, pipelined=pipelined)
         raw = self.spec.codec.encode(message)
-        sent_in = self.machine.on_send(message, pipelined=pipelined)
+        sent_in = machine.record_send(checked)
         await self.channel.send(raw)
         if self._trace is not None:
             self._trace(DriverEvent(self.spec.name, Direction.SENT, sent_in, message, raw))
@@ -97,9 +98,10 @@ class Driver:
 
         The caller has made sure of the room (``channel.send_nowait(b"")`` is true).
         """
-        self.machine.check_send(message, pipelined=pipelined)
+        machine = self.machine
+        checked = machine.check_send(message, pipelined=pipelined)
         raw = self.spec.codec.encode(message)
-        sent_in = self.machine.on_send(message, pipelined=pipelined)
+        sent_in = machine.record_send(checked)
         if not self.channel.send_nowait(raw):
             raise RuntimeError(f"{self.spec.name}: the channel had no room for a reply sent without waiting")
         if self._trace is not None:
@@ -186,7 +188,7 @@ class Driver:
             message = self._decode(state, raw)
         except ValueError as exc:
             raise DecoderFailure(spec.name, state, raw, str(exc)) from None
-        self.machine.on_receive(message, raw)
+        self.machine.on_receive(message, raw, state)
         if self._trace is not None:
             self._trace(DriverEvent(spec.name, Direction.RECEIVED, state, message, raw))
         return message
