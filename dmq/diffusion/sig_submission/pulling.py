@@ -21,7 +21,7 @@ with ``Driver.recv_nowait`` and the next requests are queued with ``send_nowait`
 switch per reply; each reply wait keeps its state's time limit, counted from when the loop
 starts waiting for it, as ``Driver.recv`` counts it. What needs waiting (the node's
 ``accept``, room in a full send buffer) is handed to the peer's task
-(:class:`~protocol_engine.handoff.Handoff`), which does it and gives the loop back to the
+(:class:`~protocol_engine.Handoff`), which does it and gives the loop back to the
 reader; so are the loop's end and any error, which the task returns or raises. Over any other channel the task runs the loop with
 ``Driver.send`` and ``Driver.recv``. Either way the requests, their order and the windows are
 the same.
@@ -37,9 +37,8 @@ import trio
 
 from ouroboros_mux.channel import MessageChannel
 
-from miniprotocols.framework import Driver, ExceededTimeLimit, as_driver
+from miniprotocols.framework import Driver, ExceededTimeLimit, Handoff, as_driver
 from miniprotocols.sig_submission.dialect import Dialect, Side
-from protocol_engine.handoff import Handoff
 from .pull_window import BodiesOutcome, BodyBatch, PullWindow
 from .interfaces import SigSink
 from miniprotocols.sig_submission.limits import (

@@ -18,10 +18,9 @@ import trio
 
 from ouroboros_mux.channel import MessageChannel
 
-from miniprotocols.framework import Driver, as_driver
+from miniprotocols.framework import Driver, Handoff, as_driver
 from miniprotocols.framework.cbor_write import CheckedItems
 from miniprotocols.sig_submission.dialect import Dialect, Side
-from protocol_engine.handoff import Handoff
 from .interfaces import SigSource
 from .serve_window import ServeWindow
 from miniprotocols.sig_submission.limits import MAX_UNACKNOWLEDGED_IDS
