@@ -91,9 +91,6 @@ class Bearer:
         self._timestamp = timestamp
         self._rbuf = b""
         self._rpos = 0
-        # The last socket read took less than it asked for, so the socket was empty then: the
-        # next read waits for it to be readable before trying (a try that fails costs a call).
-        self._drained = False
         # On a socket stream the bearer talks to the non-blocking socket itself (the same steps
         # as trio's stream, without its per-call wrappers: this is the mux's hot path).
         sock = getattr(stream.socket, "_sock", None) if isinstance(stream, trio.SocketStream) else None
@@ -221,12 +218,8 @@ class Bearer:
         try:
             if self._socket is None:
                 data = await self.stream.receive_some(_RECEIVE_SIZE)
-            elif self._drained:
-                data = await self._socket_wait_call(self._socket.recv, trio.lowlevel.wait_readable, _RECEIVE_SIZE)
-                self._drained = len(data) < _RECEIVE_SIZE
             else:
                 data = await self._socket_call(self._socket.recv, trio.lowlevel.wait_readable, _RECEIVE_SIZE)
-                self._drained = len(data) < _RECEIVE_SIZE
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise _bearer_closed(exc, "reading") from exc
         self._append(data, expected)
@@ -258,10 +251,6 @@ class Bearer:
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()
             return result
-        return await self._socket_wait_call(operation, wait, argument)
-
-    async def _socket_wait_call(self, operation, wait, argument):
-        """:meth:`_socket_call` when the socket is known not to be ready: wait for it first."""
         while True:
             await wait(self._socket)
             try:
