@@ -76,7 +76,8 @@ SUBMISSION_DONE = sdu(SUBMIT_WORD, MSG_DONE)
 #: Signer connections per node submitted to: one request in flight on each.
 SIGNERS_PER_NODE = 2
 CASES = ("mesh", "line", "idle")
-#: Seconds from signing to expiry: within the nodes' bound on a message's lifetime.
+#: Seconds from a message's submission to its expiry (a pool's messages expire PERIOD apart, as they
+#: are submitted): within the nodes' bound on a message's lifetime.
 TTL = 1700
 #: Functions listed per profile view.
 TOP = 70
@@ -350,7 +351,7 @@ def main() -> None:
 
     started = time.perf_counter()
     count = int((args.warmup + args.window + 30) * RATE)
-    keys, messages = make_messages(count, POOLS, ttl=TTL)
+    keys, messages = make_messages(count, POOLS, ttl=TTL, spacing=PERIOD)
     print(f"signed {len(messages)} messages of {len(messages[0].raw)} bytes from {POOLS} pools "
           f"in {time.perf_counter() - started:.0f} s")
     workdir = Path(tempfile.mkdtemp(prefix="dqc"))
@@ -363,7 +364,7 @@ def main() -> None:
             for case in cases:
                 for tree in trees:
                     # Signed afresh for each run: expiry stays within what the nodes accept.
-                    _, messages = make_messages(count, POOLS, ttl=TTL)
+                    _, messages = make_messages(count, POOLS, ttl=TTL, spacing=PERIOD)
                     result = trio.run(run_case, case, tree, workdir / str(round_), stake, messages, args)
                     result["load"] = os.getloadavg()[0]
                     results[(case, tree, round_)] = result

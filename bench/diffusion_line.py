@@ -97,7 +97,12 @@ finally:
 PROFILE_FILE = "profile.pstats"
 
 
-def make_messages(count: int, pools: int, ttl: int) -> list:
+def make_messages(count: int, pools: int, ttl: int, spacing: float = 0) -> list:
+    """``count`` messages from ``pools`` pools in turn, expiring ``ttl`` s from now.
+
+    A pool's k-th message expires ``k * spacing`` seconds after its first: check 3 runs on
+    the times pools signed, so a node with a ``MinSigDelay`` needs them that far apart.
+    """
     keys = []
     for n in range(pools):
         cold = n.to_bytes(4, "big") * 8
@@ -108,7 +113,7 @@ def make_messages(count: int, pools: int, ttl: int) -> list:
     for i in range(count):
         cold_vk, kes, opcert = keys[i % pools]
         body = i.to_bytes(8, "big") * (BODY_SIZE // 8) + bytes(BODY_SIZE % 8)
-        messages.append(build_message(body, 0, expires, kes, opcert, cold_vk))
+        messages.append(build_message(body, 0, expires + int(i // pools * spacing), kes, opcert, cold_vk))
     return keys, messages
 
 

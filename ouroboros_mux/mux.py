@@ -7,10 +7,13 @@ channels round-robin so that one busy protocol cannot starve another, reassemble
 arrives into whole CBOR items, and enforces the per-channel ingress limits that bound
 what a peer can make us buffer.
 
-Egress has two paths. A channel sending while the mux has nothing else to write hands its
-SDUs to the socket at once, from the sending task (see :meth:`Mux._schedule`); anything
-that cannot go out that way waits for the writer task, which is only started the first
-time it is needed. A connection that answers one request and closes costs no writer task.
+Egress has two paths. A reply (the first send after the peer's bytes arrived, or a channel's
+first send after bytes arrived for it) sent while the mux has nothing else to write hands
+its SDUs to the socket at once, from the sending task (see :meth:`Mux._schedule`); what
+channels answering from the reader (``on_bytes``) queue while one read is delivered goes out
+in one write after it. Anything that cannot go out that way waits for the writer task, which
+is only started the first time it is needed. A connection that answers one request and
+closes costs no writer task.
 
 A mux serves exactly one connection. Every fatal condition ends that connection, wakes
 all its channels with :class:`~ouroboros_mux.channel.ChannelClosed`, and is raised from
@@ -116,6 +119,7 @@ class MuxChannel:
         "_closed",
         "_on_data",
         "_on_bytes",
+        "_owed",
         "bytes_in",
         "bytes_out",
         "sdus_in",
@@ -146,6 +150,9 @@ class MuxChannel:
         self._closed: ChannelClosed | None = None
         self._on_data: Callable[[], None] | None = None
         self._on_bytes: Callable[[], None] | None = None
+        # Bytes arrived since this channel last queued any: its next send answers them and
+        # may go out at once (see Mux._schedule).
+        self._owed = False
         self.bytes_in = 0
         self.bytes_out = 0
         self.sdus_in = 0
@@ -311,6 +318,7 @@ class MuxChannel:
             raise IngressQueueOverRun(self.protocol_num, self.mode is Mode.INITIATOR, self.ingress_limit,
                                       queued, size)
         framer.feed(payload)
+        self._owed = True
         self.bytes_in += size + SDU_HEADER_SIZE
         self.sdus_in += 1
         if self._on_data is not None:
@@ -380,11 +388,15 @@ class Mux:
         self._tail_sent: list[tuple[MuxChannel, int]] = []
         # The direct path needs a write that never waits (a socket's, or a stream's that offers one:
         # :attr:`Bearer.writes_without_waiting`). It is armed when the mux starts and whenever the
-        # peer's bytes arrive, and used once: a reply goes out at once, while a burst of sends
-        # is left to the writer, which packs it into full SDUs and large writes (a burst of
+        # peer's bytes arrive, and used once; a channel that got bytes since it last sent may
+        # also use it (its send answers them). So a reply goes out at once, while a burst of
+        # sends is left to the writer, which packs it into full SDUs and large writes (a burst of
         # direct writes would be one SDU and one system call per message).
         self._direct_capable = bearer.writes_without_waiting
         self._direct_armed = False
+        # True while the reader delivers one read's SDUs: what channels' ``on_bytes`` consumers
+        # send meanwhile is queued, and written once they all have run (one write per read).
+        self._delivering = False
         self._started = False
         self._stopping = False
         self._ended = False
@@ -520,11 +532,23 @@ class Mux:
         if self._ended or self.error is not None:
             return
         ready = self._ready
-        direct = self._direct_armed and not ready and not self._writing
         ready.append(channel)
+        owed, channel._owed = channel._owed, False
+        if self._delivering:
+            return  # the reader writes what its consumers queued once they have all run
+        direct = (self._direct_armed or owed and self._direct_capable) and len(ready) == 1 and not self._writing
         if direct and not self._write_directly():
             return
         if ready or self._writing:
+            self._wake_writer()
+
+    def _flush_delivered(self) -> None:
+        """After a read's delivery: write what the consumers queued, at once if the direct path allows."""
+        if self._ended or self.error is not None:
+            return
+        if self._direct_armed and not self._writing and not self._write_directly():
+            return
+        if self._ready or self._writing:
             self._wake_writer()
 
     def _write_directly(self) -> bool:
@@ -570,17 +594,24 @@ class Mux:
                 names = ", ".join(f"{ch.protocol_num} ({ch.mode.value})" for ch in running)
                 raise BearerClosed(f"peer closed the connection while mini-protocols {names} were still "
                                    f"running: {exc}") from exc
-            # The peer spoke: the next reply may go out directly (a reply queued by a
-            # channel's ``on_bytes`` consumer while these frames are delivered included).
+            # The peer spoke: the next reply may go out directly. What channels' ``on_bytes``
+            # consumers queue while these frames are delivered goes out in one write after them.
             self._direct_armed = self._direct_capable
-            for word, payload in frames:
-                channel = by_ingress.get(word)
-                if channel is None:
-                    protocol_num, from_responder = word & MAX_PROTOCOL_NUM, word > MAX_PROTOCOL_NUM
-                    if protocol_num in self._numbers:
-                        raise WrongDirection(protocol_num, from_responder)
-                    raise UnknownMiniProtocol(protocol_num, from_responder)
-                channel._deliver(payload)
+            queued = bool(self._ready)  # then the writer has been woken for it already
+            self._delivering = True
+            try:
+                for word, payload in frames:
+                    channel = by_ingress.get(word)
+                    if channel is None:
+                        protocol_num, from_responder = word & MAX_PROTOCOL_NUM, word > MAX_PROTOCOL_NUM
+                        if protocol_num in self._numbers:
+                            raise WrongDirection(protocol_num, from_responder)
+                        raise UnknownMiniProtocol(protocol_num, from_responder)
+                    channel._deliver(payload)
+            finally:
+                self._delivering = False
+            if self._ready and not queued:
+                self._flush_delivered()
 
     async def _write_loop(self) -> None:
         ready = self._ready

@@ -4,7 +4,9 @@ A protocol is a :class:`ProtocolSpec` (states with agency and limits, an initial
 the transition table, the codec). The sans-IO :class:`ProtocolMachine` applies it to what
 one peer (a :class:`Role`) sends and receives, and the trio :class:`Driver` runs that peer
 over any :class:`~ouroboros_mux.channel.MessageChannel`: a mux channel for the
-mini-protocols, the bare bearer for the handshake (which runs before the mux starts).
+mini-protocols, the bare bearer for the handshake (which runs before the mux starts). A peer
+whose rounds need no waiting can instead be run by the mux reader, its task asleep in a
+:class:`Handoff` until the reader hands it what needs waiting.
 It ranks between ``ouroboros_mux`` and ``handshake`` (docs/architecture.md 1) so that both
 the handshake and the mini-protocols can use it.
 """
@@ -19,6 +21,7 @@ from .errors import (
     ProtocolError,
     ProtocolViolation,
 )
+from .handoff import Handoff
 from .machine import ProtocolMachine
 from .spec import SMALL_BYTE_LIMIT, Codec, NextState, ProtocolSpec, StateSpec
 
@@ -35,6 +38,7 @@ __all__ = [
     "DriverEvent",
     "Direction",
     "as_driver",
+    "Handoff",
     "ProtocolError",
     "ProtocolViolation",
     "ExceededSizeLimit",

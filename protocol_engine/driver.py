@@ -85,21 +85,23 @@ class Driver:
 
     async def send(self, message: Any, *, pipelined: bool = False) -> None:
         """Send ``message`` from the current state (ProtocolViolation if not allowed)."""
-        self.machine.check_send(message, pipelined=pipelined)
+        machine = self.machine
+        checked = machine.check_send(message, pipelined=pipelined)
         raw = self.spec.codec.encode(message)
-        sent_in = self.machine.on_send(message, pipelined=pipelined)
+        sent_in = machine.record_send(checked)
         await self.channel.send(raw)
         if self._trace is not None:
             self._trace(DriverEvent(self.spec.name, Direction.SENT, sent_in, message, raw))
 
-    def send_nowait(self, message: Any) -> None:
-        """:meth:`send` (not pipelined) through a channel with ``send_nowait`` that has room now.
+    def send_nowait(self, message: Any, *, pipelined: bool = False) -> None:
+        """:meth:`send` through a channel with ``send_nowait`` that has room now.
 
         The caller has made sure of the room (``channel.send_nowait(b"")`` is true).
         """
-        self.machine.check_send(message)
+        machine = self.machine
+        checked = machine.check_send(message, pipelined=pipelined)
         raw = self.spec.codec.encode(message)
-        sent_in = self.machine.on_send(message)
+        sent_in = machine.record_send(checked)
         if not self.channel.send_nowait(raw):
             raise RuntimeError(f"{self.spec.name}: the channel had no room for a reply sent without waiting")
         if self._trace is not None:
@@ -158,13 +160,12 @@ class Driver:
     def recv_nowait(self) -> Any:
         """:meth:`recv` for a channel with ``take_message``, without waiting: None if no message is complete.
 
-        For a peer answering from the channel's reader (``MuxChannel.on_bytes``); only in a
-        state without a time limit, since nothing here waits.
+        For a peer run from the channel's reader (``MuxChannel.on_bytes``). Nothing here waits,
+        so in a state with a time limit the caller keeps the limit (:meth:`time_limit`).
         """
         spec = self.spec
         state = self.machine.receiving_state()
         limits = spec.states[state]
-        assert limits.time_limit is None, "a timed receive needs recv"
         try:
             raw = self.channel.take_message(limits.byte_limit)
         except MessageTooLarge as exc:
@@ -175,6 +176,11 @@ class Driver:
             return None
         return self._accept(state, raw)
 
+    def time_limit(self) -> tuple[enum.Enum, float | None]:
+        """The state the next message is received in, and the seconds it may take (None: no limit)."""
+        state = self.machine.receiving_state()
+        return state, self.spec.states[state].time_limit
+
     def _accept(self, state: enum.Enum, raw: bytes) -> Any:
         """Decode and check ``raw``, received in ``state``."""
         spec = self.spec
@@ -182,7 +188,7 @@ class Driver:
             message = self._decode(state, raw)
         except ValueError as exc:
             raise DecoderFailure(spec.name, state, raw, str(exc)) from None
-        self.machine.on_receive(message, raw)
+        self.machine.on_receive(message, raw, state)
         if self._trace is not None:
             self._trace(DriverEvent(spec.name, Direction.RECEIVED, state, message, raw))
         return message

@@ -86,8 +86,13 @@ class ProtocolMachine:
 
     def on_send(self, message: Any, *, pipelined: bool = False) -> enum.Enum:
         """Record that ``message`` was sent; return the state it was sent in."""
+        return self.record_send(self.check_send(message, pipelined=pipelined))
+
+    def record_send(self, checked: tuple[enum.Enum, enum.Enum | None]) -> enum.Enum:
+        """Record a send :meth:`check_send` allowed (its answer, nothing sent or received since);
+        return the state it was sent in."""
         sent_in = self._state
-        next_state, awaited = self.check_send(message, pipelined=pipelined)
+        next_state, awaited = checked
         if awaited is not None:
             self._outstanding.append(awaited)
         self._state = next_state
@@ -110,10 +115,14 @@ class ProtocolMachine:
                                     f"the {self.role.value} cannot receive: {holder} has agency")
         return state
 
-    def on_receive(self, message: Any, raw: bytes | None = None) -> enum.Enum:
-        """Record that ``message`` arrived; return the state it was received in."""
+    def on_receive(self, message: Any, raw: bytes | None = None, state: enum.Enum | None = None) -> enum.Enum:
+        """Record that ``message`` arrived; return the state it was received in.
+
+        ``state``: what :meth:`receiving_state` said, if the caller asked it since the last change.
+        """
         spec = self.spec
-        state = self.receiving_state()
+        if state is None:
+            state = self.receiving_state()
         try:
             spec.check_agency(state, self.role.peer, message)
             target = spec.next_state(state, message)

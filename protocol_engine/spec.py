@@ -91,6 +91,11 @@ class ProtocolSpec:
         # The tables never change: each pipelining answer is worked out once, on first use
         # (a pipelined send and each of its replies ask).
         object.__setattr__(self, "_reply_states", {})
+        # The driver asks these for every message: plain dicts, each answer one lookup. A
+        # transition's target is kept with whether it is a function of the message.
+        object.__setattr__(self, "_agency", {state: spec.agency for state, spec in self.states.items()})
+        object.__setattr__(self, "_targets", {key: (target, callable(target) and not isinstance(target, enum.Enum))
+                                              for key, target in self.transitions.items()})
 
     def _validate(self) -> None:
         if self.initial not in self.states:
@@ -112,10 +117,10 @@ class ProtocolSpec:
 
     # -- queries -----------------------------------------------------------------
     def agency(self, state: enum.Enum) -> Agency:
-        return self.states[state].agency
+        return self._agency[state]  # type: ignore[attr-defined]
 
     def is_terminal(self, state: enum.Enum) -> bool:
-        return self.states[state].agency is Agency.NOBODY
+        return self._agency[state] is Agency.NOBODY  # type: ignore[attr-defined]
 
     def messages_from(self, state: enum.Enum) -> frozenset[type]:
         """The message classes that may leave ``state``."""
@@ -126,15 +131,16 @@ class ProtocolSpec:
 
         Pure: no agency check (see :func:`check_agency`) and no side effect.
         """
-        target = self.transitions.get((state, type(message)))
-        if target is None:
+        known = self._targets.get((state, type(message)))  # type: ignore[attr-defined]
+        if known is None:
             if self.is_terminal(state):
                 reason = "the protocol has terminated"
             else:
                 allowed = ", ".join(sorted(t.__name__ for t in self.messages_from(state)))
                 reason = f"not valid in this state (valid: {allowed})"
             raise ProtocolViolation(self.name, state, message, reason)
-        if callable(target) and not isinstance(target, enum.Enum):
+        target, chosen = known
+        if chosen:
             target = target(message)
             if target not in self.states:
                 raise ValueError(f"{self.name}: transition function from {state} chose unknown state {target}")
@@ -142,7 +148,7 @@ class ProtocolSpec:
 
     def check_agency(self, state: enum.Enum, sender: Role, message: Any) -> None:
         """Raise ProtocolViolation unless ``sender`` holds agency in ``state``."""
-        agency = self.agency(state)
+        agency = self._agency[state]  # type: ignore[attr-defined]
         if agency is not sender.agency:
             holder = "nobody" if agency is Agency.NOBODY else f"the {agency.value}"
             raise ProtocolViolation(self.name, state, message,

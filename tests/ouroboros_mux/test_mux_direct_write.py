@@ -6,6 +6,7 @@ through a stream that is not a socket, which keeps the writer-task path for ever
 
 from __future__ import annotations
 
+import contextlib
 import socket
 
 import pytest
@@ -214,6 +215,17 @@ class SpawnCounter(trio.abc.Instrument):
         self.spawned.append(task.name)
 
 
+@contextlib.contextmanager
+def counting_spawns():
+    """The names of the tasks spawned inside the block."""
+    counter = SpawnCounter()
+    trio.lowlevel.add_instrument(counter)
+    try:
+        yield counter
+    finally:
+        trio.lowlevel.remove_instrument(counter)
+
+
 async def serve_one_request(reply: bytes, client) -> tuple[Mux, SpawnCounter]:
     """A responder mux answering one request with ``reply`` while ``client`` drives the far end."""
     ours, theirs = trio.socket.socketpair()
@@ -225,16 +237,11 @@ async def serve_one_request(reply: bytes, client) -> tuple[Mux, SpawnCounter]:
         await channel.send(reply)
         channel.finish()
 
-    counter = SpawnCounter()
-    trio.lowlevel.add_instrument(counter)
-    try:
-        with trio.fail_after(10):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(client, trio.SocketStream(theirs))
-                nursery.start_soon(responder)
-                await mux.run(nursery=nursery)
-    finally:
-        trio.lowlevel.remove_instrument(counter)
+    with counting_spawns() as counter, trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client, trio.SocketStream(theirs))
+            nursery.start_soon(responder)
+            await mux.run(nursery=nursery)
     return mux, counter
 
 
@@ -344,3 +351,84 @@ async def test_stop_without_a_writer_ends_at_once_and_with_one_flushes_first():
         assert mux.error is None
         assert b"".join(payload for _, _, payload in split_sdus(wire, stamp=None)) == big_bytes(size)
         await peer.aclose()
+
+
+async def test_replies_queued_while_a_read_is_delivered_leave_together_in_one_write():
+    """Consumers answering from the reader (``on_bytes``) queue their replies; the reader writes them all
+    at once when the read's SDUs are delivered: one write, no writer task."""
+    ours, theirs = trio.socket.socketpair()
+    mux = Mux(Bearer(trio.SocketStream(ours)), Provenance.INBOUND)
+    numbers = (7, 8, 9)
+    channels = {n: mux.register(n, Mode.RESPONDER, 1 << 20) for n in numbers}
+    writes = []
+    real_write = mux.bearer.try_write_parts
+
+    def counted(parts, sdu_count):
+        writes.append(sdu_count)
+        return real_write(parts, sdu_count)
+
+    mux.bearer.try_write_parts = counted
+
+    def answer(n):
+        def consume():
+            if channels[n].closed:  # called once more when the connection ends
+                return
+            while (request := channels[n].take_message()) is not None:
+                assert channels[n].send_nowait(b"\x82" + request[1:2] + bytes([0x40 + n]))
+        return consume
+
+    for n in numbers:
+        channels[n].on_bytes(answer(n))
+    peer = trio.SocketStream(theirs)
+    with counting_spawns() as counter, trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(mux.run)
+            await peer.send_all(b"".join(raw_sdu(n, False, b"\x81" + bytes([n])) for n in numbers))
+            wire = bytearray()
+            while len(wire) < 3 * (SDU_HEADER_SIZE + 3):
+                wire += await peer.receive_some()
+            mux.stop()
+    assert [(num, payload) for num, _, payload in split_sdus(bytes(wire), stamp=None)] == [
+        (n, b"\x82" + bytes([n, 0x40 + n])) for n in numbers]
+    assert writes == [3]
+    assert not any(name.endswith("Mux._guarded") for name in counter.spawned), counter.spawned  # no writer task
+    await peer.aclose()
+
+
+async def test_a_channel_answering_bytes_it_got_writes_at_once_after_another_used_the_direct_path():
+    """The first reply after a read may go out directly; so may each other channel's reply to bytes it
+    received since it last sent, from its own task, instead of waking a writer task."""
+    ours, theirs = trio.socket.socketpair()
+    mux = Mux(Bearer(trio.SocketStream(ours)), Provenance.INBOUND)
+    first, second = mux.register(7, Mode.RESPONDER, 1 << 20), mux.register(8, Mode.RESPONDER, 1 << 20)
+    taken = {}
+
+    async def answer(channel, name, after=None):
+        await channel.recv_message()
+        if after is not None:
+            await after.wait()
+        before = mux.bearer.bytes_out
+        await channel.send(b"\x81\x00")
+        taken[name] = mux.bearer.bytes_out - before
+        done[name].set()
+
+    done = {"first": trio.Event(), "second": trio.Event()}
+    peer = trio.SocketStream(theirs)
+    with counting_spawns() as counter, trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(mux.run)
+            nursery.start_soon(answer, first, "first")
+            nursery.start_soon(answer, second, "second", done["first"])
+            await peer.send_all(raw_sdu(7, False, b"\x80") + raw_sdu(8, False, b"\x80"))
+            await done["second"].wait()
+            assert first.send_nowait(b"\x80")  # nothing received since its last send: the writer's
+            assert mux.bearer.bytes_out == 2 * (SDU_HEADER_SIZE + 2)
+            wire = bytearray()
+            while len(wire) < 2 * (SDU_HEADER_SIZE + 2) + SDU_HEADER_SIZE + 1:
+                wire += await peer.receive_some()
+            mux.stop()
+    # The writer, for the last send only.
+    assert sum(name.endswith("Mux._guarded") for name in counter.spawned) == 1, counter.spawned
+    assert taken == {"first": SDU_HEADER_SIZE + 2, "second": SDU_HEADER_SIZE + 2}
+    assert [num for num, _, _ in split_sdus(bytes(wire), stamp=None)] == [7, 8, 7]
+    await peer.aclose()

@@ -13,17 +13,33 @@ every claim the node registered is given back exactly once through
 :meth:`SigSink.release`, including when the protocol dies with an error or is cancelled.
 Received messages reach :meth:`SigSink.accept` in announcement order; a
 :class:`~dmq.diffusion.sig_submission.interfaces.DisconnectPeer` it raises ends the run.
+
+The loop is written once, as a generator that yields what it needs done (send a request,
+receive the next reply, hand a batch to the node), and run one of two ways. Over a mux
+channel, the mux reader runs it as replies arrive (``MuxChannel.on_bytes``): a reply is taken
+with ``Driver.recv_nowait`` and the next requests are queued with ``send_nowait``, with no task
+switch per reply; each reply wait keeps its state's time limit, counted from when the loop
+starts waiting for it, as ``Driver.recv`` counts it. What needs waiting (the node's
+``accept``, room in a full send buffer) is handed to the peer's task
+(:class:`~protocol_engine.Handoff`), which does it and gives the loop back to the
+reader; so are the loop's end and any error, which the task returns or raises. Over any other channel the task runs the loop with
+``Driver.send`` and ``Driver.recv``. Either way the requests, their order and the windows are
+the same.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from collections.abc import Generator
+
+import trio
 
 from ouroboros_mux.channel import MessageChannel
 
-from miniprotocols.framework import Driver, as_driver
+from miniprotocols.framework import Driver, ExceededTimeLimit, Handoff, as_driver
 from miniprotocols.sig_submission.dialect import Dialect, Side
-from .pull_window import BodyBatch, PullWindow
+from .pull_window import BodiesOutcome, BodyBatch, PullWindow
 from .interfaces import SigSink
 from miniprotocols.sig_submission.limits import (
     BYTES_IN_FLIGHT_PER_PEER,
@@ -33,6 +49,16 @@ from miniprotocols.sig_submission.limits import (
 from .policy import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
 
 __all__ = ["PullingPeer"]
+
+#: What the loop yields: ``(_SEND, message, pipelined)``, ``(_RECV,)`` (it is sent the reply),
+#: ``(_ACCEPT, outcome)`` (a bodies reply settled messages for the node).
+_SEND, _RECV, _ACCEPT = "send", "recv", "accept"
+_RECEIVE = (_RECV,)
+#: What the reader hands to the task beside a step of the loop: the loop's end, or an error.
+_STEP, _END, _FAILED = "step", "end", "failed"
+
+Step = tuple
+Loop = Generator[Step, object, None]
 
 
 class PullingPeer:
@@ -56,6 +82,13 @@ class PullingPeer:
         #: Messages handed to the sink, and ids the peer omitted from its replies.
         self.accepted = 0
         self.omitted = 0
+        # Run from the reader: the loop, the step it waits on (None: it is owed ``_result``),
+        # and the time limit of the reply it waits for (None: not waiting for one).
+        self._loop: Loop | None = None
+        self._step: Step | None = None
+        self._result: object = None
+        self._timed: tuple | None = None
+        self._handoff: Handoff | None = None
 
     def stop(self) -> None:
         """Stop asking; once every outstanding reply is in, end the run.
@@ -77,65 +110,148 @@ class PullingPeer:
                 self.sink.release(claimed)
 
     async def _run(self) -> None:
+        if self.dialect.init is not None:
+            await self.driver.recv()  # MsgInit: the table allows nothing else first
+        channel = self.driver.channel
+        if hasattr(getattr(channel, "channel", channel), "on_bytes"):
+            await self._run_from_reader(channel)
+        else:
+            await self._run_in_task()
+
+    # -- the loop ----------------------------------------------------------------------
+    def _pull(self) -> Loop:
         dialect = self.dialect
         window = self.window
-        if dialect.init is not None:
-            await self.driver.recv()  # MsgInit: the table allows nothing else first
+        expected = self._expected
         while True:
-            if not self._expected:
+            if not expected:
                 if self._stopping:
                     if dialect.done_by is Side.PULLING:
-                        await self.driver.send(dialect.done())
+                        yield _SEND, dialect.done(), False
                     return
                 if window.can_request_bodies():
-                    await self._request_bodies()
-                elif not await self._blocking_request():
-                    return
+                    yield from self._request_bodies()
+                else:
+                    # Every announced id acknowledged, nothing outstanding: the one request that blocks.
+                    ack, req = window.blocking_request()
+                    yield _SEND, dialect.request_ids(True, ack, req), False
+                    reply = yield _RECEIVE
+                    if isinstance(reply, dialect.done):
+                        return  # the V1 serving peer ended the protocol
+                    if dialect.reply_no_ids is not None and isinstance(reply, dialect.reply_no_ids):
+                        window.on_no_ids(req)
+                    else:
+                        window.on_ids_reply(req, reply.ids, self.sink.wanted)
             elif not self._stopping and window.can_request_bodies():
-                await self._request_bodies()
+                yield from self._request_bodies()
             else:
-                await self._collect()
+                kind, detail = expected.popleft()
+                reply = yield _RECEIVE
+                if kind == "ids":
+                    window.on_ids_reply(detail, reply.ids, self.sink.wanted)
+                    continue
+                outcome = window.on_bodies_reply(detail, reply.messages)
+                if outcome.omitted:
+                    self.omitted += len(outcome.omitted)
+                    self.sink.release(outcome.omitted)
+                if outcome.ready:
+                    yield _ACCEPT, outcome
 
-    async def _request_bodies(self) -> None:
+    def _request_bodies(self) -> Loop:
+        """A body request and, right behind it, a non-blocking request for more ids if one is useful."""
         window = self.window
         batch = window.next_batch()
-        await self.driver.send(self.dialect.request_bodies(batch.ids), pipelined=True)
+        yield _SEND, self.dialect.request_bodies(batch.ids), True
         self._expected.append(("bodies", batch))
         more = window.non_blocking_request()
         if more is not None:
             ack, req = more
-            await self.driver.send(self.dialect.request_ids(False, ack, req), pipelined=True)
+            yield _SEND, self.dialect.request_ids(False, ack, req), True
             self._expected.append(("ids", req))
 
-    async def _blocking_request(self) -> bool:
-        """Ask for ids and wait; False when the V1 serving peer ended the protocol instead."""
-        dialect = self.dialect
-        ack, req = self.window.blocking_request()
-        await self.driver.send(dialect.request_ids(True, ack, req))
-        reply = await self.driver.recv()
-        if isinstance(reply, dialect.done):
-            return False
-        if dialect.reply_no_ids is not None and isinstance(reply, dialect.reply_no_ids):
-            self.window.on_no_ids(req)
-        else:
-            self.window.on_ids_reply(req, reply.ids, self.sink.wanted)
-        return True
+    async def _accept(self, outcome: BodiesOutcome) -> None:
+        try:
+            await self.sink.accept(list(outcome.ready))
+            self.accepted += len(outcome.ready)
+        finally:
+            self.sink.release(outcome.ready_ids)
 
-    async def _collect(self) -> None:
-        kind, detail = self._expected.popleft()
-        reply = await self.driver.recv()
-        if kind == "ids":
-            assert isinstance(detail, int)
-            self.window.on_ids_reply(detail, reply.ids, self.sink.wanted)
-            return
-        assert isinstance(detail, BodyBatch)
-        outcome = self.window.on_bodies_reply(detail, reply.messages)
-        if outcome.omitted:
-            self.omitted += len(outcome.omitted)
-            self.sink.release(outcome.omitted)
-        if outcome.ready:
+    async def _do(self, step: Step) -> object:
+        """Do one step of the loop in the task; return what the loop is owed for it."""
+        kind = step[0]
+        if kind is _SEND:
+            await self.driver.send(step[1], pipelined=step[2])
+            return None
+        if kind is _RECV:
+            return await self.driver.recv()
+        await self._accept(step[1])
+        return None
+
+    async def _run_in_task(self) -> None:
+        loop = self._pull()
+        result = None
+        while True:
             try:
-                await self.sink.accept(list(outcome.ready))
-                self.accepted += len(outcome.ready)
-            finally:
-                self.sink.release(outcome.ready_ids)
+                step = loop.send(result)
+            except StopIteration:
+                return
+            result = await self._do(step)
+
+    # -- run from the mux reader ---------------------------------------------------------
+    async def _run_from_reader(self, channel) -> None:
+        self._loop = self._pull()
+        self._step = None
+        self._result = None
+        handoff = self._handoff = Handoff(channel, self._consume)
+        while True:
+            handed = await handoff.wait()
+            if handed is None:  # the reply did not come within its state's time limit
+                state, limit = self._timed
+                raise ExceededTimeLimit(self.driver.spec.name, state, limit)
+            kind, value = handed
+            if kind is _END:
+                return
+            if kind is _FAILED:
+                raise value
+            self._result = await self._do(value)
+            self._step = None
+
+    def _consume(self) -> None:
+        """In the reader: run the loop as far as replies here and room to send allow; hand over the rest."""
+        handoff = self._handoff
+        if handoff.handed:
+            return
+        driver = self.driver
+        loop = self._loop
+        step = self._step
+        try:
+            while True:
+                if step is not None:
+                    kind = step[0]
+                    if kind is _RECV:
+                        reply = driver.recv_nowait()
+                        if reply is None:
+                            if self._timed is None:
+                                self._wait_for_reply()
+                            return
+                        if self._timed is not None:
+                            self._timed = None
+                            handoff.deadline = math.inf
+                        self._result = reply
+                    elif kind is _SEND and driver.channel.send_nowait(b""):
+                        driver.send_nowait(step[1], pipelined=step[2])
+                        self._result = None
+                    else:
+                        handoff.hand_over(_STEP, step)
+                        return
+                step = self._step = loop.send(self._result)
+        except StopIteration:
+            handoff.hand_over(_END, None)
+        except Exception as exc:  # raised again from the peer's task, as its own receive or send would
+            handoff.hand_over(_FAILED, exc)
+
+    def _wait_for_reply(self) -> None:
+        """The loop starts waiting for the next reply: its state's time limit starts now, as in ``Driver.recv``."""
+        state, limit = self._timed = self.driver.time_limit()
+        if limit is not None:
+            self._handoff.wake_by(trio.current_time() + limit)

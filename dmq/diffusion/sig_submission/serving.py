@@ -18,7 +18,7 @@ import trio
 
 from ouroboros_mux.channel import MessageChannel
 
-from miniprotocols.framework import Driver, as_driver
+from miniprotocols.framework import Driver, Handoff, as_driver
 from miniprotocols.framework.cbor_write import CheckedItems
 from miniprotocols.sig_submission.dialect import Dialect, Side
 from .interfaces import SigSource
@@ -54,14 +54,11 @@ class ServingPeer:
         self.window = ServeWindow(dialect.version, window=window, position=start_position)
         self._stopping = False
         self._blocked: trio.CancelScope | None = None
-        # What the reader handed over to the task: (_REQUEST or _CHECKED, request) or (_FAILED, exception).
-        self._handed: tuple[str, object] | None = None
-        self._wake = trio.lowlevel.ParkingLot()
-        # A blocking request for ids parked in the mempool (its publish answers it), the deadline
-        # of its V2 MsgReplyNoSigIds, and the scope the task sleeps in meanwhile.
+        # What the reader hands over to the task: (_REQUEST or _CHECKED, request) or (_FAILED, exception);
+        # its deadline is the V2 MsgReplyNoSigIds of a parked request.
+        self._handoff: Handoff | None = None
+        # A blocking request for ids parked in the mempool (its publish answers it).
         self._parked = None
-        self._deadline = math.inf
-        self._asleep: trio.CancelScope | None = None
         self._publish_hook = getattr(source, "call_on_publish", None)
 
     def stop(self) -> None:
@@ -77,7 +74,7 @@ class ServingPeer:
             self._blocked.cancel()
         if self._parked is not None:
             request, self._parked = self._parked, None
-            self._hand_over(_CHECKED, request)
+            self._handoff.hand_over(_CHECKED, request)
 
     async def run(self) -> None:
         """Serve until the protocol ends (V2: the pulling peer's ``MsgDone``; V1: :meth:`stop`)."""
@@ -119,34 +116,26 @@ class ServingPeer:
 
         Raises what the reader's receive or answer raised (a protocol error, the channel's end).
         """
-        channel = self.driver.channel
-        channel.on_bytes(self._consume)
+        handoff = self._handoff
+        if handoff is None:
+            handoff = self._handoff = Handoff(self.driver.channel, self._consume)
         try:
-            self._consume()  # what is already buffered
-            while self._handed is None:
-                with trio.CancelScope(deadline=self._deadline) as self._asleep:
-                    await self._wake.park()
-                if self._asleep.cancelled_caught and self._parked is not None:
-                    # The V2 blocking timeout: nothing was published for the parked request.
-                    request, self._parked = self._parked, None
-                    self._deadline = math.inf
-                    channel.on_bytes(None)
-                    await self.driver.send(self.dialect.reply_no_ids())
-                    channel.on_bytes(self._consume)
-                    self._consume()
+            while (handed := await handoff.wait()) is None:
+                # The V2 blocking timeout: nothing was published for the parked request.
+                self._parked = None
+                handoff.deadline = math.inf
+                await self.driver.send(self.dialect.reply_no_ids())
         finally:
-            self._asleep = None
             self._parked = None
-            self._deadline = math.inf
-            channel.on_bytes(None)
-        (kind, value), self._handed = self._handed, None
+            handoff.deadline = math.inf
+        kind, value = handed
         if kind is _FAILED:
             raise value
         return value, kind is _CHECKED
 
     def _consume(self) -> None:
         """In the reader: answer every complete request that needs no waiting; hand over the first other."""
-        if self._handed is not None or self._parked is not None:
+        if self._handoff.handed or self._parked is not None:
             return
         driver = self.driver
         dialect = self.dialect
@@ -164,18 +153,18 @@ class ServingPeer:
                     reply = self._ids_reply_now(request)
                     if reply is None:
                         if self._stopping or self._publish_hook is None:
-                            self._hand_over(_CHECKED, request)
+                            self._handoff.hand_over(_CHECKED, request)
                         else:
                             self._park(request)
                         return
                 else:
                     reply = None
                 if reply is None:
-                    self._hand_over(_REQUEST, request)
+                    self._handoff.hand_over(_REQUEST, request)
                     return
                 driver.send_nowait(reply)
         except Exception as exc:  # raised again from the peer's task, as its own receive or send would
-            self._hand_over(_FAILED, exc)
+            self._handoff.hand_over(_FAILED, exc)
 
     def _ids_reply_now(self, request):
         """Check a request for ids and build its reply; None if it must wait (or meets a V1 stop)."""
@@ -192,15 +181,14 @@ class ServingPeer:
         """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""
         self._parked = request
         if self.blocking_timeout is not None:
-            self._deadline = trio.current_time() + self.blocking_timeout
-            if self._asleep is not None:
-                self._asleep.deadline = self._deadline
+            self._handoff.wake_by(trio.current_time() + self.blocking_timeout)
         self._publish_hook(self._on_published)
 
     def _on_published(self) -> None:
         """In the publishing task: answer the parked request if the mempool now has ids for it."""
         request = self._parked
-        if request is None or self._handed is not None:
+        handoff = self._handoff
+        if request is None or handoff.handed:
             return
         try:
             entries = self.source.ids_after(self.window.position, request.req)
@@ -208,22 +196,15 @@ class ServingPeer:
                 self._publish_hook(self._on_published)
                 return
             self._parked = None
-            self._deadline = math.inf
-            if self._asleep is not None:
-                self._asleep.deadline = math.inf
+            handoff.deadline = math.inf
             if not self.driver.channel.send_nowait(b""):
-                self._hand_over(_CHECKED, request)
+                handoff.hand_over(_CHECKED, request)
                 return
             self.driver.send_nowait(self.dialect.reply_ids(self.window.announce(entries)))
         except Exception as exc:  # raised again from the peer's task
-            self._hand_over(_FAILED, exc)
+            handoff.hand_over(_FAILED, exc)
             return
         self._consume()
-
-    def _hand_over(self, kind: str, value) -> None:
-        self._handed = (kind, value)
-        self.driver.channel.on_bytes(None)
-        self._wake.unpark_all()
 
     def _bodies_reply(self, request):
         self.window.on_request_bodies(request.ids)

@@ -12,8 +12,11 @@ from collections import Counter
 
 import cbor2
 import trio
+import trio.testing
 
 from dmq.diffusion.sig_submission import DisconnectPeer
+from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM, Side
+from ouroboros_mux import Bearer, Mode, Mux, MuxChannel, Provenance
 
 
 def h(text: str) -> bytes:
@@ -138,6 +141,23 @@ class RecordingSink:
     @property
     def outstanding_claims(self) -> list[bytes]:
         return [i for i, n in self.claims.items() if n]
+
+
+def mux_channel_pair(dialect, nursery: trio.Nursery) -> tuple[MuxChannel, MuxChannel]:
+    """The pulling and the serving peer's channels through two real muxes over an in-memory byte stream.
+
+    The muxes run in ``nursery``; each peer's instance is the one the version gives its job
+    (docs/protocol/node-to-node.md 9.1), so over these channels both peers run from their mux readers.
+    """
+    pulling_stream, serving_stream = trio.testing.memory_stream_pair()
+    pulling_mux = Mux(Bearer(pulling_stream), Provenance.OUTBOUND)
+    serving_mux = Mux(Bearer(serving_stream), Provenance.INBOUND)
+    initiates = dialect.initiator_side is Side.PULLING
+    pulling = pulling_mux.register(PROTOCOL_NUM, Mode.INITIATOR if initiates else Mode.RESPONDER, INGRESS_LIMIT)
+    serving = serving_mux.register(PROTOCOL_NUM, Mode.RESPONDER if initiates else Mode.INITIATOR, INGRESS_LIMIT)
+    nursery.start_soon(pulling_mux.run)
+    nursery.start_soon(serving_mux.run)
+    return pulling, serving
 
 
 def _leaves(error: BaseException):

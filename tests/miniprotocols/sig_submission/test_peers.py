@@ -25,7 +25,7 @@ from dmq.diffusion.sig_submission import (
 from miniprotocols.sig_submission_v2 import MsgReplyNoSigIds, MsgRequestSigIds
 from ouroboros_mux.channel import memory_channel_pair
 
-from .helpers import ListSigSource, RecordingSink, make_message, message_id, run_together
+from .helpers import ListSigSource, RecordingSink, make_message, message_id, mux_channel_pair, run_together
 
 
 class WireLog:
@@ -48,8 +48,8 @@ class WireLog:
                 if e.direction is Direction.RECEIVED and (cls is None or isinstance(e.message, cls))]
 
 
-def pair(dialect, source, sink, *, serving_options=None, **pulling_options):
-    a, b = memory_channel_pair(11)
+def pair(channels, dialect, source, sink, *, serving_options=None, **pulling_options):
+    a, b = channels(dialect)
     log = WireLog()
     pulling_driver = Driver(a, dialect.spec, dialect.pulling_role, trace=log)
     log.driver = pulling_driver
@@ -94,10 +94,10 @@ async def run_until(dialect, pulling, serving, sink, count):
         finish(dialect, pulling, serving)
 
 
-async def test_all_messages_arrive_once_in_order_through_the_window(dialect, autojump_clock):
+async def test_all_messages_arrive_once_in_order_through_the_window(channels, dialect, autojump_clock):
     messages = [make_message(n) for n in range(300)]
     source, sink = ListSigSource(messages), RecordingSink()
-    pulling, serving, log = pair(dialect, source, sink)
+    pulling, serving, log = pair(channels, dialect, source, sink)
     await run_until(dialect, pulling, serving, sink, len(messages))
     assert sink.accepted == messages
     assert sink.outstanding_claims == [] and sorted(sink.released) == sorted(map(message_id, messages))
@@ -110,11 +110,11 @@ async def test_all_messages_arrive_once_in_order_through_the_window(dialect, aut
     assert requested == [message_id(m) for m in messages]
 
 
-async def test_messages_added_while_the_protocol_runs(dialect, autojump_clock):
+async def test_messages_added_while_the_protocol_runs(channels, dialect, autojump_clock):
     first = [make_message(n) for n in range(5)]
     later = [make_message(n) for n in range(5, 205)]
     source, sink = ListSigSource(first), RecordingSink()
-    pulling, serving, log = pair(dialect, source, sink)
+    pulling, serving, log = pair(channels, dialect, source, sink)
 
     async def grow():
         for start in range(0, len(later), 7):
@@ -133,14 +133,14 @@ async def test_messages_added_while_the_protocol_runs(dialect, autojump_clock):
     assert len(log.sent(dialect.request_ids)) > 20
 
 
-async def test_expired_messages_are_never_announced_or_are_omitted(dialect, autojump_clock):
+async def test_expired_messages_are_never_announced_or_are_omitted(channels, dialect, autojump_clock):
     messages = [make_message(n) for n in range(60)]
     source, sink = ListSigSource(messages), RecordingSink()
     never = {message_id(messages[i]) for i in (0, 7, 59)}
     source.expire(*never)
     late = {message_id(messages[i]) for i in (3, 33, 40)}
     source.expire_when_announced.update(late)
-    pulling, serving, log = pair(dialect, source, sink)
+    pulling, serving, log = pair(channels, dialect, source, sink)
     expected = [m for m in messages if message_id(m) not in never | late]
     await run_until(dialect, pulling, serving, sink, len(expected))
     assert sink.accepted == expected
@@ -150,11 +150,11 @@ async def test_expired_messages_are_never_announced_or_are_omitted(dialect, auto
     assert sink.outstanding_claims == []
 
 
-async def test_ids_the_node_holds_are_acknowledged_without_fetching(dialect, autojump_clock):
+async def test_ids_the_node_holds_are_acknowledged_without_fetching(channels, dialect, autojump_clock):
     messages = [make_message(n) for n in range(40)]
     held = {message_id(m) for m in messages[::3]}
     source, sink = ListSigSource(messages), RecordingSink(holds=held)
-    pulling, serving, log = pair(dialect, source, sink)
+    pulling, serving, log = pair(channels, dialect, source, sink)
     expected = [m for m in messages if message_id(m) not in held]
     await run_until(dialect, pulling, serving, sink, len(expected))
     assert sink.accepted == expected
@@ -163,19 +163,19 @@ async def test_ids_the_node_holds_are_acknowledged_without_fetching(dialect, aut
     check_window_discipline(log, dialect)
 
 
-async def test_sizes_are_announced_exactly(dialect, autojump_clock):
+async def test_sizes_are_announced_exactly(channels, dialect, autojump_clock):
     messages = [make_message(n, body_size=90 + 17 * n) for n in range(20)]
     source, sink = ListSigSource(messages), RecordingSink()
-    pulling, serving, log = pair(dialect, source, sink)
+    pulling, serving, log = pair(channels, dialect, source, sink)
     await run_until(dialect, pulling, serving, sink, len(messages))
     announced = [pair for reply in log.received(dialect.reply_ids) for pair in reply.ids]
     assert announced == [(message_id(m), len(m)) for m in messages]
 
 
-async def test_v2_blocking_request_gets_no_ids_after_17_seconds(autojump_clock):
+async def test_v2_blocking_request_gets_no_ids_after_17_seconds(channels, autojump_clock):
     v2 = sig_submission_v2.DIALECT
     source, sink = ListSigSource(), RecordingSink()
-    pulling, serving, log = pair(v2, source, sink)
+    pulling, serving, log = pair(channels, v2, source, sink)
     late = make_message(1)
 
     async def add_later():
@@ -196,10 +196,10 @@ async def test_v2_blocking_request_gets_no_ids_after_17_seconds(autojump_clock):
     assert sink.accepted == [late]
 
 
-async def test_v1_blocking_request_waits_as_long_as_it_takes(autojump_clock):
+async def test_v1_blocking_request_waits_as_long_as_it_takes(channels, autojump_clock):
     v1 = sig_submission_v1.DIALECT
     source, sink = ListSigSource(), RecordingSink()
-    pulling, serving, log = pair(v1, source, sink)
+    pulling, serving, log = pair(channels, v1, source, sink)
     late = make_message(1)
 
     async def add_later():
@@ -218,27 +218,27 @@ async def test_v1_blocking_request_waits_as_long_as_it_takes(autojump_clock):
     assert isinstance(log.received()[-1], v1.done)
 
 
-async def test_v2_serving_peer_too_slow_for_the_20_second_limit(autojump_clock):
+async def test_v2_serving_peer_too_slow_for_the_20_second_limit(channels, autojump_clock):
     v2 = sig_submission_v2.DIALECT
     source, sink = ListSigSource(), RecordingSink()
-    pulling, serving, log = pair(v2, source, sink, serving_options={"blocking_timeout": 25})
+    pulling, serving, log = pair(channels, v2, source, sink, serving_options={"blocking_timeout": 25})
     with pytest.raises(ExceededTimeLimit) as info:
         await run_together(serving.run, pulling.run)
     assert info.value.limit == 20.0 and trio.current_time() == 20.0
 
 
-async def test_a_disconnect_verdict_ends_the_pulling_peer_and_releases_its_claims(dialect, autojump_clock):
+async def test_a_disconnect_verdict_ends_the_pulling_peer_and_releases_its_claims(channels, dialect, autojump_clock):
     messages = [make_message(n) for n in range(100)]
     source = ListSigSource(messages)
     sink = RecordingSink(disconnect_on={message_id(messages[40])})
-    pulling, serving, _ = pair(dialect, source, sink)
+    pulling, serving, _ = pair(channels, dialect, source, sink)
     with pytest.raises(DisconnectPeer, match="InvalidSigId"):
         await run_together(serving.run, pulling.run)
     assert messages[40] in sink.accepted
     assert sink.outstanding_claims == []
 
 
-async def test_a_message_fetched_from_one_peer_is_not_fetched_from_another(dialect, autojump_clock):
+async def test_a_message_fetched_from_one_peer_is_not_fetched_from_another(channels, dialect, autojump_clock):
     messages = [make_message(n) for n in range(120)]
     registry = InFlightRegistry()
     mempool: list[bytes] = []
@@ -257,7 +257,7 @@ async def test_a_message_fetched_from_one_peer_is_not_fetched_from_another(diale
     peers = []
     for name in ("a", "b", "c"):
         sink = ClaimingSink(registry, name, holds=held.__contains__, accept=accept)
-        a, b = memory_channel_pair(11)
+        a, b = channels(dialect)
         peers.append((PullingPeer(dialect, a, sink), ServingPeer(dialect, b, ListSigSource(messages))))
     async with trio.open_nursery() as nursery:
         for pulling, serving in peers:
@@ -271,10 +271,10 @@ async def test_a_message_fetched_from_one_peer_is_not_fetched_from_another(diale
     assert sum(pulling.accepted for pulling, _ in peers) == len(messages)
 
 
-async def test_a_narrow_window_is_respected_by_both_sides(dialect, autojump_clock):
+async def test_a_narrow_window_is_respected_by_both_sides(channels, dialect, autojump_clock):
     messages = [make_message(n) for n in range(200)]
     source, sink = ListSigSource(messages), RecordingSink()
-    pulling, serving, log = pair(dialect, source, sink, serving_options={"window": 40},
+    pulling, serving, log = pair(channels, dialect, source, sink, serving_options={"window": 40},
                                  window=40, max_ids_per_request=30)
     await run_until(dialect, pulling, serving, sink, len(messages))
     assert sink.accepted == messages
@@ -283,8 +283,8 @@ async def test_a_narrow_window_is_respected_by_both_sides(dialect, autojump_cloc
 
 
 @pytest.mark.parametrize("stall", ["bodies", "ids"])
-async def test_replies_owed_within_10_seconds(dialect, stall, autojump_clock):
-    a, b = memory_channel_pair(11)
+async def test_replies_owed_within_10_seconds(channels, dialect, stall, autojump_clock):
+    a, b = channels(dialect)
     sink = RecordingSink()
     pulling = PullingPeer(dialect, a, sink)
     scripted = Driver(b, dialect.spec, dialect.serving_role)
@@ -309,6 +309,34 @@ async def test_replies_owed_within_10_seconds(dialect, stall, autojump_clock):
     assert info.value.state is expected
     assert sink.outstanding_claims == []
     assert sink.accepted == (messages if stall == "ids" else [])
+
+
+async def test_the_pulling_peer_asks_the_same_from_its_mux_reader_as_from_its_task(dialect, nursery, autojump_clock):
+    """Byte for byte the same requests in the same order, whether the loop runs in the task (in-memory
+    channels) or in the mux reader: held, expired and late ids, a narrow window, bodies pipelined."""
+    messages = [make_message(n, body_size=90 + 7 * n) for n in range(150)]
+    held = {message_id(m) for m in messages[::4]}
+    expired = {message_id(messages[i]) for i in (1, 50, 149)}
+    late = {message_id(messages[i]) for i in (2, 66)}
+    runs = []
+    for channels in (lambda d: memory_channel_pair(11), lambda d: mux_channel_pair(d, nursery)):
+        source, sink = ListSigSource(messages), RecordingSink(holds=held)
+        source.expire(*expired)
+        source.expire_when_announced.update(late)
+        pulling, serving, log = pair(channels, dialect, source, sink, serving_options={"window": 60},
+                                     window=60, max_ids_per_request=20)
+        expected = [m for m in messages if message_id(m) not in held | expired | late]
+        async with trio.open_nursery() as peers:
+            peers.start_soon(serving.run)
+            peers.start_soon(pulling.run)
+            await sink.wait_for(len(expected))
+            await trio.sleep(5)  # until the pulling peer waits on its last blocking request (the clock jumps)
+            runs.append([dialect.spec.codec.encode(m) for m in log.sent()])
+            finish(dialect, pulling, serving)
+        assert sink.accepted == expected and sink.outstanding_claims == []
+        check_window_discipline(log, dialect)
+    in_task, from_reader = runs
+    assert from_reader == in_task and len(in_task) >= 15
 
 
 def test_which_instance_does_which_job():

@@ -35,7 +35,7 @@ from ouroboros_mux import Bearer, Mode, Mux
 from ouroboros_mux import Provenance
 from ouroboros_mux.channel import memory_channel_pair
 
-from .helpers import ListSigSource, RecordingSink, make_message, message_id, run_together
+from .helpers import ListSigSource, RecordingSink, make_message, message_id, mux_channel_pair, run_together
 
 MESSAGES = [make_message(n) for n in range(40)]
 IDS = [message_id(m) for m in MESSAGES]
@@ -453,3 +453,59 @@ async def test_over_a_mux_a_blocking_request_is_answered_by_the_mempool_or_times
     assert serving.driver.done
     serving_steps = [n for name, n in steps.steps.items() if name.endswith("ServingPeer.run")]
     assert serving_steps and serving_steps[0] < 10, steps.steps
+
+
+# -- pulling over a real mux: replies taken in the connection's reader -------------------------
+
+@pytest.mark.parametrize("script, error, names", PULLING_CASES, ids=[c[0].__name__ for c in PULLING_CASES])
+async def test_pulling_refuses_over_a_mux(dialect, script, error, names, nursery):
+    """A broken rule found in the reader is raised from the pulling peer's task, its claims given back."""
+    sink = RecordingSink(holds={IDS[2]})
+    pulling_channel, serving_channel = mux_channel_pair(dialect, nursery)
+    pulling = PullingPeer(dialect, pulling_channel, sink)
+    scripted = Driver(serving_channel, dialect.spec, dialect.serving_role)
+    with pytest.raises(error) as info:
+        with trio.fail_after(30):
+            await run_together(pulling.run, lambda: script(dialect, scripted))
+    assert type(info.value) is error
+    assert info.value.reference_name == names[dialect.version]
+    assert sink.accepted == [] and sink.outstanding_claims == []
+
+
+async def test_over_a_mux_the_pulling_task_sleeps_through_id_rounds(dialect, nursery):
+    """Id replies are taken in by the reader, which sends the next request: the pulling task runs a few
+    steps, not one per reply; it wakes for the batches it hands to the node."""
+    sink = RecordingSink(holds=set(IDS[:30]))  # announced, acknowledged, never fetched
+    pulling_channel, serving_channel = mux_channel_pair(dialect, nursery)
+    pulling = PullingPeer(dialect, pulling_channel, sink)
+    scripted = Driver(serving_channel, dialect.spec, dialect.serving_role)
+    steps = _TaskSteps()
+
+    async def serving():
+        request = await start(dialect, scripted)
+        for n in range(30):
+            assert request.blocking and request.ack == (0 if n == 0 else 1)
+            await scripted.send(dialect.reply_ids(((IDS[n], len(MESSAGES[n])),)))
+            request = await scripted.recv()
+        await scripted.send(dialect.reply_ids(((IDS[30], len(MESSAGES[30])),)))
+        assert await scripted.recv() == dialect.request_bodies((IDS[30],))
+        await scripted.send(dialect.reply_bodies((MESSAGES[30],)))
+        assert await scripted.recv() == dialect.request_ids(False, 0, 33)  # pipelined behind the bodies
+        await scripted.send(dialect.reply_ids(()))
+        assert await scripted.recv() == dialect.request_ids(True, 1, 33)
+        if dialect.done_by is Side.PULLING:
+            pulling.stop()  # the blocking request is answered first, then MsgDone
+            await scripted.send(dialect.reply_no_ids())
+            assert await scripted.recv() == dialect.done()
+        else:
+            await scripted.send(dialect.done())
+
+    trio.lowlevel.add_instrument(steps)
+    try:
+        with trio.fail_after(30):
+            await run_together(pulling.run, serving)
+    finally:
+        trio.lowlevel.remove_instrument(steps)
+    assert sink.accepted == [MESSAGES[30]] and sink.outstanding_claims == []
+    pulling_steps = [n for name, n in steps.steps.items() if name.endswith("PullingPeer.run")]
+    assert pulling_steps and pulling_steps[0] < 10, steps.steps
