@@ -122,7 +122,8 @@ def _run_registration(args: argparse.Namespace, options, say) -> int:
                             attempt_timeout=args.attempt_timeout, spread=args.spread, electors=args.electors,
                             equivocators=args.equivocators, quorum=args.quorum)
     try:
-        report = run_registration_simnet(options, plan, assemble_node, say=say)
+        # The report so far is written after each epoch: a long run that is stopped keeps its rounds.
+        report = run_registration_simnet(options, plan, assemble_node, say=say, progress=lambda r: r.write(args.report))
     except ValueError as exc:
         raise OperatorError(str(exc)) from None
     for line in report.lines():
