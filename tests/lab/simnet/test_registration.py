@@ -8,8 +8,15 @@ epoch, one of them with two keys.
 
 from __future__ import annotations
 
+from dataclasses import replace as changed
+
+import pytest
+
+from apps.mithril_registration import KesSignatureInvalid, verify_registration
+from apps.mithril_registration.build import BlsKey, Pool, build_registration
 from dmq.cli.wiring import assemble_node
 from lab.simnet import SimnetOptions
+from lab.simnet.checks import SharedRegistrationVerdicts
 from lab.simnet.registration import RegistrationPlan, run_registration_simnet
 
 NODES, SIGNERS, EPOCHS = 7, 40, 2
@@ -47,3 +54,22 @@ def test_every_node_fixes_the_same_set_each_epoch_without_the_equivocator():
     # a report of the rounds so far was handed over after each epoch's sending
     assert [s.finished for s in snapshots] == [False] * EPOCHS
     assert len(snapshots[-1].rounds) == len(report.rounds) - 1
+
+
+def test_a_shared_verdict_is_computed_once_per_registration_and_kes_period_and_a_refusal_is_raised_again():
+    pool = Pool.create(b"\x01" * 32, b"\x02" * 32, start_kes_period=0)
+    good = build_registration(pool, BlsKey.generate(7), epoch=3, current_kes_period=0, encoding="bytes-hex")
+    other = build_registration(pool, BlsKey.generate(8), epoch=3, current_kes_period=0, encoding="bytes-hex")
+    bad = changed(good, verification_key_signature=other.verification_key_signature)
+    stake = {pool.pool_id: 1}
+    shared = SharedRegistrationVerdicts()
+    first = shared(good, stake_distribution=stake, current_kes_period=0)
+    assert shared(good, stake_distribution=stake, current_kes_period=0) is first
+    assert first == verify_registration(good, stake_distribution=stake, current_kes_period=0)
+    for _ in range(2):
+        with pytest.raises(KesSignatureInvalid):
+            shared(bad, stake_distribution=stake, current_kes_period=0)
+    # another KES period is another input: at period 5 the signature of evolution 0 is outside the window
+    with pytest.raises(KesSignatureInvalid):
+        shared(good, stake_distribution=stake, current_kes_period=5)
+    assert shared.stats() == {"verified": 3, "remembered": 2}
