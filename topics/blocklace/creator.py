@@ -43,6 +43,8 @@ signed); any other pre-built block is ``conflict`` when its sequence number is t
 
 from __future__ import annotations
 
+import math
+
 from dmq.codec import decode_message
 from topics.adapter import AlreadyPublished, Reject, StoreView
 from topics.reasons import CONFLICT, MALFORMED
@@ -52,7 +54,7 @@ from .codec import EPOCH, MAX_CUT, MAX_POINTERS, MAX_TAGS, Block, EpochMsg, Payl
 from .lace import Lace
 from .reasons import BlocklaceReject
 
-__all__ = ["is_draft", "draft_body", "build_own_block", "complete_block"]
+__all__ = ["is_draft", "draft_body", "build_own_block", "complete_block", "toward_final"]
 
 
 def is_draft(block: Block) -> bool:
@@ -106,7 +108,12 @@ def complete_block(lace: Lace, pool: bytes, seq: int, parent: bytes | None, bloc
     acked = payload.epoch.acked if payload.type == EPOCH and not payload.epoch.is_proposal else None
     if acked is not None and acked not in lace.blocks:
         return Reject(MALFORMED, "the acknowledged proposal is not held here")
-    ptrs = _pointers(lace, block.topic, parent, () if acked is None else (acked,))
+    # What the Epoch message names must be in the block's past: the proposal it acknowledges,
+    # the blocks a proposal's draft cuts (each checked by _cut below).
+    required = (acked,) if acked is not None else ()
+    if payload.type == EPOCH and payload.epoch.is_proposal and payload.epoch.cut:
+        required = tuple(c for c in payload.epoch.cut if c in lace.blocks)
+    ptrs = _pointers(lace, block.topic, parent, required)
     draft = Block(block.topic, seq, 0, tuple(ptrs), 0, payload, tags)
     _, _, epoch, _ = lace.summarize(draft, pool, None)
     opening = parent is None or not lace.holds(parent) or lace.epoch_of(parent) < epoch
@@ -180,14 +187,79 @@ def _cut(lace: Lace, asked: tuple[bytes, ...], ptrs: list[bytes], epoch: int) ->
 
 
 def _pointers(lace: Lace, topic: bytes, parent: bytes | None, required: tuple[bytes, ...] = ()) -> list[bytes]:
-    """The self-parent, then ``required`` and the current leaves of ``topic`` (Epoch blocks
-    first, then the oldest), in ascending order."""
+    """The self-parent, then ``required``, the blocks that bring the certificate of the
+    latest final epoch into the block's past (:func:`toward_final`), and the current leaves of
+    ``topic`` (Epoch blocks first, then the oldest), in ascending order."""
     state = lace.topic(topic)
     ad = lace.ad_version(topic, max(state.ads, default=-1))
     room = (ad.params.max_pointers if ad is not None else MAX_POINTERS) - (parent is not None)
+    chosen = [r for r in required if r != parent][:max(0, room)]
+    base = ([] if parent is None else [parent]) + chosen
+    chosen += toward_final(lace, topic, base, room - len(chosen))
     in_topic = [h for h in lace.blocks.values() if h.block.topic == topic]
     pointed = {p for h in in_topic for p in h.block.ptrs}
-    leaves = [h for h in in_topic if h.id not in pointed and h.id != parent and h.id not in required]
+    leaves = [h for h in in_topic if h.id not in pointed and h.id != parent and h.id not in chosen]
     leaves.sort(key=lambda h: h.block.payload.type != EPOCH)       # stable: the oldest first within each
-    chosen = [r for r in required if r != parent] + [h.id for h in leaves]
+    chosen += [h.id for h in leaves]
     return ([] if parent is None else [parent]) + sorted(chosen[:max(0, room)])
+
+
+def toward_final(lace: Lace, topic: bytes, base: list[bytes], room: int) -> list[bytes]:
+    """Up to ``room`` blocks that, added to the pointers ``base``, bring the most
+    acknowledgements of the certificate of the topic's latest final epoch F into a block's
+    past, greedily (docs/topics-design.md 5.8, "Honest creator"): a block of epoch F first (it
+    holds the whole certificate), else, one after the other, the block whose past holds the
+    most votes for F's proposal not yet covered. Empty when ``base`` already reaches F.
+
+    A block is in epoch F only when its past holds that certificate (5.7). With more electors
+    than pointers, the acknowledgements made when F became final are more than one block can
+    point to: the current leaves alone would leave every new block in F - 1, and no proposal of
+    F + 1 could cut a block of F. Partial coverage is kept too: a chain of such blocks, or
+    another node's block over them, completes it (:mod:`.gathering`)."""
+    state = lace.topic(topic)
+    final = state.final
+    proposal_id = state.certificates.get(final)
+    proposal = lace.blocks.get(proposal_id) if proposal_id is not None else None
+    if final == 0 or proposal is None or room <= 0:
+        return []
+    held_base = [lace.blocks[p] for p in base if p in lace.blocks]
+    if any(h.cert >= final for h in held_base):
+        return []
+    named = proposal.block.payload.epoch
+    voters: dict[bytes, frozenset[bytes]] = {}
+
+    def voters_of(h) -> frozenset[bytes]:
+        if h.id not in voters:
+            voters[h.id] = frozenset(lace.blocks[v].creator for v in h.votes
+                                     if v in lace.blocks and _names(lace.blocks[v]) == proposal_id)
+        return voters[h.id]
+
+    have: set[bytes] = set()
+    for h in held_base:
+        have |= voters_of(h)
+    candidates = [h for h in lace.blocks.values()
+                  if h.block.topic == topic and h.block.epoch >= final - 1 and h.id not in base]
+    picks: list[bytes] = []
+    while len(picks) < room and not lace.quorum(topic, named, have, proposal_id):
+        best, gain = None, 0
+        for h in candidates:
+            if h.id in picks:
+                continue
+            g = math.inf if h.cert >= final else len(voters_of(h) - have)
+            if g > gain:
+                best, gain = h, g
+        if best is None:
+            break
+        picks.append(best.id)
+        if best.cert >= final:
+            break
+        have |= voters_of(best)
+    return picks
+
+
+def _names(held) -> bytes | None:
+    """The proposal an Epoch block votes for (itself, for a proposal)."""
+    if held.block.payload.type != EPOCH:
+        return None
+    epoch = held.block.payload.epoch
+    return held.id if epoch.is_proposal else epoch.acked
