@@ -21,6 +21,9 @@ injected clock's and the lace's arrival times (whole POSIX seconds):
   does not change epoch until its next block;
 * under the stake rule a proposal names the newest ``set`` snapshot the node's stake view
   holds (``StakeView.set_stake_at`` weighs it, :meth:`Lace.quorum_under`).
+* between epoch changes, the gatherer of the latest final epoch sends the Ack blocks that
+  carry its certificate into a topic whose blocks cannot reach a quorum of acknowledgements
+  by themselves (:mod:`.gathering`).
 
 The epoch becomes final where quorum acknowledgements are delivered (:class:`Lace` counts
 them, both rules). This module only plans: :meth:`EpochDriver.due` returns drafts whose

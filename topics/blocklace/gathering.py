@@ -8,12 +8,15 @@ a block points to at most ``maxPointers - 1`` of them besides its self-parent. W
 electors than that (a registration topic has 8 pointers: about 10 electors already), no block
 made after F became final is in F, and the topic never changes epoch again.
 
-So one elector, the **gatherer** of F, builds the coverage: while the topic holds no block of
-epoch F and holds a block that waits for one (a non-Epoch block of epoch F - 1 that the
-certificate's proposal does not have in its past: it was made too late to be cut by F), it
-publishes Ack drafts, one at a time. The creator fills each with the blocks that bring the
-most acknowledgements of F not yet in its past (:func:`~topics.blocklace.creator.toward_final`),
-so the chain's past grows by up to ``maxPointers - 1`` votes per block, and the block that
+So one elector, the **gatherer** of F, builds the coverage. While its own chain is not in F
+yet and some block **waits** for F (:func:`~topics.blocklace.creator.waiting`: a non-Epoch
+block of epoch F - 1 that neither F's proposal nor any block of epoch F has in its past; it
+was made too late to be cut by F), it publishes Ack drafts, one at a time. The node builds
+each as a gathering block (:func:`~topics.blocklace.creator.complete_block`): after its
+self-parent, the waiting blocks first (greedily, those that bring the most of them into its
+past), so that the proposal of F + 1 cuts them too, then the blocks that bring the most
+acknowledgements of F not yet in its past (:func:`~topics.blocklace.creator.toward_final`).
+The chain's past grows by up to ``maxPointers - 1`` blocks each time, and the block that
 completes the quorum is the pool's first block of epoch F (its older pointers are floor
 pointers). Every block that points to it is in F too, and the proposal of F + 1 can cut it.
 
@@ -24,16 +27,20 @@ pointers). Every block that points to it is in F too, and the proposal of F + 1 
   when that came later), so a gatherer that is down costs one timeout.
 * A quiet topic with nothing waiting costs nothing: an epoch in which no block was made is
   still not closed (5.7).
-* Cost: about ``ceil(q / (maxPointers - 1))`` Ack blocks of one pool per epoch in which a
-  block waited, ``q`` the number of votes a quorum needs (fewer when other blocks already
-  cover part of it); at most :func:`most_acks` per epoch and step. They are ordinary Ack
-  blocks, valid under every rule of 5.3 to 5.7, spent from the pool's own token bucket.
+* Cost: about ``ceil((w + q) / (maxPointers - 1))`` Ack blocks of one pool per epoch in which
+  blocks waited, ``q`` the votes a quorum needs besides the gatherer's own and ``w`` the
+  waiting blocks that no other waiting block points to (fewer: waiting blocks bring votes
+  too); at most :func:`most_acks` of ``2 n`` per epoch and step. They are ordinary Ack blocks,
+  valid under every rule of 5.3 to 5.7, spent from the pool's own token bucket.
+* A block of epoch F - 1 made after the gatherer's chain entered F (by a node that had not
+  received it yet) waits for another pool's opening block of F: the gatherer's own blocks
+  may no longer point below F.
 """
 
 from __future__ import annotations
 
 from .codec import ACK, EPOCH, PERM_ACK, PERM_EPOCH, Payload
-from .creator import draft_body
+from .creator import draft_body, waiting
 from .lace import Lace
 
 __all__ = ["Gathering", "most_acks"]
@@ -54,35 +61,45 @@ class Gathering:
         #: (topic, epoch F, step) -> this pool's own last sequence number when each Ack was planned
         self._planned: dict[tuple[bytes, int, int], list[int]] = {}
 
-    def plan(self, topic: bytes, pool: bytes, now: float) -> bytes | None:
-        """An Ack draft to publish now in ``topic``, or None."""
+    def duty(self, topic: bytes, pool: bytes, now: float) -> tuple[int, int, int] | None:
+        """``(F, step, most)`` when ``pool`` is the gatherer of the topic's final epoch F now
+        and something waits for it (``most``: the Acks it sends at most in this step)."""
         lace = self.lace
         state = lace.topic(topic)
         final = state.final
-        self._planned = {k: v for k, v in self._planned.items() if k[0] != topic or k[1] >= final}
         proposal = lace.blocks.get(state.certificates.get(final, b"")) if final > 0 else None
         began = state.final_times.get(final)
         ad = lace.ad_version(topic, max(state.ads, default=-1))
         if proposal is None or began is None or ad is None:
             return None
-        in_topic = [h for h in lace.blocks.values() if h.block.topic == topic]
-        if any(h.block.epoch >= final for h in in_topic):
-            return None                                   # the topic can change epoch already
-        waiting = [h.arrival for h in in_topic if h.block.epoch == final - 1 and h.block.payload.type != EPOCH
-                   and not lace.in_past(h.id, proposal.vc)]
-        if not waiting:
-            return None
         gatherers = sorted(p for p, perms in ad.publishers.items() if perms & PERM_EPOCH and perms & PERM_ACK)
         if pool not in gatherers:
             return None
-        start = max(began, min(waiting))
+        own = max((seq for (creator, seq) in state.chain if creator == pool), default=None)
+        head = lace.blocks.get(state.chain[(pool, own)][0]) if own is not None else None
+        if head is not None and head.block.epoch >= final:
+            return None                                   # its chain is in F: it can point to F - 1 no more
+        blocks = waiting(lace, topic)
+        if not blocks:
+            return None
+        start = max(began, min(h.arrival for h in blocks))
         step = max(0, int((now - start) // max(1, ad.params.attempt_timeout)))
         attempt = proposal.block.payload.epoch.attempt
         if gatherers[(final + attempt + step) % len(gatherers)] != pool:
             return None
+        return final, step, most_acks(2 * len(gatherers), ad.params.max_pointers)
+
+    def plan(self, topic: bytes, pool: bytes, now: float) -> bytes | None:
+        """An Ack draft to publish now in ``topic``, or None."""
+        state = self.lace.topic(topic)
+        self._planned = {k: v for k, v in self._planned.items() if k[0] != topic or k[1] >= state.final}
+        duty = self.duty(topic, pool, now)
+        if duty is None:
+            return None
+        final, step, most = duty
         own = max((seq for (creator, seq) in state.chain if creator == pool), default=-1)
         sent = self._planned.setdefault((topic, final, step), [])
-        if own in sent or len(sent) >= most_acks(len(gatherers), ad.params.max_pointers):
+        if own in sent or len(sent) >= most:
             return None                                   # the last one is not in the lace yet, or enough
         sent.append(own)
         return draft_body(topic, Payload(ACK))

@@ -318,6 +318,28 @@ async def test_a_quiet_topic_with_many_electors_keeps_changing_epochs(tmp_path, 
                 proposer = lace.blocks[lace.topic(TOPIC).certificates[number - 1]].creator
                 assert {h.creator for h in acks} == {proposer} and 1 <= len(acks) <= 3
                 assert acks[-1].block.epoch == number - 1 and all(h.block.epoch == number - 2 for h in acks[:-1])
+        # nothing waits: a quiet topic costs nothing, and its epoch stays
+        held = len(nodes[0].blocklace.lace.blocks)
+        clock.advance(2 * INTERVAL)
+        await cluster.settle()
+        assert len(nodes[0].blocklace.lace.blocks) == held and [_final(n) for n in nodes] == [3] * electors
+        # the gatherer of epoch 3 is down: the next publisher in the rotation steps in after
+        # one attempt timeout, and the 29 others close epoch 4
+        lace = nodes[0].blocklace.lace
+        proposal = lace.blocks[lace.topic(TOPIC).certificates[3]]
+        gatherers = sorted(pool(i).id for i in range(electors))
+        down = gatherers.index(proposal.creator)
+        assert down == (3 + proposal.block.payload.epoch.attempt) % electors
+        cluster.nodes = [n for n in nodes if n.signer.id != proposal.creator]
+        await _event(cluster, cluster.nodes[0], b"while the gatherer is down")
+        assert not [h for h in lace.blocks.values() if h.block.payload.type == ACK and h.id not in gathered]
+        clock.advance(TIMEOUT)
+        await cluster.settle()
+        acks = [h for h in lace.blocks.values() if h.block.payload.type == ACK and h.id not in gathered]
+        assert acks and {h.creator for h in acks} == {gatherers[(down + 1) % electors]}
+        clock.advance(INTERVAL - TIMEOUT)
+        await cluster.settle()
+        assert [_final(n) for n in cluster.nodes] == [4] * (electors - 1)
         for node in nodes:
             assert node.blocklace.equivocations() == []
 
