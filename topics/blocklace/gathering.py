@@ -20,11 +20,14 @@ The chain's past grows by up to ``maxPointers - 1`` blocks each time, and the bl
 completes the quorum is the pool's first block of epoch F (its older pointers are floor
 pointers). Every block that points to it is in F too, and the proposal of F + 1 can cut it.
 
-* The gatherer of F is the pool at index ``(F + r + s) mod n`` of the publishers with both
-  the Epoch and the Ack permission (ascending pool id), where ``r`` is the attempt of F's
-  proposal: at first (``s = 0``) the proposer of F, which made the certificate; ``s`` grows
-  by one every ``attemptTimeout`` after the first waiting block arrived (or F became final,
-  when that came later), so a gatherer that is down costs one timeout.
+* The gatherer of F is the first pool, from index ``(F + r + s) mod n`` on, of the publishers
+  with both the Epoch and the Ack permission (ascending pool id) whose latest block is not in
+  F yet, where ``r`` is the attempt of F's proposal: at first (``s = 0``) the proposer of F,
+  which made the certificate; ``s`` grows by one every ``attemptTimeout`` after the first
+  waiting block arrived (or F became final, when that came later), so a gatherer that is
+  down costs one timeout. Once a gatherer's chain is in F its blocks may not point below F,
+  so a block that arrives later (made by a node that had not received the gatherer's block
+  yet) is gathered by the next pool in the rotation, whose opening block of F may.
 * A quiet topic with nothing waiting costs nothing: an epoch in which no block was made is
   still not closed (5.7).
 * Cost: about ``ceil((w + q) / (maxPointers - 1))`` Ack blocks of one pool per epoch in which
@@ -32,9 +35,6 @@ pointers). Every block that points to it is in F too, and the proposal of F + 1 
   waiting blocks that no other waiting block points to (fewer: waiting blocks bring votes
   too); at most :func:`most_acks` of ``2 n`` per epoch and step. They are ordinary Ack blocks,
   valid under every rule of 5.3 to 5.7, spent from the pool's own token bucket.
-* A block of epoch F - 1 made after the gatherer's chain entered F (by a node that had not
-  received it yet) waits for another pool's opening block of F: the gatherer's own blocks
-  may no longer point below F.
 """
 
 from __future__ import annotations
@@ -75,19 +75,35 @@ class Gathering:
         gatherers = sorted(p for p, perms in ad.publishers.items() if perms & PERM_EPOCH and perms & PERM_ACK)
         if pool not in gatherers:
             return None
-        own = max((seq for (creator, seq) in state.chain if creator == pool), default=None)
-        head = lace.blocks.get(state.chain[(pool, own)][0]) if own is not None else None
-        if head is not None and head.block.epoch >= final:
-            return None                                   # its chain is in F: it can point to F - 1 no more
         blocks = waiting(lace, topic)
         if not blocks:
             return None
         start = max(began, min(h.arrival for h in blocks))
         step = max(0, int((now - start) // max(1, ad.params.attempt_timeout)))
-        attempt = proposal.block.payload.epoch.attempt
-        if gatherers[(final + attempt + step) % len(gatherers)] != pool:
+        first = (final + proposal.block.payload.epoch.attempt + step) % len(gatherers)
+        # the first pool in the rotation whose chain is not in F yet: a chain in F may point
+        # below F no more, so blocks that arrive after the gatherer entered F go to the next
+        in_final = self._chains_in(topic, final)
+        turn = next((p for i in range(len(gatherers))
+                     if (p := gatherers[(first + i) % len(gatherers)]) not in in_final), None)
+        if turn != pool:
             return None
         return final, step, most_acks(2 * len(gatherers), ad.params.max_pointers)
+
+    def _chains_in(self, topic: bytes, epoch: int) -> set[bytes]:
+        """The pools whose latest block held here has ``epoch`` or a later one."""
+        lace = self.lace
+        state = lace.topic(topic)
+        heads: dict[bytes, int] = {}
+        for creator, seq in state.chain:
+            if heads.get(creator, -1) < seq:
+                heads[creator] = seq
+        out = set()
+        for creator, seq in heads.items():
+            ident = state.chain[(creator, seq)][0]
+            if lace.holds(ident) and lace.epoch_of(ident) >= epoch:
+                out.add(creator)
+        return out
 
     def plan(self, topic: bytes, pool: bytes, now: float) -> bytes | None:
         """An Ack draft to publish now in ``topic``, or None."""
