@@ -39,7 +39,7 @@ pointers). Every block that points to it is in F too, and the proposal of F + 1 
 
 from __future__ import annotations
 
-from .codec import ACK, EPOCH, PERM_ACK, PERM_EPOCH, Payload
+from .codec import ACK, PERM_ACK, PERM_EPOCH, Payload
 from .creator import draft_body, waiting
 from .lace import Lace
 
