@@ -29,7 +29,7 @@ import contextlib
 import json
 import os
 import struct
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +143,12 @@ class RegistrationNode:
 
     def __init__(self, *, topic: bytes, socket_path: str, network_magic: int, stake_view: StakeView,
                  tracer: Tracer, current_epoch: Callable[[], int], own_pool: bytes | None, database: Path,
-                 http_host: str = "127.0.0.1", http_port: int | None = None) -> None:
+                 http_host: str = "127.0.0.1", http_port: int | None = None,
+                 verify: Callable[..., VerifiedSigner] = verify_registration,
+                 run_blocking: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync) -> None:
+        """``verify`` and ``run_blocking`` are what a simulated network replaces (``lab.simnet``: one
+        verdict per distinct registration shared by its nodes, the blocking work in the loop's own
+        thread); a running node keeps :func:`~.verify.verify_registration` and a worker thread."""
         self.topic = topic
         self.socket_path = socket_path
         self.network_magic = network_magic
@@ -152,6 +157,8 @@ class RegistrationNode:
         self.current_epoch = current_epoch
         self.own_pool = own_pool
         self.http_host, self.http_port = http_host, http_port
+        self._verify_registration = verify
+        self._run_blocking = run_blocking
         self.journal = Journal(database / JOURNAL_NAME)
         self.ledger = RegistrationLedger(verify=self._verify, stake_at=stake_view.set_stake_at,
                                          registered=self._registered)
@@ -188,7 +195,8 @@ class RegistrationNode:
         # Every check but the stake, which depends on when it is asked: the ledger asks it when
         # the set is fixed (``_registered``).
         try:
-            return verify_registration(registration, stake_distribution=_EVERY_POOL, current_kes_period=kes_period)
+            return self._verify_registration(registration, stake_distribution=_EVERY_POOL,
+                                             current_kes_period=kes_period)
         except RegistrationRefused as refused:
             return refused
 
@@ -238,8 +246,8 @@ class RegistrationNode:
     # -- tasks ----------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        records = await trio.to_thread.run_sync(self.journal.records)
-        self._verdicts = await trio.to_thread.run_sync(self._preverify, records)
+        records = await self._run_blocking(self.journal.records)
+        self._verdicts = await self._run_blocking(self._preverify, records)
         for record in records:
             self._take_contained(record)
         self.notified.update(self.ledger.agreed)
@@ -273,8 +281,8 @@ class RegistrationNode:
                 records = [[_MESSAGE, item.payload] if item.kind == ITEM_MESSAGE else
                            [_FINAL, item.payload[1], item.payload[2]]
                            for item in items if item.kind in (ITEM_MESSAGE, ITEM_EPOCH_FINAL)]
-                await trio.to_thread.run_sync(self.journal.append, records)
-                self._verdicts = await trio.to_thread.run_sync(self._preverify, records)
+                await self._run_blocking(self.journal.append, records)
+                self._verdicts = await self._run_blocking(self._preverify, records)
                 for record in records:
                     self._take_contained(record)
                 acks = [(sub.sub_id, items[-1].dseq)] if items else []

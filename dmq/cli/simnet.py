@@ -55,7 +55,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--report", type=Path, default=Path("simnet-report.json"),
                         help="where the JSON report goes (default: simnet-report.json)")
     parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless every node got every accepted message exactly once")
+                        help="exit 1 unless every node got every accepted message exactly once (with "
+                             "--mithril-registration: unless every round agreed at every node)")
+    mithril = parser.add_argument_group(
+        "Mithril signer registration", "--mithril-registration runs the registration application "
+        "(docs/mithril-registration.md 8) on every node, on one Blocklace topic, with --pools signers "
+        "registering every epoch; --period, --duration, the faults and the flood do not apply")
+    mithril.add_argument("--mithril-registration", action="store_true",
+                         help="every node runs the registration application; report agreement per epoch")
+    mithril.add_argument("--epochs", type=_number(int, low=1, low_inclusive=True), default=5,
+                         help="Cardano epochs in which the signers register (default: 5)")
+    mithril.add_argument("--epoch-length", type=_number(int, low=1, low_inclusive=True), default=120,
+                         help="virtual seconds of a Cardano epoch (default: 120)")
+    mithril.add_argument("--blocklace-interval", type=_number(int, low=1, low_inclusive=True), default=5,
+                         help="the topic's Blocklace epoch interval in seconds (default: 5)")
+    mithril.add_argument("--attempt-timeout", type=_number(int, low=1, low_inclusive=True), default=10,
+                         help="the topic's Blocklace attempt timeout in seconds (default: 10)")
+    mithril.add_argument("--spread", type=_number(float, low=0), default=0.5,
+                         help="the part of each epoch, from its start, over which the registrations are sent "
+                              "(default: 0.5)")
+    mithril.add_argument("--electors", type=_number(int, low=1, low_inclusive=True), default=10,
+                         help="nodes whose pools are the topic's electors and carry the registrations (default: 10; "
+                              "docs/mithril-registration.md 10 says why not more)")
+    mithril.add_argument("--equivocators", type=_number(int, low=0, low_inclusive=True), default=1,
+                         help="signers that register two keys each epoch (default: 1)")
+    mithril.add_argument("--quorum", choices=("stake", "count"), default="stake",
+                         help="the topic's quorum rule (default: stake)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
             warmup=args.warmup, drain=args.drain, directory=args.directory, record=args.record)
     except ValueError as exc:
         raise OperatorError(str(exc)) from None
+    if args.mithril_registration:
+        return _run_registration(args, options, say)
     report = run_simnet(options, assemble_node, say=say)
     for line in report.lines():
         say(line)
@@ -84,4 +111,25 @@ def run(args: argparse.Namespace) -> int:
     if args.check and not report.complete:
         raise OperatorError(f"the run was not complete: {report.missing} deliveries missing, "
                             f"{report.duplicates} duplicated")
+    return 0
+
+
+def _run_registration(args: argparse.Namespace, options, say) -> int:
+    from dmq.cli.wiring import assemble_node
+    from lab.simnet.registration import RegistrationPlan, run_registration_simnet
+
+    plan = RegistrationPlan(epochs=args.epochs, epoch_length=args.epoch_length, interval=args.blocklace_interval,
+                            attempt_timeout=args.attempt_timeout, spread=args.spread, electors=args.electors,
+                            equivocators=args.equivocators, quorum=args.quorum)
+    try:
+        # The report so far is written after each epoch: a long run that is stopped keeps its rounds.
+        report = run_registration_simnet(options, plan, assemble_node, say=say, progress=lambda r: r.write(args.report))
+    except ValueError as exc:
+        raise OperatorError(str(exc)) from None
+    for line in report.lines():
+        say(line)
+    report.write(args.report)
+    say(f"report written to {args.report}")
+    if args.check and not report.agreed:
+        raise OperatorError("not every round agreed at every node (see the report's rounds)")
     return 0

@@ -104,14 +104,17 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
                   tracer: Tracer | None = None, diffusion_policy: DiffusionPolicy | None = None,
                   transport: Transport | None = None, run_blocking: Callable[..., Awaitable[Any]] | None = None,
                   kes_verifier: KesVerifier | None = None, expiry_interval: float | None = None,
-                  expiry_max_sleep: float | None = None) -> Node:
+                  expiry_max_sleep: float | None = None,
+                  registration_verifier: Callable[..., Any] | None = None) -> Node:
     """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
 
-    ``transport``, ``run_blocking`` (how the mempool runs its blocking commits),
-    ``kes_verifier``, ``expiry_interval`` and ``expiry_max_sleep`` (the shortest and longest
-    sleep of the mempool's purge) are what a simulated network or a test on a jumping clock
-    replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker thread, the
-    Sum6KES verifier, a purge at each expiry, at least 50 ms and at most 1 s apart.
+    ``transport``, ``run_blocking`` (how the mempool and the Mithril registration application
+    run their blocking work), ``kes_verifier``, ``expiry_interval`` and ``expiry_max_sleep``
+    (the shortest and longest sleep of the mempool's purge) and ``registration_verifier`` (the
+    application's ``verify_registration``) are what a simulated network or a test on a jumping
+    clock replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker thread, the
+    Sum6KES verifier, a purge at each expiry, at least 50 ms and at most 1 s apart, Mithril's
+    checks.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.
@@ -177,7 +180,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
         metrics.bind_kes(signer.kes_periods.current_kes_period, signer.credentials.opcert.start_kes_period,
                          stake_view.max_kes_evolutions)
     if config.mithril_registration is not None:
-        services.append(_mithril_registration(config, stake_view, tracer, clock, signer).run)
+        services.append(_mithril_registration(config, stake_view, tracer, clock, signer, run_blocking,
+                                              registration_verifier).run)
     now = tracer.now
     mempool.expiry_observers.append(
         lambda removed: [tracer.emit(MessageExpired(now(), e.message_id, e.size)) for e in removed])
@@ -188,7 +192,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
 
 
 def _mithril_registration(config: NodeConfig, stake_view: StakeView, tracer: Tracer, clock: Clock,
-                          signer: Any) -> Any:
+                          signer: Any, run_blocking: Callable[..., Awaitable[Any]] | None,
+                          verifier: Callable[..., Any] | None) -> Any:
     """The Mithril registration application's node-side part (docs/mithril-registration.md 8)."""
     from apps.mithril_registration.node_side import RegistrationNode
     from dmq.kes_period import GenesisClockKesPeriod, KesPeriodUnavailable
@@ -218,7 +223,9 @@ def _mithril_registration(config: NodeConfig, stake_view: StakeView, tracer: Tra
                             network_magic=config.network_magic, stake_view=stake_view, tracer=tracer,
                             current_epoch=current_epoch,
                             own_pool=None if signer is None else signer.pool_id, database=Path(config.database_path),
-                            http_host=settings.http_host, http_port=settings.http_port)
+                            http_host=settings.http_host, http_port=settings.http_port,
+                            **({} if verifier is None else {"verify": verifier}),
+                            **({} if run_blocking is None else {"run_blocking": run_blocking}))
 
 
 async def run_node(config: NodeConfig, topology: Topology | None) -> int:

@@ -200,6 +200,10 @@ class Simnet:
         return Topology(public_roots=(PublicRootGroup(points, advertise=True),))
 
     def _config(self, sim: SimNode, stake_file: Path):
+        return read_config(self._config_values(sim, stake_file))
+
+    def _config_values(self, sim: SimNode, stake_file: Path) -> dict[str, str]:
+        """The node's settings, as ``read_config`` takes them (a run of another kind adds its own)."""
         directory = sim.directory
         directory.mkdir(parents=True, exist_ok=True)
         values = {
@@ -216,7 +220,7 @@ class Simnet:
         }
         if self.options.record is not None:
             values["RecordTraffic"] = str(self.options.record)
-        return read_config(values)
+        return values
 
     def _sink(self, index: int) -> Callable[[TraceEvent], None]:
         deliveries, rejections = self.deliveries, self.rejections
@@ -238,7 +242,12 @@ class Simnet:
                          .getrandbits(32))
         return self.assemble(self._config(sim, self._stake_file), sim.topology, clock=self.clock, tracer=tracer,
                              diffusion_policy=policy, transport=self.net.transport(sim.index),
-                             run_blocking=run_inline, kes_verifier=self.checks, expiry_interval=EXPIRY_INTERVAL)
+                             run_blocking=run_inline, kes_verifier=self.checks, expiry_interval=EXPIRY_INTERVAL,
+                             **self._assembly_options())
+
+    def _assembly_options(self) -> dict[str, Any]:
+        """More keyword arguments of ``assemble`` (a run of another kind adds its own)."""
+        return {}
 
     async def _serve(self, sim: SimNode, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         assert sim.node is not None
@@ -329,30 +338,33 @@ class Simnet:
 
     # -- the run ----------------------------------------------------------------------------
 
-    async def run(self) -> SimnetReport:
+    async def run(self) -> Any:
+        """The run, in ``options.directory`` or a fresh directory removed afterwards; its report."""
         options = self.options
         wall = time.perf_counter()
         self._cpu = time.process_time()
         root = options.directory or _tmpfs_root()
         root.mkdir(parents=True, exist_ok=True)
-        made_root = options.directory is None
         try:
-            # One more staked pool than publish: the flooder forges its messages (checks 1 to 9 pass).
-            pools = make_pools(options.pools + 1, options.seed)
-            self._stake_file = write_stake_file(root / "stake.json", pools, options.seed)
-            self.say(f"{options.pools:,} pools ({time.perf_counter() - wall:.0f} s)")
-            victims = plan_faults(options.nodes, options.duration, options.kill_fraction, options.partition_fraction,
-                                  options.seed)
-            self.nodes = [SimNode(i, self.hosts[i], self.regions[i], root / f"n{i}", self._topology(i))
-                          for i in range(options.nodes)]
-            attackers = [SimNode(i, self.hosts[i], self.regions[i], root / f"n{i}",
-                                 eclipse_topology(self.hosts[self._eclipse_victim(victims)], NODE_PORT))
-                         for i in range(options.nodes, options.nodes + options.eclipse)]
-            report = await self._run(pools, victims, attackers, wall)
+            return await self._run_in(root, wall)
         finally:
-            if made_root:
+            if options.directory is None:
                 shutil.rmtree(root, ignore_errors=True)
-        return report
+
+    async def _run_in(self, root: Path, wall: float) -> SimnetReport:
+        options = self.options
+        # One more staked pool than publish: the flooder forges its messages (checks 1 to 9 pass).
+        pools = make_pools(options.pools + 1, options.seed)
+        self._stake_file = write_stake_file(root / "stake.json", pools, options.seed)
+        self.say(f"{options.pools:,} pools ({time.perf_counter() - wall:.0f} s)")
+        victims = plan_faults(options.nodes, options.duration, options.kill_fraction, options.partition_fraction,
+                              options.seed)
+        self.nodes = [SimNode(i, self.hosts[i], self.regions[i], root / f"n{i}", self._topology(i))
+                      for i in range(options.nodes)]
+        attackers = [SimNode(i, self.hosts[i], self.regions[i], root / f"n{i}",
+                             eclipse_topology(self.hosts[self._eclipse_victim(victims)], NODE_PORT))
+                     for i in range(options.nodes, options.nodes + options.eclipse)]
+        return await self._run(pools, victims, attackers, wall)
 
     def _eclipse_victim(self, plan) -> int:
         """A node hit by no other fault (the eclipse is measured alone)."""
@@ -501,8 +513,12 @@ def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str
                policy: DiffusionPolicy | None = None) -> SimnetReport:
     """Run ``options`` in a trio run of its own on a virtual clock; the same seed gives the same report
     (apart from the wall-clock figures), in one process and across processes with one ``PYTHONHASHSEED``."""
-    deterministic_scheduling(options.seed)
-    simnet = Simnet(options, assemble, say=say, policy=policy)
+    return run_on_virtual_clock(Simnet(options, assemble, say=say, policy=policy))
+
+
+def run_on_virtual_clock(simnet: Simnet) -> Any:
+    """``simnet.run()`` in a trio run of its own on the virtual clock, scheduled by its seed."""
+    deterministic_scheduling(simnet.options.seed)
     # The collector's thresholds of a node's process (``dmq-node`` sets them at start): with the
     # interpreter's default, young collections every 700 allocations and the older ones walking
     # every node's long-lived objects took about a third of a 50-node run's CPU.

@@ -65,7 +65,7 @@ from topics.trace import TopicSigningStopped
 from topics.reasons import ANSWER_QUOTA, CONFLICT, EXPIRY_EXCEEDS_BOUND, RATE_LIMITED, UNSOLICITED, RejectReason
 
 from . import store
-from .codec import AD, EPOCH, KIND_BLOCK, KIND_CARRY, KIND_NEED, KIND_PROOF_NOTICE, Block, Carry, Need, Proof, \
+from .codec import ACK, AD, EPOCH, KIND_BLOCK, KIND_CARRY, KIND_NEED, KIND_PROOF_NOTICE, Block, Carry, Need, Proof, \
     ProofNotice, decode_body
 from .creator import build_own_block
 from .epochs import EpochDriver, StakeEpochs
@@ -250,7 +250,10 @@ class BlocklaceAdapter(TopicAdapter):
         refused = self.signing.refusal(view, inner.content, body)
         if refused is not None:
             return refused
-        built = build_own_block(self.lace, view, self.recovery.pool_id, inner.content, body)
+        block = inner.content
+        gathering = block.payload.type == ACK and self.epochs.gathering.duty(
+            block.topic, self.recovery.pool_id, now) is not None
+        built = build_own_block(self.lace, view, self.recovery.pool_id, block, body, gathering)
         if isinstance(built, bytes):
             self.signing.building(inner.content, body, decode_body(built)[1].seq, built)
         return built

@@ -11,9 +11,12 @@ its committed state:
 * ``seq``: one more than the highest sequence number the pool has used in the topic, as the
   ``chain`` database records it (never pruned, so a pool silent for many epochs still counts
   on); its block with that number is the self-parent;
-* the other pointers: up to ``maxPointers - 1`` current leaves of the topic, Epoch blocks
-  first (they carry the certificate that puts the block in the latest final epoch), then
-  the oldest, written in ascending order;
+* the other pointers, up to ``maxPointers - 1``, written in ascending order: what an Epoch
+  message names (the acknowledged proposal, the blocks a proposal's draft cuts); then, when
+  these do not hold the certificate of the latest final epoch, the blocks that bring the most
+  of its acknowledgements (:func:`toward_final`: with more electors than pointers the leaves
+  alone would leave the block an epoch behind); then current leaves, Epoch blocks first,
+  then the oldest;
 * ``epoch``: the highest epoch certified in the causal past of those pointers, and the floor
   bits the epoch rule asks for (5.7): an opening block marks its older pointers; any other
   block keeps only pointers of its own epoch.
@@ -43,6 +46,8 @@ signed); any other pre-built block is ``conflict`` when its sequence number is t
 
 from __future__ import annotations
 
+import math
+
 from dmq.codec import decode_message
 from topics.adapter import AlreadyPublished, Reject, StoreView
 from topics.reasons import CONFLICT, MALFORMED
@@ -52,7 +57,7 @@ from .codec import EPOCH, MAX_CUT, MAX_POINTERS, MAX_TAGS, Block, EpochMsg, Payl
 from .lace import Lace
 from .reasons import BlocklaceReject
 
-__all__ = ["is_draft", "draft_body", "build_own_block", "complete_block"]
+__all__ = ["is_draft", "draft_body", "build_own_block", "complete_block", "toward_final", "waiting", "absorbing"]
 
 
 def is_draft(block: Block) -> bool:
@@ -69,8 +74,9 @@ def draft_body(topic: bytes, payload: Payload, tags: tuple[bytes, ...] = (), dra
 
 
 def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
-                    body: bytes) -> bytes | Reject | AlreadyPublished:
-    """The body the node signs for a client's Blocklace block ``block`` (encoded as ``body``)."""
+                    body: bytes, gathering: bool = False) -> bytes | Reject | AlreadyPublished:
+    """The body the node signs for a client's Blocklace block ``block`` (encoded as ``body``);
+    ``gathering``: an Ack that gathers a final epoch's certificate (:mod:`.gathering`)."""
     for ident in store.chain_ids(view, block.topic, pool, block.seq):
         held = lace.blocks.get(ident)
         if held is not None and decode_message(held.raw).body == body:
@@ -82,7 +88,7 @@ def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
                                  "(seq 0, epoch 0, no pointers, floorMask 0)")
     last = store.last_seq(view, block.topic, pool)
     seq, parent = (0, None) if last is None else (last[0] + 1, last[1][0])
-    built = complete_block(lace, pool, seq, parent, block)
+    built = complete_block(lace, pool, seq, parent, block, gathering)
     if isinstance(built, Reject):
         return built
     try:
@@ -91,9 +97,12 @@ def build_own_block(lace: Lace, view: StoreView, pool: bytes, block: Block,
         return Reject(exc.reason, exc.detail)
 
 
-def complete_block(lace: Lace, pool: bytes, seq: int, parent: bytes | None, block: Block) -> Block | Reject:
+def complete_block(lace: Lace, pool: bytes, seq: int, parent: bytes | None, block: Block,
+                   gathering: bool = False) -> Block | Reject:
     """The block ``pool`` makes of the draft ``block`` as its number ``seq`` after ``parent``:
-    pointers, epoch and floor bits from ``lace``, an Epoch message completed (5.7, 5.8)."""
+    pointers, epoch and floor bits from ``lace``, an Epoch message completed (5.7, 5.8). A
+    ``gathering`` block points first to the blocks that wait for the latest final epoch
+    (:func:`waiting`), then to its certificate."""
     payload, tags = block.payload, block.tags
     if seq == 0 and pool not in tags:
         # A first block has no self-parent: two pools acknowledging one proposal over the same
@@ -106,7 +115,12 @@ def complete_block(lace: Lace, pool: bytes, seq: int, parent: bytes | None, bloc
     acked = payload.epoch.acked if payload.type == EPOCH and not payload.epoch.is_proposal else None
     if acked is not None and acked not in lace.blocks:
         return Reject(MALFORMED, "the acknowledged proposal is not held here")
-    ptrs = _pointers(lace, block.topic, parent, () if acked is None else (acked,))
+    # What the Epoch message names must be in the block's past: the proposal it acknowledges,
+    # the blocks a proposal's draft cuts (each checked by _cut below).
+    required = (acked,) if acked is not None else ()
+    if payload.type == EPOCH and payload.epoch.is_proposal and payload.epoch.cut:
+        required = tuple(c for c in payload.epoch.cut if c in lace.blocks)
+    ptrs = _pointers(lace, block.topic, parent, required, gathering)
     draft = Block(block.topic, seq, 0, tuple(ptrs), 0, payload, tags)
     _, _, epoch, _ = lace.summarize(draft, pool, None)
     opening = parent is None or not lace.holds(parent) or lace.epoch_of(parent) < epoch
@@ -179,15 +193,116 @@ def _cut(lace: Lace, asked: tuple[bytes, ...], ptrs: list[bytes], epoch: int) ->
     return tuple(cut)
 
 
-def _pointers(lace: Lace, topic: bytes, parent: bytes | None, required: tuple[bytes, ...] = ()) -> list[bytes]:
-    """The self-parent, then ``required`` and the current leaves of ``topic`` (Epoch blocks
+def _pointers(lace: Lace, topic: bytes, parent: bytes | None, required: tuple[bytes, ...] = (),
+              gathering: bool = False) -> list[bytes]:
+    """The self-parent, then ``required``, for a ``gathering`` block the blocks that wait for
+    the latest final epoch (:func:`absorbing`), the blocks that bring its certificate into the
+    block's past (:func:`toward_final`), and the current leaves of ``topic`` (Epoch blocks
     first, then the oldest), in ascending order."""
     state = lace.topic(topic)
     ad = lace.ad_version(topic, max(state.ads, default=-1))
     room = (ad.params.max_pointers if ad is not None else MAX_POINTERS) - (parent is not None)
+    chosen = [r for r in required if r != parent][:max(0, room)]
+    base = ([] if parent is None else [parent]) + chosen
+    if gathering:
+        chosen += absorbing(lace, topic, base, room - len(chosen))
+        base = ([] if parent is None else [parent]) + chosen
+    chosen += toward_final(lace, topic, base, room - len(chosen))
     in_topic = [h for h in lace.blocks.values() if h.block.topic == topic]
     pointed = {p for h in in_topic for p in h.block.ptrs}
-    leaves = [h for h in in_topic if h.id not in pointed and h.id != parent and h.id not in required]
+    leaves = [h for h in in_topic if h.id not in pointed and h.id != parent and h.id not in chosen]
     leaves.sort(key=lambda h: h.block.payload.type != EPOCH)       # stable: the oldest first within each
-    chosen = [r for r in required if r != parent] + [h.id for h in leaves]
+    chosen += [h.id for h in leaves]
     return ([] if parent is None else [parent]) + sorted(chosen[:max(0, room)])
+
+
+def toward_final(lace: Lace, topic: bytes, base: list[bytes], room: int) -> list[bytes]:
+    """Up to ``room`` blocks that, added to the pointers ``base``, bring the most
+    acknowledgements of the certificate of the topic's latest final epoch F into a block's
+    past, greedily (docs/topics-design.md 5.8, "Honest creator"): a block of epoch F first (it
+    holds the whole certificate), else, one after the other, the block whose past holds the
+    most votes for F's proposal not yet covered. Empty when ``base`` already reaches F.
+
+    A block is in epoch F only when its past holds that certificate (5.7). With more electors
+    than pointers, the acknowledgements made when F became final are more than one block can
+    point to: the current leaves alone would leave every new block in F - 1, and no proposal of
+    F + 1 could cut a block of F. Partial coverage is kept too: a chain of such blocks, or
+    another node's block over them, completes it (:mod:`.gathering`)."""
+    state = lace.topic(topic)
+    final = state.final
+    proposal_id = state.certificates.get(final)
+    proposal = lace.blocks.get(proposal_id) if proposal_id is not None else None
+    if final == 0 or proposal is None or room <= 0:
+        return []
+    held_base = [lace.blocks[p] for p in base if p in lace.blocks]
+    if any(h.cert >= final for h in held_base):
+        return []
+    named = proposal.block.payload.epoch
+    voters: dict[bytes, frozenset[bytes]] = {}
+
+    def voters_of(h) -> frozenset[bytes]:
+        if h.id not in voters:
+            voters[h.id] = frozenset(lace.blocks[v].creator for v in h.votes
+                                     if v in lace.blocks and _names(lace.blocks[v]) == proposal_id)
+        return voters[h.id]
+
+    have: set[bytes] = set()
+    for h in held_base:
+        have |= voters_of(h)
+    candidates = [h for h in lace.blocks.values()
+                  if h.block.topic == topic and h.block.epoch >= final - 1 and h.id not in base]
+    picks: list[bytes] = []
+    while len(picks) < room and not lace.quorum(topic, named, have, proposal_id):
+        best, gain = None, 0
+        for h in candidates:
+            if h.id in picks:
+                continue
+            g = math.inf if h.cert >= final else len(voters_of(h) - have)
+            if g > gain:
+                best, gain = h, g
+        if best is None:
+            break
+        picks.append(best.id)
+        if best.cert >= final:
+            break
+        have |= voters_of(best)
+    return picks
+
+
+def waiting(lace: Lace, topic: bytes) -> list:
+    """The blocks that wait for a block of the latest final epoch F, oldest first: non-Epoch
+    blocks of epoch F - 1 that neither F's proposal nor any block of epoch F or above holds
+    in its past. They were made after F's cut, and only a block of epoch F that points to
+    them lets a proposal of F + 1 cut them (docs/topics-design.md 5.7)."""
+    state = lace.topic(topic)
+    final = state.final
+    proposal = lace.blocks.get(state.certificates.get(final, b"")) if final > 0 else None
+    if proposal is None:
+        return []
+    in_topic = [h for h in lace.blocks.values() if h.block.topic == topic]
+    later = [h for h in in_topic if h.block.epoch >= final]
+    return [h for h in in_topic if h.block.epoch == final - 1 and h.block.payload.type != EPOCH
+            and not lace.in_past(h.id, proposal.vc) and not any(lace.in_past(h.id, x.vc) for x in later)]
+
+
+def absorbing(lace: Lace, topic: bytes, base: list[bytes], room: int) -> list[bytes]:
+    """Up to ``room`` blocks that bring the most waiting blocks (:func:`waiting`) not yet in
+    the past of ``base`` into a block's past, greedily, the oldest first among equals."""
+    held_base = [lace.blocks[p] for p in base if p in lace.blocks]
+    floor = max((h.block.epoch for h in held_base[:1]), default=0)      # a non-opening block's epoch
+    left = [w for w in waiting(lace, topic) if w.block.epoch >= floor
+            and not any(lace.in_past(w.id, h.vc) for h in held_base)]
+    picks: list[bytes] = []
+    while left and len(picks) < room:
+        _, _, best = max((sum(lace.in_past(w.id, c.vc) for w in left), -i, c) for i, c in enumerate(left))
+        picks.append(best.id)
+        left = [w for w in left if not lace.in_past(w.id, best.vc)]
+    return picks
+
+
+def _names(held) -> bytes | None:
+    """The proposal an Epoch block votes for (itself, for a proposal)."""
+    if held.block.payload.type != EPOCH:
+        return None
+    epoch = held.block.payload.epoch
+    return held.id if epoch.is_proposal else epoch.acked

@@ -21,6 +21,9 @@ injected clock's and the lace's arrival times (whole POSIX seconds):
   does not change epoch until its next block;
 * under the stake rule a proposal names the newest ``set`` snapshot the node's stake view
   holds (``StakeView.set_stake_at`` weighs it, :meth:`Lace.quorum_under`).
+* between epoch changes, the gatherer of the latest final epoch sends the Ack blocks that
+  carry its certificate into a topic whose blocks cannot reach a quorum of acknowledgements
+  by themselves (:mod:`.gathering`).
 
 The epoch becomes final where quorum acknowledgements are delivered (:class:`Lace` counts
 them, both rules). This module only plans: :meth:`EpochDriver.due` returns drafts whose
@@ -33,6 +36,7 @@ from collections.abc import Callable, Sequence
 
 from .codec import EPOCH, MAX_ATTEMPT, PERM_EPOCH, EpochMsg, Payload
 from .creator import draft_body
+from .gathering import Gathering
 from .lace import Lace
 
 __all__ = ["EpochDriver", "StakeEpochs"]
@@ -51,14 +55,19 @@ class EpochDriver:
         self.pool_id: bytes | None = None
         #: (topic, epoch number, attempt) this node has planned an Epoch block for
         self._planned: set[tuple[bytes, int, int]] = set()
+        #: the Ack blocks that carry a final epoch's certificate into a quiet topic
+        self.gathering = Gathering(lace)
 
     def due(self, now: float) -> list[bytes]:
-        """The Epoch drafts to publish now (one per topic at most)."""
+        """The Epoch drafts to publish now, else the gathering Acks (:mod:`.gathering`); one
+        per topic at most."""
         if not self.can_publish or self.pool_id is None:
             return []
         out = []
         for topic in sorted(self.lace.topics):
             body = self._plan(topic, now)
+            if body is None:
+                body = self.gathering.plan(topic, self.pool_id, now)
             if body is not None:
                 out.append(body)
         return out

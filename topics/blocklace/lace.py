@@ -294,7 +294,8 @@ class Lace:
         acked = sum(self.stake_of(proposal.stake_epoch, p) or 0 for p in counted)
         return total > 0 and acked * den > num * total
 
-    def _in_past(self, target: bytes, vc: dict[bytes, int]) -> bool:
+    def in_past(self, target: bytes, vc: dict[bytes, int]) -> bool:
+        """Whether the held block ``target`` is in the causal past summarized by ``vc``."""
         held = self.blocks.get(target)
         if held is None:
             return False
@@ -399,7 +400,7 @@ class Lace:
             if epoch.number != block.epoch + 1:
                 raise BlocklaceReject(MALFORMED, f"a proposal of epoch {block.epoch} opens {block.epoch + 1}")
             for c in epoch.cut:
-                if not self._in_past(c, vc) or self.blocks[c].block.epoch != block.epoch:
+                if not self.in_past(c, vc) or self.blocks[c].block.epoch != block.epoch:
                     raise BlocklaceReject(MALFORMED, "a cut id is not in the past with the block's epoch")
             if ad.params.quorum[0] == 1:
                 if epoch.stake_epoch is None:
@@ -408,7 +409,7 @@ class Lace:
                     raise BlocklaceReject(STALE_STAKE_SNAPSHOT, f"stake snapshot of epoch {epoch.stake_epoch} not held")
         else:
             proposal = self.blocks.get(epoch.acked)
-            if proposal is None or not self._in_past(epoch.acked, vc) or proposal.block.payload.type != EPOCH:
+            if proposal is None or not self.in_past(epoch.acked, vc) or proposal.block.payload.type != EPOCH:
                 raise BlocklaceReject(MALFORMED, "the acknowledged proposal is not in the past")
             p = proposal.block.payload.epoch
             if not p.is_proposal or (p.number, p.attempt, p.ad_version) != (epoch.number, epoch.attempt, epoch.ad_version):

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from dmq.clock import ManualClock
 from topics.adapter import ITEM_EPOCH_FINAL
-from topics.blocklace.codec import EPOCH, TopicParams
+from topics.blocklace.codec import ACK, EPOCH, TopicParams
 from topics.blocklace.creator import draft_body
 
 from .cluster import Cluster, TopicNode, open_node, pools_for
@@ -26,7 +26,7 @@ INTERVAL, TIMEOUT = 100, 30
 
 async def _cluster(tmp_path, count: int, body, stakes: dict[bytes, int] | None = None) -> None:
     clock = ManualClock(NOW)
-    nodes = [open_node(tmp_path / f"n{i}", f"n{i}", pool(i), clock, pools_for(8), seed=i, stakes=stakes)
+    nodes = [open_node(tmp_path / f"n{i}", f"n{i}", pool(i), clock, pools_for(max(8, count)), seed=i, stakes=stakes)
              for i in range(count)]
     try:
         async with trio.open_nursery() as nursery:
@@ -312,3 +312,65 @@ async def test_an_elector_cut_off_for_epochs_is_heard_again_after_the_heal(tmp_p
         assert all(after in node.delivered_blocks() for node in nodes)
 
     await _cluster(tmp_path, 4, scenario)
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("electors", [30])
+async def test_a_quiet_topic_with_many_electors_keeps_changing_epochs(tmp_path, electors):
+    """With 30 electors and 8 pointers a block made after epoch F became final reaches 7
+    acknowledgements, not the 21 of a quorum, so it is not in epoch F and no proposal of F + 1
+    can cut one (docs/topics-design.md 5.7). The gatherer of F (its proposer) builds the
+    coverage with a few Ack blocks, and every epoch after an event becomes final; when it is
+    down, the next one in the rotation does after one attempt timeout."""
+    async def scenario(nodes, clock):
+        cluster = Cluster(nodes)
+        await _open_topic(cluster, electors, TopicParams(epoch_interval=INTERVAL, attempt_timeout=TIMEOUT,
+                                                         max_pointers=8))
+        gathered: set[bytes] = set()
+        for number in (1, 2):
+            made = await _event(cluster, nodes[number], b"event %d" % number)     # one event, then quiet
+            clock.advance(INTERVAL)
+            await cluster.settle()
+            assert [_final(n) for n in nodes] == [number] * electors
+            # the certificate of the new epoch cuts the event: it is in the proposal's past
+            lace = nodes[0].blocklace.lace
+            proposal = lace.blocks[lace.topic(TOPIC).certificates[number]]
+            assert lace.in_past(made, proposal.vc)
+            # the coverage of epoch number - 1 was built by its proposer alone, in at most
+            # ceil(20 / 7) blocks (a quorum is 21 votes, its own proposal is one), the last one
+            # in that epoch; the first event came before any epoch was final: nothing to gather
+            acks = [h for h in lace.blocks.values() if h.block.payload.type == ACK and h.id not in gathered]
+            gathered |= {h.id for h in acks}
+            if number == 1:
+                assert acks == []
+            else:
+                proposer = lace.blocks[lace.topic(TOPIC).certificates[number - 1]].creator
+                assert {h.creator for h in acks} == {proposer} and 1 <= len(acks) <= 3
+                assert acks[-1].block.epoch == number - 1 and all(h.block.epoch == number - 2 for h in acks[:-1])
+        # nothing waits: a quiet topic costs nothing, and its epoch stays
+        held = len(nodes[0].blocklace.lace.blocks)
+        clock.advance(2 * INTERVAL)
+        await cluster.settle()
+        assert len(nodes[0].blocklace.lace.blocks) == held and [_final(n) for n in nodes] == [2] * electors
+        # the gatherer of epoch 2 is down: the next publisher in the rotation steps in after
+        # one attempt timeout, and the 29 others close epoch 3
+        lace = nodes[0].blocklace.lace
+        proposal = lace.blocks[lace.topic(TOPIC).certificates[2]]
+        gatherers = sorted(pool(i).id for i in range(electors))
+        down = gatherers.index(proposal.creator)
+        assert down == (2 + proposal.block.payload.epoch.attempt) % electors
+        cluster.nodes = [n for n in nodes if n.signer.id != proposal.creator]
+        lace = cluster.nodes[0].blocklace.lace
+        await _event(cluster, cluster.nodes[0], b"while the gatherer is down")
+        assert not [h for h in lace.blocks.values() if h.block.payload.type == ACK and h.id not in gathered]
+        clock.advance(TIMEOUT)
+        await cluster.settle()
+        acks = [h for h in lace.blocks.values() if h.block.payload.type == ACK and h.id not in gathered]
+        assert acks and {h.creator for h in acks} == {gatherers[(down + 1) % electors]}
+        clock.advance(INTERVAL - TIMEOUT)
+        await cluster.settle()
+        assert [_final(n) for n in cluster.nodes] == [3] * (electors - 1)
+        for node in nodes:
+            assert node.blocklace.equivocations() == []
+
+    await _cluster(tmp_path, electors, scenario)
