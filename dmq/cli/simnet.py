@@ -4,7 +4,9 @@ The same node code as ``dmq netlab`` (the composition root builds every node wit
 :func:`dmq.cli.wiring.assemble_node`), the same workload, topology and faults, but the
 nodes share one trio run on ``trio.testing.MockClock`` and talk over in-memory links with
 the round-trip times of real regions, jitter, loss and bandwidth
-(:mod:`lab.simnet`, docs/network-scale.md "Simulated time"). Needs no privileges.
+(:mod:`lab.simnet`, docs/network-scale.md "Simulated time"). Needs no privileges. With
+``--mithril-registration`` every node runs the Mithril signer-registration application and
+signers register every epoch (:mod:`lab.simnet.registration`, docs/mithril-registration.md 10.1).
 """
 
 from __future__ import annotations
