@@ -60,13 +60,13 @@ from apps.mithril_registration.trace import (
     MithrilRegistrationDisagreement,
     MithrilRegistrationProblem,
 )
-from clients.topics import TopicOwners, advertisement_draft, open_topic_connection
+from clients.topics import TopicOwners, advertisement_draft, draft_block, open_topic_connection
 from dmq.diffusion import DiffusionPolicy
 from dmq.keyfiles import write_kes_signing_key, write_operational_certificate
 from dmq.trace import TraceEvent
 from lab.devnet.genesis import GenesisParameters, pool_stakes
 from lab.devnet.pools import derive_seed
-from topics.blocklace.codec import PERM_ACK, PERM_EPOCH, PERM_EVENT, TopicParams
+from topics.blocklace.codec import AD, PERM_ACK, PERM_EPOCH, PERM_EVENT, Payload, TopicParams
 from topics.blocklace.reasons import BlocklaceReject
 
 from .checks import SharedRegistrationVerdicts
@@ -131,12 +131,13 @@ class RegistrationPlan:
 
 def electors_that_fit(owners: TopicOwners, pools: list[bytes], params: TopicParams) -> int:
     """How many of ``pools`` one advertisement can name with every permission: its block is at
-    most 1280 bytes (docs/topics-design.md 5.2)."""
+    most 1280 bytes (docs/topics-design.md 5.2), with the tag the node adds to its publishing
+    pool's first block in the topic (5.8, "Honest creator"), which the run's advertisement is."""
     fitting = 0
     for count in range(1, len(pools) + 1):
         ad = owners.advertisement(0, {pool: ALL_PERMISSIONS for pool in pools[:count]}, params=params)
         try:
-            advertisement_draft(ad, draft_id=1)
+            draft_block(ad.body.owner.topic_id, Payload(AD, ad=ad), (pools[0],), draft_id=1)
         except BlocklaceReject:
             break
         fitting = count

@@ -14,10 +14,17 @@ import pytest
 
 from apps.mithril_registration import KesSignatureInvalid, verify_registration
 from apps.mithril_registration.build import BlsKey, Pool, build_registration
+from apps.mithril_registration.events import MAX_POINTERS
+from clients.topics import TopicOwners, draft_block
 from dmq.cli.wiring import assemble_node
+from lab.devnet.pools import derive_seed
 from lab.simnet import SimnetOptions
 from lab.simnet.checks import SharedRegistrationVerdicts
-from lab.simnet.registration import RegistrationPlan, run_registration_simnet
+from lab.simnet.registration import (ALL_PERMISSIONS, QUORUM_RULES, RegistrationPlan, electors_that_fit,
+                                     run_registration_simnet)
+from lab.simnet.workload import make_pools
+from topics.blocklace.codec import AD, Payload, TopicParams
+from topics.blocklace.reasons import BlocklaceReject
 
 NODES, SIGNERS, EPOCHS = 7, 40, 2
 
@@ -73,3 +80,22 @@ def test_a_shared_verdict_is_computed_once_per_registration_and_kes_period_and_a
     with pytest.raises(KesSignatureInvalid):
         shared(good, stake_distribution=stake, current_kes_period=5)
     assert shared.stats() == {"verified": 3, "remembered": 2}
+
+
+def test_electors_that_fit_counts_the_tag_of_the_publishing_pools_first_block():
+    """The run's advertisement is its publishing pool's first block in the topic, which the node
+    tags with the pool id (docs/topics-design.md 5.8): 34 electors fit with the run's parameters,
+    and a 35th makes that block too large (docs/mithril-registration.md 10.2)."""
+    owners = TopicOwners([derive_seed(0, 0, "registration-topic-owner")], 1)
+    params = TopicParams(quorum=QUORUM_RULES["stake"], epoch_interval=5, attempt_timeout=10, max_pointers=MAX_POINTERS)
+    pools = [pool.pool_id for pool in make_pools(40, 0)]
+    fit = electors_that_fit(owners, pools, params)
+    assert fit == 34
+
+    def first_block(count):
+        ad = owners.advertisement(0, {pool: ALL_PERMISSIONS for pool in pools[:count]}, params=params)
+        return draft_block(ad.body.owner.topic_id, Payload(AD, ad=ad), (pools[0],), draft_id=1)
+
+    first_block(fit)
+    with pytest.raises(BlocklaceReject):
+        first_block(fit + 1)
