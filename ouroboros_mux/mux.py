@@ -185,14 +185,7 @@ class MuxChannel:
                 await self._send_lot.park()
             finally:
                 self._send_waiting -= 1
-        if data:
-            if type(data) is not bytes:
-                data = bytes(data)  # the caller may reuse a mutable buffer
-            self._send_chunks.append(data)
-            self._send_len += len(data)
-            if not self._scheduled:
-                self._scheduled = True
-                self._mux._schedule(self)
+        self._queue(data)
 
     async def recv_message(self, max_size: int | None = None) -> bytes:
         """The exact received bytes of the next complete CBOR item on this channel.
@@ -248,6 +241,11 @@ class MuxChannel:
         """Queue ``data`` as :meth:`send` does if the send buffer has room now; False (nothing queued) if not."""
         if self._closed is not None or self._send_len >= SEND_BUFFER_LIMIT:
             return False
+        self._queue(data)
+        return True
+
+    def _queue(self, data: bytes) -> None:
+        """Append ``data`` to the send buffer and have the writer take this channel's turn."""
         if data:
             if type(data) is not bytes:
                 data = bytes(data)  # the caller may reuse a mutable buffer
@@ -256,7 +254,6 @@ class MuxChannel:
             if not self._scheduled:
                 self._scheduled = True
                 self._mux._schedule(self)
-        return True
 
     # -- lifecycle -----------------------------------------------------------------
     def finish(self) -> None:

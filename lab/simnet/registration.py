@@ -9,7 +9,7 @@ application (``MithrilRegistration``) on one registration topic. Order of a run:
    when the warm-up ends); the topic's owner key follows from the seed;
 2. the nodes start and connect; one advertisement names the **electors**: the first
    ``electors`` nodes' pools, with every permission, under the quorum rule asked for. An
-   advertisement is one block of at most 1280 bytes, which holds about 30 publishers
+   advertisement is one block of at most 1280 bytes, which holds 34 publishers
    (:func:`electors_that_fit`), so at most that many nodes can publish in the topic; the others
    follow it, fix the sets and serve them like the electors;
 3. the round open when the advertisement arrives closes at once, empty: every node fixing it
@@ -103,10 +103,10 @@ class RegistrationPlan:
     attempt_timeout: int = 10
     #: The part of each Cardano epoch over which the registrations are sent, from its start.
     spread: float = 0.5
-    #: Publishing nodes, the topic's electors. One advertisement holds about 30; but a block has at
-    #: most 8 pointers in a registration topic, and with more than about 10 electors a block of a
-    #: quiet topic no longer reaches a quorum of the last epoch's acknowledgements, so the topic
-    #: stops changing epochs (docs/mithril-registration.md 10).
+    #: Publishing nodes, the topic's electors: at most the 34 one advertisement holds. With more
+    #: than about 10, a block's 8 pointers cannot reach a quorum of the last epoch's
+    #: acknowledgements, and the gatherer's Acks carry the certificate on
+    #: (docs/mithril-registration.md 10.2); the 100-node run was made with 10.
     electors: int = 10
     #: Signers (among ``pools``) that register two keys each round, through two nodes.
     equivocators: int = 1

@@ -5,27 +5,16 @@ from __future__ import annotations
 import random
 
 import trio
-import trio.testing
 
 from miniprotocols.framework import Direction, Driver, Role
 from miniprotocols.keep_alive import INGRESS_LIMIT, KEEP_ALIVE, PROTOCOL_NUM, KeepAliveClient, MsgDone, MsgKeepAlive, serve
 from ouroboros_mux import Bearer, Mode, Mux
 from ouroboros_mux import Provenance
-
-
-async def tcp_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    try:
-        connecting = await trio.testing.open_stream_to_socket_listener(listeners[0])
-        accepted = await listeners[0].accept()
-    finally:
-        for listener in listeners:
-            await listener.aclose()
-    return connecting, accepted
+from tests.ouroboros_mux.streams import tcp_stream_pair
 
 
 async def test_keep_alive_over_two_muxes_on_loopback_tcp():
-    connecting, accepted = await tcp_pair()
+    connecting, accepted = await tcp_stream_pair()
     initiator = Mux(Bearer(connecting), Provenance.OUTBOUND)
     responder = Mux(Bearer(accepted), Provenance.INBOUND)
     client_channel = initiator.register(PROTOCOL_NUM, Mode.INITIATOR, INGRESS_LIMIT)

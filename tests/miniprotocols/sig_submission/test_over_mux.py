@@ -10,26 +10,15 @@ way, each side ends up with exactly the other side's messages, byte for byte.
 from __future__ import annotations
 
 import trio
-import trio.testing
 
 from miniprotocols import sig_submission_v1, sig_submission_v2
 from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM, Side
 from dmq.diffusion.sig_submission import PullingPeer, ServingPeer
 from ouroboros_mux import Bearer, Mode, Mux
 from ouroboros_mux import Provenance
+from tests.ouroboros_mux.streams import tcp_stream_pair
 
 from .helpers import ListSigSource, RecordingSink, make_message
-
-
-async def tcp_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    try:
-        connecting = await trio.testing.open_stream_to_socket_listener(listeners[0])
-        accepted = await listeners[0].accept()
-    finally:
-        for listener in listeners:
-            await listener.aclose()
-    return connecting, accepted
 
 
 class Node:
@@ -67,7 +56,7 @@ class Node:
 
 
 async def exchange(dialect) -> None:
-    connecting, accepted = await tcp_pair()
+    connecting, accepted = await tcp_stream_pair()
     a = Node(dialect, Mux(Bearer(connecting), Provenance.OUTBOUND), [make_message(n) for n in range(150)])
     b = Node(dialect, Mux(Bearer(accepted), Provenance.INBOUND), [make_message(n) for n in range(1000, 1120)])
     shared = b.source.entries[0][2]  # one message both hold: never fetched either way

@@ -13,7 +13,6 @@ import collections
 import cbor2
 import pytest
 import trio
-import trio.testing
 
 from miniprotocols.framework import DecoderFailure, Driver
 from miniprotocols.sig_submission import (
@@ -33,6 +32,7 @@ from miniprotocols.sig_submission import (
 from dmq.diffusion.sig_submission import PullingPeer, ServingPeer
 from ouroboros_mux import Bearer, Mode, Mux
 from ouroboros_mux import Provenance
+from tests.ouroboros_mux.streams import tcp_stream_pair
 from ouroboros_mux.channel import memory_channel_pair
 
 from .helpers import ListSigSource, RecordingSink, make_message, message_id, mux_channel_pair, run_together
@@ -313,23 +313,12 @@ async def test_a_reply_holding_something_else_than_a_message_is_a_decoder_failur
 
 # -- serving over a real mux: requests answered in the connection's reader ------------------
 
-async def _tcp_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    try:
-        connecting = await trio.testing.open_stream_to_socket_listener(listeners[0])
-        accepted = await listeners[0].accept()
-    finally:
-        for listener in listeners:
-            await listener.aclose()
-    return connecting, accepted
-
-
 async def _over_mux(dialect, serving_of, pulling_script) -> None:
     """Run a serving peer on one mux and a scripted pulling peer on the other, over loopback TCP.
 
     The serving peer's channel is a real ``MuxChannel``, so it answers from the mux reader.
     """
-    connecting, accepted = await _tcp_pair()
+    connecting, accepted = await tcp_stream_pair()
     pulling_mux, serving_mux = Mux(Bearer(connecting), Provenance.OUTBOUND), Mux(Bearer(accepted), Provenance.INBOUND)
     pulling_initiates = dialect.initiator_side is Side.PULLING
     pulling_channel = pulling_mux.register(PROTOCOL_NUM, Mode.INITIATOR if pulling_initiates else Mode.RESPONDER,
