@@ -8,24 +8,20 @@ and the per-link limits make up the handshake's spec in :mod:`handshake.spec`.
 
 from __future__ import annotations
 
-import enum
 from types import MappingProxyType
 from typing import Mapping
 
-from protocol_engine import Agency
+from protocol_engine import Agency, ProtocolState
 
 __all__ = ["State", "AGENCY"]
 
 
-class State(enum.Enum):
+class State(ProtocolState):
     """A state of the handshake; ``value`` is the reference's name for it.
 
-    States key the engine's tables, looked up several times on every move; hashing by
-    identity (as members compare) spares Enum's hash of the name, a Python call each time,
-    on the local socket's one handshake per message.
+    A :class:`protocol_engine.ProtocolState`, hashed by identity: the local socket runs one
+    handshake per message.
     """
-
-    __hash__ = object.__hash__
 
     PROPOSE = "StPropose"
     CONFIRM = "StConfirm"

@@ -24,10 +24,12 @@ from .errors import (
 from .handoff import Handoff
 from .machine import ProtocolMachine
 from .spec import SMALL_BYTE_LIMIT, Codec, NextState, ProtocolSpec, StateSpec
+from .state import ProtocolState
 
 __all__ = [
     "Agency",
     "Role",
+    "ProtocolState",
     "StateSpec",
     "Codec",
     "NextState",

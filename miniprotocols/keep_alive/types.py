@@ -9,10 +9,9 @@ keep-alive (97 s) longer than the client's interval (10 s) plus its wait for a r
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from ..framework import SMALL_BYTE_LIMIT, Agency, ProtocolError, StateSpec
+from ..framework import SMALL_BYTE_LIMIT, Agency, ProtocolError, ProtocolState, StateSpec
 
 __all__ = [
     "PROTOCOL_NUM",
@@ -36,7 +35,7 @@ KEEP_ALIVE_INTERVAL = 10.0
 _MAX_COOKIE = 0xFFFF
 
 
-class KeepAliveState(enum.Enum):
+class KeepAliveState(ProtocolState):
     CLIENT = "StClient"
     SERVER = "StServer"
     DONE = "StDone"

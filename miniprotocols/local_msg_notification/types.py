@@ -10,10 +10,9 @@ time limits, as on every node-to-client protocol of the reference.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from ..framework import Agency, StateSpec
+from ..framework import Agency, ProtocolState, StateSpec
 from ..framework.cbor_write import as_items
 
 __all__ = [
@@ -34,7 +33,7 @@ PROTOCOL_NUM = 15
 MAX_MESSAGES_PER_REPLY = 1000
 
 
-class LocalNotificationState(enum.Enum):
+class LocalNotificationState(ProtocolState):
     IDLE = "StIdle"
     BUSY_BLOCKING = "StBusy StBlocking"
     BUSY_NON_BLOCKING = "StBusy StNonBlocking"

@@ -9,10 +9,9 @@ over ``LocalTxSubmission``; docs/protocol/local-protocols.md 7.)
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from ..framework import Agency, StateSpec
+from ..framework import Agency, ProtocolState, StateSpec
 
 __all__ = [
     "PROTOCOL_NUM",
@@ -39,7 +38,7 @@ __all__ = [
 PROTOCOL_NUM = 14
 
 
-class LocalSubmissionState(enum.Enum):
+class LocalSubmissionState(ProtocolState):
     IDLE = "StIdle"
     BUSY = "StBusy"
     DONE = "StDone"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ..framework import Agency, StateSpec
+from ..framework import Agency, ProtocolState, StateSpec
 from ..framework import cbor_write as w
 
 __all__ = [
@@ -50,7 +50,7 @@ PROTOCOL_NUM = 7
 INGRESS_LIMIT = 0xFFFFFFFF
 
 
-class LocalStateQueryState(enum.Enum):
+class LocalStateQueryState(ProtocolState):
     IDLE = "StIdle"
     ACQUIRING = "StAcquiring"
     ACQUIRED = "StAcquired"

@@ -10,11 +10,10 @@ reply (or ``MsgReject`` where allowed) leaves. No time limit on either side, as 
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any
 
-from ..framework import Agency, StateSpec
+from ..framework import Agency, ProtocolState, StateSpec
 
 __all__ = [
     "PROTOCOL_NUM",
@@ -58,7 +57,7 @@ START_RETAINED = 1
 START_STATE = 2
 
 
-class TopicState(enum.Enum):
+class TopicState(ProtocolState):
     IDLE = "StIdle"
     SUBSCRIBING = "StSubscribing"
     UNSUBSCRIBING = "StUnsubscribing"

@@ -9,11 +9,10 @@ Only registered on a connection whose handshake agreed ``peerSharing = 1``.
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 from dataclasses import dataclass
 
-from ..framework import Agency, StateSpec
+from ..framework import Agency, ProtocolState, StateSpec
 
 __all__ = [
     "PROTOCOL_NUM",
@@ -41,7 +40,7 @@ MAX_PEERS_PER_REPLY = 10
 BUSY_TIME_LIMIT = 60.0
 
 
-class PeerSharingState(enum.Enum):
+class PeerSharingState(ProtocolState):
     IDLE = "StIdle"
     BUSY = "StBusy"
     DONE = "StDone"

@@ -13,10 +13,9 @@ ends the protocol with ``MsgDone``. Same byte limits as V2: the reference's
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from ..framework import SMALL_BYTE_LIMIT, Agency, StateSpec
+from ..framework import SMALL_BYTE_LIMIT, Agency, ProtocolState, StateSpec
 from ..framework.cbor_write import as_items
 from ..sig_submission.limits import BODIES_BYTE_LIMIT, INGRESS_LIMIT, PROTOCOL_NUM, SHORT_WAIT
 from ..sig_submission.wire import check_id, check_word16, check_word32
@@ -41,7 +40,7 @@ __all__ = [
 VERSION = 1
 
 
-class SigSubmissionV1State(enum.Enum):
+class SigSubmissionV1State(ProtocolState):
     INIT = "StInit"
     IDLE = "StIdle"
     TX_IDS_BLOCKING = "StTxIds StBlocking"

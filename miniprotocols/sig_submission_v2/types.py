@@ -10,10 +10,9 @@ state's 20 s limit is what forces the serving peer to do so.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from ..framework import SMALL_BYTE_LIMIT, Agency, StateSpec
+from ..framework import SMALL_BYTE_LIMIT, Agency, ProtocolState, StateSpec
 from ..framework.cbor_write import as_items
 from ..sig_submission.limits import (
     BLOCKING_STATE_TIME_LIMIT,
@@ -44,7 +43,7 @@ __all__ = [
 VERSION = 2
 
 
-class SigSubmissionV2State(enum.Enum):
+class SigSubmissionV2State(ProtocolState):
     IDLE = "StIdle"
     SIG_IDS_BLOCKING = "StSigIds StBlocking"
     SIG_IDS_NON_BLOCKING = "StSigIds StNonBlocking"
