@@ -4,6 +4,7 @@ Dispatch on ``(length, tag)`` as the reference does; every V1 message decodes in
 state and the driver judges where it is allowed, except that an empty ids reply is a
 decoder failure in the blocking ids state (the reference codec's own rule). Note that
 ``8106`` is ``MsgInit`` here but ``MsgDone`` in V2: the negotiated version picks the codec.
+``decode_framed`` reads the round messages in their usual form directly, as V2's does.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import enum
 
 from ..framework import CodecError
 from ..framework import cbor_write as w
+from ..framework.decoded import decoded_builder
 from ..framework.envelope import open_envelope
 from ..sig_submission import wire
+from ..sig_submission.usual import UsualReader
 from .types import (
     MsgDone,
     MsgInit,
@@ -30,8 +33,17 @@ __all__ = ["SigSubmissionV1Codec"]
 _INIT = w.array_header(1) + w.uint(6)
 _DONE = w.array_header(1) + w.uint(4)
 
+#: Decoded messages are built without their constructors' checks: the reading checked them.
+_build_request_ids = decoded_builder(MsgRequestTxIds)
+_build_reply_ids = decoded_builder(MsgReplyTxIds)
+_build_request_bodies = decoded_builder(MsgRequestTxs)
+_build_reply_bodies = decoded_builder(MsgReplyTxs)
+
 
 class SigSubmissionV1Codec:
+    _usual = UsualReader((0, _build_request_ids), (1, _build_reply_ids), (2, _build_request_bodies),
+                         (3, _build_reply_bodies))
+
     def encode(self, message: SigSubmissionV1Message) -> bytes:
         if isinstance(message, MsgInit):
             return _INIT
@@ -52,19 +64,24 @@ class SigSubmissionV1Codec:
         if (length, tag) == (1, 6):
             message: SigSubmissionV1Message = MsgInit()
         elif (length, tag) == (4, 0):
-            message = MsgRequestTxIds(*wire.decode_request_ids(cursor))
+            message = _build_request_ids(*wire.decode_request_ids(cursor))
         elif (length, tag) == (2, 1):
             ids = wire.decode_id_sizes(cursor)
             if not ids and state is SigSubmissionV1State.TX_IDS_BLOCKING:
                 raise CodecError("MsgReplyTxIds: empty list not permitted in reply to a blocking request")
-            message = MsgReplyTxIds(ids)
+            message = _build_reply_ids(ids)
         elif (length, tag) == (2, 2):
-            message = MsgRequestTxs(wire.decode_ids(cursor))
+            message = _build_request_bodies(wire.decode_ids(cursor))
         elif (length, tag) == (2, 3):
-            message = MsgReplyTxs(wire.decode_messages(cursor))
+            message = _build_reply_bodies(wire.decode_messages(cursor))
         elif (length, tag) == (1, 4):
             message = MsgDone()
         else:
             raise CodecError(f"unexpected sig submission V1 key (length {length}, tag {tag})")
         cursor.expect_end()
         return message
+
+    def decode_framed(self, state: enum.Enum, raw: bytes) -> SigSubmissionV1Message:
+        """:meth:`decode` for one framed message: the round messages in their usual form read directly."""
+        message = self._usual.read(raw, state is SigSubmissionV1State.TX_IDS_BLOCKING)
+        return self.decode(state, raw) if message is None else message

@@ -5,7 +5,9 @@ message in every state, leaving "not valid here" to the driver, with one excepti
 is the reference codec's own: an empty ids reply is a decoder failure in the blocking
 ids state (a blocking reply is a non-empty list by type there) and valid elsewhere.
 Lists are indefinite both ways; messages inside ``[5, ...]`` stay the exact received
-spans and must have a message's outer shape.
+spans and must have a message's outer shape. ``decode_framed``, which the driver uses, reads
+the round messages written the usual way straight from their bytes
+(:mod:`miniprotocols.sig_submission.usual`) and anything else as ``decode`` does.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import enum
 
 from ..framework import CodecError
 from ..framework import cbor_write as w
+from ..framework.decoded import decoded_builder
 from ..framework.envelope import open_envelope
 from ..sig_submission import wire
+from ..sig_submission.usual import UsualReader
 from .types import (
     MsgDone,
     MsgReplyNoSigIds,
@@ -32,8 +36,17 @@ __all__ = ["SigSubmissionV2Codec"]
 _REPLY_NO_SIG_IDS = w.array_header(1) + w.uint(3)
 _DONE = w.array_header(1) + w.uint(6)
 
+#: Decoded messages are built without their constructors' checks: the reading checked them.
+_build_request_ids = decoded_builder(MsgRequestSigIds)
+_build_reply_ids = decoded_builder(MsgReplySigIds)
+_build_request_bodies = decoded_builder(MsgRequestSigs)
+_build_reply_bodies = decoded_builder(MsgReplySigs)
+
 
 class SigSubmissionV2Codec:
+    _usual = UsualReader((1, _build_request_ids), (2, _build_reply_ids), (4, _build_request_bodies),
+                         (5, _build_reply_bodies))
+
     def encode(self, message: SigSubmissionV2Message) -> bytes:
         if isinstance(message, MsgRequestSigIds):
             return wire.encode_request_ids(1, message.blocking, message.ack, message.req)
@@ -52,21 +65,26 @@ class SigSubmissionV2Codec:
     def decode(self, state: enum.Enum, raw: bytes) -> SigSubmissionV2Message:
         cursor, length, tag = open_envelope(raw)
         if (length, tag) == (4, 1):
-            message: SigSubmissionV2Message = MsgRequestSigIds(*wire.decode_request_ids(cursor))
+            message: SigSubmissionV2Message = _build_request_ids(*wire.decode_request_ids(cursor))
         elif (length, tag) == (2, 2):
             ids = wire.decode_id_sizes(cursor)
             if not ids and state is SigSubmissionV2State.SIG_IDS_BLOCKING:
                 raise CodecError("MsgReplySigIds: empty list not permitted in reply to a blocking request")
-            message = MsgReplySigIds(ids)
+            message = _build_reply_ids(ids)
         elif (length, tag) == (1, 3):
             message = MsgReplyNoSigIds()
         elif (length, tag) == (2, 4):
-            message = MsgRequestSigs(wire.decode_ids(cursor))
+            message = _build_request_bodies(wire.decode_ids(cursor))
         elif (length, tag) == (2, 5):
-            message = MsgReplySigs(wire.decode_messages(cursor))
+            message = _build_reply_bodies(wire.decode_messages(cursor))
         elif (length, tag) == (1, 6):
             message = MsgDone()
         else:
             raise CodecError(f"unexpected sig submission V2 key (length {length}, tag {tag})")
         cursor.expect_end()
         return message
+
+    def decode_framed(self, state: enum.Enum, raw: bytes) -> SigSubmissionV2Message:
+        """:meth:`decode` for one framed message: the round messages in their usual form read directly."""
+        message = self._usual.read(raw, state is SigSubmissionV2State.SIG_IDS_BLOCKING)
+        return self.decode(state, raw) if message is None else message
