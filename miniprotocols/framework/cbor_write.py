@@ -23,7 +23,13 @@ _FALSE = b"\xf4"
 _TRUE = b"\xf5"
 
 
+#: The one-byte unsigned integers, written once: most counts and sizes on the wire are small.
+_SMALL_UINTS = tuple(head(MAJOR_UINT, value) for value in range(24))
+
+
 def uint(value: int) -> bytes:
+    if 0 <= value < 24:
+        return _SMALL_UINTS[value]
     return head(MAJOR_UINT, value)
 
 

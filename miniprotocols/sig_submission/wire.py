@@ -34,6 +34,8 @@ __all__ = [
 ]
 
 _ID_HEAD = w.head(2, ID_SIZE)
+#: ``[id, size]``'s start: a pair's head and the id's head (one id and one size per announced message).
+_PAIR_HEAD = w.array_header(2) + _ID_HEAD
 
 
 def check_id(message_id: bytes) -> bytes:
@@ -57,23 +59,31 @@ def check_word32(value: int, what: str) -> int:
 # -- encoding ----------------------------------------------------------------------
 
 def encode_request_ids(tag: int, blocking: bool, ack: int, req: int) -> bytes:
-    return w.array_header(4) + w.uint(tag) + w.boolean(blocking) + w.uint(ack) + w.uint(req)
+    return _REQUEST_IDS_START[tag, blocking] + w.uint(ack) + w.uint(req)
 
 
 def encode_id_sizes(tag: int, pairs: Iterable[tuple[bytes, int]]) -> bytes:
-    pair_head = w.array_header(2)
-    body = b"".join(pair_head + _ID_HEAD + i + w.uint(size) for i, size in pairs)
-    return w.array_header(2) + w.uint(tag) + w.INDEFINITE_ARRAY + body + w.BREAK
+    uint = w.uint
+    body = b"".join([_PAIR_HEAD + i + uint(size) for i, size in pairs])
+    return _LIST_START[tag] + body + w.BREAK
 
 
 def encode_ids(tag: int, ids: Iterable[bytes]) -> bytes:
-    body = b"".join(_ID_HEAD + i for i in ids)
-    return w.array_header(2) + w.uint(tag) + w.INDEFINITE_ARRAY + body + w.BREAK
+    body = b"".join([_ID_HEAD + i for i in ids])
+    return _LIST_START[tag] + body + w.BREAK
 
 
 def encode_messages(tag: int, messages: Iterable[bytes]) -> bytes:
-    body = w.join_items(messages)
-    return w.array_header(2) + w.uint(tag) + w.INDEFINITE_ARRAY + body + w.BREAK
+    return _LIST_START[tag] + w.join_items(messages) + w.BREAK
+
+
+# What the messages start with, per tag (V1 and V2 tags are 0..6), written once: every round sends two.
+_TAGS = range(7)
+#: ``[tag, blocking,`` of an id request.
+_REQUEST_IDS_START = {(tag, blocking): w.array_header(4) + w.uint(tag) + w.boolean(blocking)
+                      for tag in _TAGS for blocking in (False, True)}
+#: ``[tag, [_`` of the list-carrying messages.
+_LIST_START = {tag: w.array_header(2) + w.uint(tag) + w.INDEFINITE_ARRAY for tag in _TAGS}
 
 
 # -- decoding (the cursor stands after the tag) -------------------------------------
