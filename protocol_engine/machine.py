@@ -31,13 +31,18 @@ __all__ = ["ProtocolMachine"]
 class ProtocolMachine:
     """One peer's view of a protocol instance."""
 
-    __slots__ = ("spec", "role", "_state", "_outstanding")
+    __slots__ = ("spec", "role", "_state", "_outstanding", "_sends", "_receives")
 
     def __init__(self, spec: ProtocolSpec, role: Role, state: enum.Enum | None = None) -> None:
         self.spec = spec
         self.role = role
         self._state = spec.initial if state is None else state
         self._outstanding: deque[enum.Enum] = deque()
+        # The transitions this peer may take by sending and by receiving, per state: a move
+        # found there is allowed (agency and table in one lookup); one not found is refused,
+        # and the spec's own checks then say why.
+        self._sends = spec.moves_of(role.agency)
+        self._receives = spec.moves_of(role.peer.agency)
 
     @property
     def state(self) -> enum.Enum:
@@ -66,8 +71,14 @@ class ProtocolMachine:
         """
         spec = self.spec
         state = self._state
-        spec.check_agency(state, self.role, message)
-        target = spec.next_state(state, message)
+        moves = self._sends.get(state)
+        known = None if moves is None else moves.get(type(message))
+        if known is None:  # refused: one of these raises, with the reason
+            spec.check_agency(state, self.role, message)
+            spec.next_state(state, message)
+        target, chosen = known
+        if chosen:
+            target = spec.chosen_target(state, target, message)
         if not pipelined:
             if self._outstanding:
                 raise ProtocolViolation(spec.name, state, message,
@@ -108,6 +119,8 @@ class ProtocolMachine:
         if self._outstanding:
             return self._outstanding[0]
         state = self._state
+        if state in self._receives:
+            return state
         agency = self.spec.agency(state)
         if agency is not self.role.peer.agency:
             holder = "nobody" if agency is Agency.NOBODY else f"the {agency.value}"
@@ -123,9 +136,15 @@ class ProtocolMachine:
         spec = self.spec
         if state is None:
             state = self.receiving_state()
+        moves = self._receives.get(state)
+        known = None if moves is None else moves.get(type(message))
         try:
-            spec.check_agency(state, self.role.peer, message)
-            target = spec.next_state(state, message)
+            if known is None:  # refused: one of these raises, with the reason
+                spec.check_agency(state, self.role.peer, message)
+                spec.next_state(state, message)
+            target, chosen = known
+            if chosen:
+                target = spec.chosen_target(state, target, message)
         except ProtocolViolation as exc:
             raise ProtocolViolation(spec.name, state, message, exc.reason, raw) from None
         if self._outstanding:

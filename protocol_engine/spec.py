@@ -92,10 +92,16 @@ class ProtocolSpec:
         # (a pipelined send and each of its replies ask).
         object.__setattr__(self, "_reply_states", {})
         # The driver asks these for every message: plain dicts, each answer one lookup. A
-        # transition's target is kept with whether it is a function of the message.
+        # transition's target is kept with whether it is a function of the message, per state
+        # and message class; and per agency, the states that party may send from.
         object.__setattr__(self, "_agency", {state: spec.agency for state, spec in self.states.items()})
-        object.__setattr__(self, "_targets", {key: (target, callable(target) and not isinstance(target, enum.Enum))
-                                              for key, target in self.transitions.items()})
+        targets: dict[enum.Enum, dict[type, tuple[NextState, bool]]] = {state: {} for state in self.states}
+        for (state, message_type), target in self.transitions.items():
+            targets[state][message_type] = (target, callable(target) and not isinstance(target, enum.Enum))
+        object.__setattr__(self, "_targets", targets)
+        object.__setattr__(self, "_moves", {agency: {state: targets[state] for state, spec in self.states.items()
+                                                     if spec.agency is agency}
+                                            for agency in (Agency.CLIENT, Agency.SERVER)})
 
     def _validate(self) -> None:
         if self.initial not in self.states:
@@ -131,7 +137,7 @@ class ProtocolSpec:
 
         Pure: no agency check (see :func:`check_agency`) and no side effect.
         """
-        known = self._targets.get((state, type(message)))  # type: ignore[attr-defined]
+        known = self._targets[state].get(type(message))  # type: ignore[attr-defined]
         if known is None:
             if self.is_terminal(state):
                 reason = "the protocol has terminated"
@@ -140,11 +146,20 @@ class ProtocolSpec:
                 reason = f"not valid in this state (valid: {allowed})"
             raise ProtocolViolation(self.name, state, message, reason)
         target, chosen = known
-        if chosen:
-            target = target(message)
-            if target not in self.states:
-                raise ValueError(f"{self.name}: transition function from {state} chose unknown state {target}")
+        return self.chosen_target(state, target, message) if chosen else target
+
+    def chosen_target(self, state: enum.Enum, choose: Callable[[Any], enum.Enum], message: Any) -> enum.Enum:
+        """The state a transition from ``state`` whose target is a function of the message leads ``message`` to."""
+        target = choose(message)
+        if target not in self.states:
+            raise ValueError(f"{self.name}: transition function from {state} chose unknown state {target}")
         return target
+
+    def moves_of(self, agency: Agency) -> Mapping[enum.Enum, Mapping[type, tuple[NextState, bool]]]:
+        """Per state where ``agency`` may send, its transitions by message class, as ``(target, chosen)``
+        (``chosen``: the target is a function of the message, see :meth:`chosen_target`): all a
+        machine needs to check a send or a receive in one lookup."""
+        return self._moves[agency]  # type: ignore[attr-defined]
 
     def check_agency(self, state: enum.Enum, sender: Role, message: Any) -> None:
         """Raise ProtocolViolation unless ``sender`` holds agency in ``state``."""
