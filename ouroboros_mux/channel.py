@@ -157,9 +157,17 @@ class CborFramer:
             raise MalformedMessage(str(exc)) from None
         if max_size is not None and end > max_size:
             raise MessageTooLarge(max_size, end)
+        self._wanted = 1
+        if end == n:
+            # The item is everything buffered (the usual case: an SDU holding one message), so
+            # ``buf`` holds all of it: nothing is left to keep.
+            chunks.clear()
+            self._buffered = 0
+            self._pinned = 0
+            self._last_buffer = None
+            return buf if type(buf) is bytes else bytes(buf)
         item = buf if end == len(buf) and type(buf) is bytes else bytes(memoryview(buf)[:end])
         self._drop_front(end)
-        self._wanted = 1
         return item
 
     def _incomplete(self, needed: int, max_size: int | None) -> None:

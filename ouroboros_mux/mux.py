@@ -238,10 +238,15 @@ class MuxChannel:
         return self._framer.next_message(max_size)
 
     def send_nowait(self, data: bytes) -> bool:
-        """Queue ``data`` as :meth:`send` does if the send buffer has room now; False (nothing queued) if not."""
+        """Queue ``data`` as :meth:`send` does if the send buffer has room now; False (nothing queued) if not.
+
+        ``send_nowait(b"")`` only asks whether there is room (peers answering from the reader
+        ask before each reply).
+        """
         if self._closed is not None or self._send_len >= SEND_BUFFER_LIMIT:
             return False
-        self._queue(data)
+        if data:
+            self._queue(data)
         return True
 
     def _queue(self, data: bytes) -> None:
