@@ -28,10 +28,14 @@ so a before/after comes from one window of the machine's load. ``--profile`` sam
 of the mesh's CPU time with py-spy (``pip install py-spy``, a development tool, not a
 dependency of the node) over the loaded and the idle windows, counting only samples where a
 thread holds the GIL (its Python work, not its waits in epoll or fsync), and prints the
-hottest functions.
+hottest functions. ``--cprofile`` runs every node under cProfile instead (CPU time, imports
+left out: ``bench.diffusion_line.PROFILED_NODE``) and prints, per message per node, the Python
+function calls and a few counts that say where the work goes (socket reads and writes, rounds of
+trio's run loop); the profiler multiplies the nodes' CPU time, so only the counts mean anything
+then, and they do not depend on the machine's load.
 
     .venv/bin/python bench/diffusion_cost.py [--warmup 10] [--window 45] [--idle-window 60]
-        [--tree PATH ...] [--cases mesh,line,idle] [--profile]
+        [--tree PATH ...] [--cases mesh,line,idle] [--profile | --cprofile]
 """
 
 from __future__ import annotations
@@ -54,7 +58,15 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.diffusion_line import make_messages, node_config, open_local, shown, write_stake  # noqa: E402
+from bench.diffusion_line import (  # noqa: E402
+    PROFILE_FILE,
+    PROFILED_NODE,
+    make_messages,
+    node_config,
+    open_local,
+    shown,
+    write_stake,
+)
 from bench.rawclient import RawConnection, sdu  # noqa: E402
 from bench.validation_throughput import floor_inputs, run_floor  # noqa: E402
 from dmq.ports import free_ports  # noqa: E402
@@ -82,30 +94,51 @@ TTL = 1700
 #: Functions listed per profile view.
 TOP = 70
 
-#: The node of another checkout: its directory first on the path, then the operator's entry point.
-TREE_NODE = """
+#: A node of another checkout: its directory first on the path (an empty one: this checkout), then
+#: the operator's entry point, or the profiled runner.
+TREE_PATH = """
 import sys
-sys.path.insert(0, sys.argv.pop(1))
+tree = sys.argv.pop(1)
+if tree:
+    sys.path.insert(0, tree)
+"""
+TREE_NODE = TREE_PATH + """
 from dmq.cli.node import main
 main(sys.argv[1:])
 """
+PROFILED_TREE_NODE = TREE_PATH + PROFILED_NODE
+
+#: What ``--cprofile`` counts per message per node: (label, what a profiled function's key matches).
+COUNTED = (
+    ("socket reads (recv)", lambda key: key[0] == "~" and "'recv' of '_socket.socket'" in key[2]),
+    ("socket writes (sendmsg)", lambda key: key[0] == "~" and "'sendmsg' of '_socket.socket'" in key[2]),
+    ("rounds of trio's run loop (epoll)", lambda key: key[0] == "~" and "'poll' of 'select.epoll'" in key[2]),
+    ("Enum.__hash__", lambda key: key[0].endswith("enum.py") and key[2] == "__hash__"),
+    ("__post_init__ (messages, records)", lambda key: key[2] == "__post_init__"),
+    ("CBOR item walks (item_end)", lambda key: key[2] == "item_end"),
+)
+#: Where the calls are, by the path of the profiled function (the first that matches).
+PACKAGES = ("ouroboros_mux", "protocol_engine", "handshake", "miniprotocols", "dmq", "trio")
 
 
 @dataclass(frozen=True, slots=True)
 class TreeNodeFiles(NodeFiles):
-    """A node run from the checkout ``tree`` (None: this one)."""
+    """A node run from the checkout ``tree`` (None: this one), under cProfile if ``profiled``."""
 
     tree: str | None = None
+    profiled: bool = False
 
     def command(self) -> list[str]:
         command = NodeFiles.command(self)
-        if self.tree is None:
+        if self.tree is None and not self.profiled:
             return command
         at = command.index("dmq.cli.node") - 1  # the "-m" before the module
-        return [*command[:at], "-c", TREE_NODE, self.tree, *command[at + 2:]]
+        runner = [PROFILED_TREE_NODE, self.tree or "", PROFILE_FILE] if self.profiled else [TREE_NODE, self.tree]
+        return [*command[:at], "-c", *runner, *command[at + 2:]]
 
 
-def node_files(workdir: Path, stake: Path, links, count: int, tree: str | None) -> list[TreeNodeFiles]:
+def node_files(workdir: Path, stake: Path, links, count: int, tree: str | None,
+               profiled: bool = False) -> list[TreeNodeFiles]:
     """``count`` nodes in ``workdir``, node i dialling the nodes ``links`` says."""
     ports = free_ports(2 * count, HOST)
     files = []
@@ -113,7 +146,7 @@ def node_files(workdir: Path, stake: Path, links, count: int, tree: str | None) 
         directory = workdir / f"node{index + 1}"
         config = node_config(directory, stake, ports[index], ports[count + index], min_sig_delay=MIN_SIG_DELAY)
         topology = topology_document([(HOST, ports[other]) for other in dials_of(links, index)])
-        files.append(TreeNodeFiles(directory.name, directory, config, topology, tree))
+        files.append(TreeNodeFiles(directory.name, directory, config, topology, tree, profiled))
     return files
 
 
@@ -205,7 +238,7 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
     """Start the case's nodes, measure, stop them whatever happens."""
     count, shape = (3, Shape.LINE) if case == "line" else (6, Shape.FULL)
     links = links_of(shape, count)
-    files = node_files(workdir / f"{case}-{abs(hash(tree))}", stake, links, count, tree)
+    files = node_files(workdir / f"{case}-{abs(hash(tree))}", stake, links, count, tree, args.cprofile)
     nodes = [NodeProcess(f) for f in files]
     try:
         for node in nodes:
@@ -257,10 +290,32 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
         for connection in connections:
             await connection.stream.send_all(SUBMISSION_DONE)
             await connection.stream.aclose()
-        return result
     finally:
         for node in nodes:
             await node.stop(grace=10)
+    if args.cprofile:
+        # Every node handles every message accepted in the run (warm-up and drain included, as
+        # the profile covers the whole run).
+        result["calls"] = [call_counts(f.directory / PROFILE_FILE, submitter.accepted) for f in files]
+    return result
+
+
+def call_counts(stats_file: Path, messages: int) -> dict:
+    """Per message: every Python function call of a profiled node, by package, and the :data:`COUNTED` ones."""
+    import pstats
+
+    stats = pstats.Stats(str(stats_file)).stats  # type: ignore[attr-defined]
+    by_package: collections.Counter = collections.Counter()
+    counted: collections.Counter = collections.Counter()
+    for key, (_, calls, *_rest) in stats.items():
+        package = next((p for p in PACKAGES if f"/{p}/" in key[0]), "other")
+        by_package[package] += calls
+        for label, matches in COUNTED:
+            if matches(key):
+                counted[label] += calls
+    total = sum(by_package.values())
+    return {"calls": total / messages, "by_package": {p: n / messages for p, n in by_package.items()},
+            "counted": {label: counted[label] / messages for label, _ in COUNTED}}
 
 
 async def start_profile(node: NodeProcess, seconds: float, out: Path):
@@ -316,6 +371,15 @@ def print_case(case: str, tree: str, result: dict, floor: float) -> None:
     print(f"        wire bytes per message per node: " + ", ".join(f"{b:.0f}" for b in result["wire_bytes_per_message"]))
 
 
+def print_calls(case: str, tree: str, calls: list[dict]) -> None:
+    print(f"  {case} on {tree}, under cProfile, per message per node (node 1 .. {len(calls)}):")
+    print("        Python function calls: " + ", ".join(f"{c['calls']:.0f}" for c in calls))
+    for package in PACKAGES + ("other",):
+        print(f"          in {package:<16}: " + ", ".join(f"{c['by_package'].get(package, 0):.0f}" for c in calls))
+    for label, _ in COUNTED:
+        print(f"        {label:<34}: " + ", ".join(f"{c['counted'][label]:.1f}" for c in calls))
+
+
 def print_profile(case: str, tree: str, profile: dict) -> None:
     total = profile["samples"] or 1
     print(f"profile of {case} node1 ({tree}), py-spy, {profile['samples']} CPU samples:")
@@ -336,10 +400,14 @@ def main() -> None:
                         help="checkout whose node to run (repeat for a before/after; default: this one)")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     parser.add_argument("--profile", action="store_true", help="py-spy node 1 of the mesh over its windows")
+    parser.add_argument("--cprofile", action="store_true",
+                        help="every node under cProfile: calls per message per node (CPU figures then inflated)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every case and tree, alternated (a before/after on a busy machine)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    if args.profile and args.cprofile:
+        parser.error("--profile (py-spy) and --cprofile do not go together: the one would sample the other")
     sys.stdout.reconfigure(line_buffering=True)
     cases = [c for c in args.cases.split(",") if c]
     if bad := [c for c in cases if c not in CASES]:
@@ -395,6 +463,8 @@ def main() -> None:
     for (case, tree, _), result in results.items():
         if "profile" in result:
             print_profile(case, tree or "this tree", result["profile"])
+        if "calls" in result:
+            print_calls(case, tree or "this tree", result["calls"])
     if args.json:
         args.json.write_text(json.dumps({"floor_us": floor * 1e6, "load": load,
                                          "results": [{"case": c, "tree": t, "round": n,
