@@ -35,7 +35,8 @@ _unpack_uint32 = struct.Struct(">I").unpack_from
 
 _FALSE, _TRUE = 0xF4, 0xF5
 _BREAK = 0xFF
-#: ``[2`` then the tag, then an indefinite list: how the three list-carrying messages start.
+#: The outer array heads: of 2 for the three list-carrying messages (the tag, then an indefinite
+#: list), of 4 for the ids request (the tag, blocking, ack, req).
 _ARRAY_2, _ARRAY_4 = 0x82, 0x84
 _INDEFINITE = 0x9F
 #: A 32-byte string's head; a ``[id, size]`` pair's start; a message's start (array of 5, id).
