@@ -266,14 +266,22 @@ def wait_for_heap_trim(port: int, timeout: float) -> float | None:
 
 
 def print_growth(when: str, before: dict[str, int], after: dict[str, int], wire: int) -> None:
-    """The node's resident-set growth over ``wire`` bytes held, and its anonymous and file-backed parts."""
+    """The node's resident-set growth over ``wire`` bytes held, and its anonymous and file-backed parts.
+
+    The figure held against the target is the anonymous growth plus the file-backed growth
+    when there is any: file pages (the interpreter's and the libraries' code, LMDB's map)
+    leave the resident set whenever the kernel needs memory for other processes, and such a
+    drop (4 MB in one run on the shared machine) would otherwise hide as much heap growth."""
     growth = after["VmRSS"] - before["VmRSS"]
     anon = after["RssAnon"] - before["RssAnon"]
     filed = after["RssFile"] - before["RssFile"]
+    counted = anon + max(filed, 0)
     print(f"   {when}: node VmRSS {mb(before['VmRSS'])} -> {mb(after['VmRSS'])}: growth {mb(growth)} "
-          f"= {growth / wire:.3f} x wire  (target <= 1.15: {'met' if growth / wire <= 1.15 else 'NOT met'})")
+          f"= {growth / wire:.3f} x wire")
     print(f"     of which anonymous (Python and C heaps) {mb(anon)} = {anon / wire:.3f} x wire, "
-          f"file-backed (LMDB map) {mb(filed)} = {filed / wire:.3f} x wire")
+          f"file-backed (LMDB map, code) {mb(filed)} = {filed / wire:.3f} x wire")
+    print(f"     counted (anonymous + file-backed growth if any): {counted / wire:.3f} x wire  "
+          f"(target <= 1.15: {'met' if counted / wire <= 1.15 else 'NOT met'})")
 
 
 def read_mappings(pid: int) -> dict[str, int]:
@@ -378,10 +386,12 @@ def malloc_figures(prefix: Path) -> dict[str, int]:
     xml = text[text.index("<malloc"):]
     heaps = re.findall(r'<heap nr="(\d+)">(.*?)</heap>', xml, re.S)
     after_heaps = xml[xml.rindex("</heap>"):]
+    figures = {}
     arenas = re.search(r"(\d+) arenas \* (\d+) bytes/arena", text)
-    figures = {"pymalloc arenas": int(arenas.group(1)) * int(arenas.group(2)),
-               "pymalloc used blocks": number("# bytes in allocated blocks"),
-               "pymalloc free blocks": number("# bytes in available blocks")}
+    if arenas:  # absent under tracemalloc, which stands between the interpreter and its allocator
+        figures = {"pymalloc arenas": int(arenas.group(1)) * int(arenas.group(2)),
+                   "pymalloc used blocks": number("# bytes in allocated blocks"),
+                   "pymalloc free blocks": number("# bytes in available blocks")}
     for nr, body in heaps:
         name = "main heap" if nr == "0" else "thread heaps"
         system = int(re.search(r'<system type="current" size="(\d+)"', body).group(1))
