@@ -217,13 +217,13 @@ class MessageLog:
     def _hold(self, entry: StoredMessage) -> None:
         self._by_id[entry.message_id] = entry
         order = self._order
-        if not order:
-            self._base = entry.index
-            self._holes = 0
         skipped = entry.index - self._base - len(order)
         if skipped:  # indices never held (a reopen skips expired and damaged records)
-            order.extend([None] * skipped)
-            self._holes += skipped
+            if order:
+                order.extend([None] * skipped)
+                self._holes += skipped
+            else:
+                self._base = entry.index
         order.append(entry)
         heapq.heappush(self._expiry, entry)
         self._bytes += len(entry.raw)
