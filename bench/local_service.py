@@ -13,7 +13,9 @@ bytes (hand-built SDUs, no project protocol code on the client side):
    ``/proc/<pid>/status``) before and after phase 1, against the wire bytes held, and the
    mempool's own accounting (the ``dmq_node_mempoolBytes_int`` gauge, scraped from the node's
    Prometheus endpoint); again after the node's next heap trim (``dmq/heap_trim.py``, once a
-   minute: the connections' freed memory goes back to the kernel then).
+   minute: the connections' freed memory goes back to the kernel then). The figure held
+   against the target counts the anonymous growth and any growth of the file-backed part,
+   never a drop of it (the kernel takes file pages back when other processes need memory).
 3. *replay*: A aggregators (default 10) connect at once and each drains everything held
    with blocking requests, as Mithril aggregators do after a reconnect. Figure: messages
    and megabytes delivered per second, all aggregators together.
