@@ -270,7 +270,7 @@ class DurableMempool(Mempool):
                 # submitters are answered, even if the writer is being cancelled.
                 with trio.CancelScope(shield=True):
                     try:
-                        await self._run_blocking(self._store.write, entries, updates, self._log.next_index, hooks)
+                        await self._run_blocking(_write_own_copies, self._store, entries, updates, self._log.next_index, hooks)
                     except Exception as exc:
                         error = exc
                     finally:
@@ -344,6 +344,24 @@ class DurableMempool(Mempool):
         self._drain_sync()
         self._closed = True
         self._store.close()
+
+
+def _write_own_copies(store: MempoolStore, entries: list[StoredMessage], updates: Mapping[Any, Any],
+                      next_index: int, hooks: list[InTxn]) -> None:
+    """Give each entry a copy of its bytes made in this (worker) thread, then write the group.
+
+    The copy is the same bytes, allocated by the commit's thread: glibc gives each thread
+    its own heap (arena), so the messages, which are most of what the node holds and live
+    for minutes, end up side by side in one heap of their own. Received in the event loop's
+    thread, they would stay scattered among each connection's short-lived buffers (a socket
+    read is a 256 KiB buffer, cut to what arrived), leaving holes that the heap can neither
+    reuse nor give back: 2-3 % of the wire bytes held, measured with ``bench/local_service.py
+    --allocators`` (docs/benchmarks.md, Mempool). The originals are freed with the decoded
+    message, in the loop's heap, where the next connections reuse the space.
+    """
+    for entry in entries:
+        entry.raw = bytes(memoryview(entry.raw))
+    store.write(entries, updates, next_index, hooks)
 
 
 @asynccontextmanager

@@ -10,9 +10,13 @@ structure serves the node, the tests and simulated time alike.
   *visible* to readers, when :meth:`publish` moves the horizon over them. The durable
   mempool publishes a batch once its transaction is on disk, so no reader can ever see,
   announce or forward a message that a crash could still lose.
-* Order is kept in two parallel lists (indices for ``bisect``, entries or ``None`` for
-  purged ones); the lists are compacted once the holes outnumber the live entries, so a
-  purge costs O(log n) and memory stays proportional to what is held.
+* Order is one list of entries in which the entry with index ``i`` sits at slot
+  ``i - base``: a purged entry (or an index never held, skipped at a reopen) leaves
+  ``None``, so a reader finds where to start and a purge finds its slot by subtraction,
+  with no second list of indices (8 bytes a message, and a bisection, less). Purged slots
+  at the front are dropped once the holes outnumber the live entries; holes further in
+  stay until the front catches up, so the list is as long as the span of indices held
+  (messages expire about in the order they came: a bounded TTL bounds the span).
 * Entries that expire in the same second share one ``int`` object for ``expires_at``: a
   decoded message brings its own (32 bytes each, about 1.2 % of a 2.6 KB message), while
   messages arrive many to a second and with the same TTL. The table of shared values drops
@@ -22,7 +26,6 @@ structure serves the node, the tests and simulated time alike.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -51,8 +54,9 @@ class MessageLog:
         self._next_index = next_index
         self._visible_upto = next_index - 1
         self._by_id: dict[bytes, StoredMessage] = {}
-        self._order_index: list[int] = []
+        #: ``_order[i]`` is the held entry with index ``_base + i``, or None.
         self._order: list[StoredMessage | None] = []
+        self._base = next_index
         self._holes = 0
         self._expiry: list[StoredMessage] = []
         #: ``expires_at`` value -> the one int object the held entries with that value share.
@@ -179,13 +183,11 @@ class MessageLog:
             return []
         out: list[StoredMessage] = []
         order = self._order
-        visible_upto = self._visible_upto
-        for slot in range(bisect_right(self._order_index, position), len(order)):
+        base = self._base
+        for slot in range(max(position + 1 - base, 0), min(self._visible_upto + 1 - base, len(order))):
             entry = order[slot]
             if entry is None:
                 continue
-            if entry.index > visible_upto:
-                break
             if entry.expires_at > now:
                 out.append(entry)
                 if len(out) == limit:
@@ -214,22 +216,35 @@ class MessageLog:
 
     def _hold(self, entry: StoredMessage) -> None:
         self._by_id[entry.message_id] = entry
-        self._order_index.append(entry.index)
-        self._order.append(entry)
+        order = self._order
+        skipped = entry.index - self._base - len(order)
+        if skipped:  # indices never held (a reopen skips expired and damaged records)
+            if order:
+                order.extend([None] * skipped)
+                self._holes += skipped
+            else:
+                self._base = entry.index
+        order.append(entry)
         heapq.heappush(self._expiry, entry)
         self._bytes += len(entry.raw)
 
     def _release(self, entry: StoredMessage) -> None:
         del self._by_id[entry.message_id]
-        slot = bisect_left(self._order_index, entry.index)
-        self._order[slot] = None
+        self._order[entry.index - self._base] = None
         self._holes += 1
         self._bytes -= len(entry.raw)
 
     def _maybe_compact(self) -> None:
-        if self._holes < _COMPACT_MIN_HOLES or self._holes * 2 < len(self._order):
+        """Drop the purged slots at the front once the holes outnumber the live entries."""
+        order = self._order
+        if self._holes < _COMPACT_MIN_HOLES or self._holes * 2 < len(order):
             return
-        live = [entry for entry in self._order if entry is not None]
-        self._order = live
-        self._order_index = [entry.index for entry in live]
-        self._holes = 0
+        front = 0
+        for entry in order:
+            if entry is not None:
+                break
+            front += 1
+        if front:
+            del order[:front]
+            self._base += front
+            self._holes -= front

@@ -32,7 +32,13 @@ def run_and_kill(path, submitters: int, rng: random.Random) -> dict[bytes, int]:
         time.sleep(rng.uniform(0.05, 0.6))
     finally:
         child.send_signal(signal.SIGKILL)
-        output, _ = child.communicate(timeout=30)
+        # Read on through the same buffered stream: ``readline`` may have buffered lines past
+        # ``ready`` (on a busy machine the writer can be far ahead), and ``communicate`` would
+        # read the descriptor behind that buffer, starting in the middle of a line. The child
+        # is dead, so neither pipe can block it.
+        output = child.stdout.read()
+        child.stderr.read()
+        child.wait(timeout=30)
     assert child.returncode == -signal.SIGKILL
     acknowledged = {}
     for line in output.split(b"\n")[:-1]:  # an unterminated last line was cut by the kill

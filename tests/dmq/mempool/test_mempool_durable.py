@@ -293,6 +293,33 @@ async def test_group_commit_batches_concurrent_submitters(tmp_path):
     reopened.close()
 
 
+async def test_the_commit_thread_gives_each_entry_its_own_copy_of_the_received_bytes(tmp_path):
+    """Held messages are copied by the thread that commits them (so they sit in its malloc arena,
+    apart from the connections' buffers): the same bytes, a new object, and what is on disk."""
+    clock = ManualClock(now=NOW)
+    waited, relayed = make_message(1, NOW + 600), make_message(2, NOW + 600)
+    received = {message.message_id: message.raw for message in (waited, relayed)}
+    written: dict[bytes, tuple[int, bool]] = {}  # id -> (writing thread, whether its bytes were a copy by then)
+    async with open_durable_mempool(tmp_path, clock, decode=decode, relay_commit_interval=0.05) as mempool:
+        real_write = mempool.store.write
+
+        def recording_write(entries, *args):
+            written.update((e.message_id, (threading.get_ident(), e.raw is not received[e.message_id])) for e in entries)
+            return real_write(entries, *args)
+
+        mempool.store.write = recording_write
+        await mempool.submit([relayed], relayed=True)
+        await mempool.submit([waited])
+        for message in (waited, relayed):
+            entry = mempool.get(message.message_id)
+            assert entry.raw == message.raw and entry.raw is not message.raw
+            thread, copied = written[message.message_id]
+            assert copied and thread != threading.get_ident()
+    reopened = open_mempool(tmp_path, clock)
+    assert {e.message_id: e.raw for e in reopened} == {m.message_id: m.raw for m in (waited, relayed)}
+    reopened.close()
+
+
 @contextmanager
 def held_writes(store):
     """The store's writes wait in the writer thread until ``release`` is set; ``entered`` when one starts."""

@@ -171,3 +171,39 @@ def test_cursor_start_positions():
     for bad in ("middle", -2, True):
         with pytest.raises(ValueError):
             mempool.cursor(bad)
+
+
+def test_readers_find_their_place_across_skipped_indices_and_purged_fronts():
+    """Indices skipped at a reopen and fronts dropped by expiry leave readers exactly where they were."""
+    import random
+
+    rng = random.Random(24)
+    log = MessageLog()
+    held: dict[int, int] = {}  # index -> expires_at, the model
+    seed = 0
+    now = 0
+    for round_ in range(60):
+        if round_ % 7 == 3:  # a reopen's records: indices with gaps, as expired ones were skipped
+            index = log.next_index + rng.randrange(0, 2000)
+            for _ in range(rng.randrange(1, 50)):
+                expires_at = now + rng.randrange(1, 40)
+                log.restore(StoredMessage(index, seed.to_bytes(32, "big"), expires_at, b"x"))
+                held[index] = expires_at
+                seed += 1
+                index += rng.randrange(1, 30)
+        else:
+            messages = [make_message(seed + i, now + rng.randrange(1, 40)) for i in range(rng.randrange(1, 400))]
+            seed += len(messages)
+            for entry in log.append(messages):
+                held[entry.index] = entry.expires_at
+        log.publish(log.next_index - 1)
+        now += rng.randrange(0, 6)
+        removed = log.expire(now)
+        assert sorted(e.index for e in removed) == sorted(i for i, t in held.items() if t <= now)
+        held = {i: t for i, t in held.items() if t > now}
+        live = sorted(held)
+        for position in [-5, -1, *rng.sample(range(-1, log.next_index + 5), 20)]:
+            want = [i for i in live if i > position][:7]
+            assert [e.index for e in log.messages_after(position, 7, now)] == want
+        assert [e.index for e in log] == live
+        assert len(log) == len(live)
