@@ -9,8 +9,8 @@ Order of a run:
 2. every node is built by the composition root's ``assemble`` (``dmq.cli.wiring.assemble_node``,
    handed in: this package does not import the CLI) with a :class:`.links.SimTransport`, a
    :class:`dmq.clock.TrioClock`, the mempool's commits in the loop's thread and the shared
-   memos of KES and opcert checks (:mod:`.checks`), and started; they find each other for ``warmup``
-   virtual seconds;
+   memos of KES and opcert checks and one table of received message bytes (:mod:`.checks`),
+   and started; they find each other for ``warmup`` virtual seconds;
 3. the pools publish to their home nodes through each node's local service (the code behind
    the local submission protocol), netlab's faults happen on netlab's schedule
    (:func:`lab.netlab.faults.plan_faults`) and the attacks of :mod:`.attacks` run;
@@ -52,7 +52,8 @@ from lab.netlab.plan import NODE_PORT, RELAY_TARGETS, min_sig_delay_for, public_
 from lab.netlab.report import FaultRecord, fault_windows
 
 from .attacks import AttackRecord, Flooder, eclipse_topology
-from .checks import SharedKesChecks, SharedOpcertChecks, VirtualClock, deterministic_scheduling, run_inline
+from .checks import (SharedBytes, SharedKesChecks, SharedOpcertChecks, VirtualClock, deterministic_scheduling,
+                     run_inline)
 from .deliveries import Deliveries
 from .links import LinkModel, SimNetwork
 from .regions import REGIONS, place_nodes, rtt_ms
@@ -180,6 +181,7 @@ class Simnet:
         self.deliveries = Deliveries(options.nodes, self.net.index_of, relays=options.eclipse)
         self.checks = SharedKesChecks()
         self.opcert_checks = SharedOpcertChecks()
+        self.received = SharedBytes()
         self.clock = TrioClock(EPOCH)
         self.faults: list[FaultRecord] = []
         self.attacks: list[AttackRecord] = []
@@ -244,7 +246,7 @@ class Simnet:
         return self.assemble(self._config(sim, self._stake_file), sim.topology, clock=self.clock, tracer=tracer,
                              diffusion_policy=policy, transport=self.net.transport(sim.index),
                              run_blocking=run_inline, kes_verifier=self.checks, opcert_verifier=self.opcert_checks,
-                             expiry_interval=EXPIRY_INTERVAL,
+                             intern_received=self.received, expiry_interval=EXPIRY_INTERVAL,
                              **self._assembly_options())
 
     def _assembly_options(self) -> dict[str, Any]:
@@ -493,7 +495,7 @@ class Simnet:
             mean_connections=round(sum(degree) / len(degree), 2) if degree else 0.0,
             message_size=self._message_size, faults=self.faults, attacks=self.attacks,
             rejections=dict(sorted(self.rejections.items())), kes_checks=self.checks.stats(),
-            opcert_checks=self.opcert_checks.stats(), regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
+            opcert_checks=self.opcert_checks.stats(), received_messages=self.received.stats(), regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
             missing_examples=deliveries.missing_examples(self.hosts), cost=self.cost(),
             peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dmq.opcert import verify_opcert
-from lab.simnet.checks import SharedOpcertChecks
+from lab.simnet.checks import SharedBytes, SharedOpcertChecks
 from lab.simnet.workload import make_pools
 
 
@@ -24,3 +24,15 @@ def test_an_opcert_verdict_is_computed_once_per_certificate_and_cold_key_and_a_f
     assert shared(first.opcert, second.cold_vk) is False
     assert verify_opcert(forged, first.cold_vk) is False
     assert shared.stats() == {"verified": 4, "remembered": 3}
+
+
+def test_equal_received_bytes_are_kept_as_the_first_copy_and_different_bytes_apart():
+    shared = SharedBytes()
+    first = bytes(range(200))
+    again = bytes(bytearray(first))  # the same content, received by another node: another object
+    other = bytes(reversed(first))
+    assert again is not first
+    assert shared(first) is first
+    assert shared(again) is first
+    assert shared(other) is other
+    assert shared.stats() == {"distinct": 2, "interned": 3}
