@@ -70,6 +70,15 @@ __all__ = ["SimnetOptions", "Simnet", "run_simnet", "EPOCH"]
 EPOCH = 1_800_000_000 + 1 / 7
 
 
+#: The collector's young-generation threshold in a simulation's process (a node's is
+#: ``dmq.gc_tuning.YOUNG_THRESHOLD``, 50,000). Hundreds of nodes in one process allocate hundreds
+#: of times faster than one: with a node's threshold a young collection ran every fraction of a
+#: simulated second and found hundreds of thousands of live objects (link writes in flight,
+#: message entries, requests), none of them garbage: 0.2 to 0.6 s of CPU each, 12 % of a
+#: 300-node run at mainnet's rate. A million allocations between them makes them rare; what
+#: cyclic garbage waits meanwhile is a few hundred MB at most.
+SIMULATION_YOUNG_THRESHOLD = 1_000_000
+
 #: How often each node sweeps its mempool for expired messages. A node sweeps every 50 ms;
 #: a thousand of them in one process would spend 20,000 wake-ups a simulated second on it,
 #: for messages that live 30 minutes. One second keeps expiry exact to the second.
@@ -525,11 +534,13 @@ def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str
 def run_on_virtual_clock(simnet: Simnet) -> Any:
     """``simnet.run()`` in a trio run of its own on the virtual clock, scheduled by its seed."""
     deterministic_scheduling(simnet.options.seed)
-    # The collector's thresholds of a node's process (``dmq-node`` sets them at start): with the
+    # The collector's thresholds of a node's process (``dmq-node`` sets them at start), its young
+    # one raised for the many nodes of this one (``SIMULATION_YOUNG_THRESHOLD``): with the
     # interpreter's default, young collections every 700 allocations and the older ones walking
     # every node's long-lived objects took about a third of a 50-node run's CPU.
     thresholds = gc.get_threshold()
     tune_for_serving()
+    gc.set_threshold(SIMULATION_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     try:
         return trio.run(simnet.run, clock=VirtualClock())
     finally:
