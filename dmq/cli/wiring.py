@@ -34,6 +34,7 @@ from dmq.gc_tuning import tune_for_serving
 from dmq.heap_trim import HeapTrimmer
 from dmq.ingress import Ingress
 from dmq.kes import kes_verify
+from dmq.opcert import verify_opcert
 from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
 from dmq.mempool.memory import DEFAULT_EXPIRY_INTERVAL, EXPIRY_MAX_SLEEP
@@ -46,6 +47,7 @@ from dmq.stake import StakeView
 from dmq.topology import Topology
 from dmq.trace import LogSink, MessageExpired, Tracer
 from dmq.validation import PoolState, ReactionPolicy, Validator
+from dmq.validation.opcert_cache import OpcertVerifier
 from dmq.validation.pipeline import KesVerifier
 from dmq.cardano_node import CardanoNodeLink
 
@@ -103,18 +105,22 @@ def _open_recorder(config: NodeConfig, tracer: Tracer, mempool: DurableMempool) 
 def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock: Clock | None = None,
                   tracer: Tracer | None = None, diffusion_policy: DiffusionPolicy | None = None,
                   transport: Transport | None = None, run_blocking: Callable[..., Awaitable[Any]] | None = None,
-                  kes_verifier: KesVerifier | None = None, expiry_interval: float | None = None,
+                  kes_verifier: KesVerifier | None = None, opcert_verifier: OpcertVerifier | None = None,
+                  expiry_interval: float | None = None,
                   expiry_max_sleep: float | None = None,
-                  registration_verifier: Callable[..., Any] | None = None) -> Node:
+                  registration_verifier: Callable[..., Any] | None = None,
+                  intern_received: Callable[[bytes], bytes] | None = None) -> Node:
     """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
 
     ``transport``, ``run_blocking`` (how the mempool and the Mithril registration application
-    run their blocking work), ``kes_verifier``, ``expiry_interval`` and ``expiry_max_sleep``
-    (the shortest and longest sleep of the mempool's purge) and ``registration_verifier`` (the
-    application's ``verify_registration``) are what a simulated network or a test on a jumping
-    clock replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker thread, the
-    Sum6KES verifier, a purge at each expiry, at least 50 ms and at most 1 s apart, Mithril's
-    checks.
+    run their blocking work), ``kes_verifier``, ``opcert_verifier`` (check 9's Ed25519 check,
+    behind the node's own cache), ``expiry_interval`` and ``expiry_max_sleep`` (the shortest and
+    longest sleep of the mempool's purge), ``registration_verifier`` (the application's
+    ``verify_registration``) and ``intern_received`` (the bytes object a peer's message is kept
+    as, ``Ingress.intern_received``) are what a simulated network or a test on a jumping clock
+    replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker thread, the
+    Sum6KES and Ed25519 verifiers, a purge at each expiry, at least 50 ms and at most 1 s apart,
+    Mithril's checks, the received bytes.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.
@@ -133,6 +139,7 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
         services.append(stake_link.run)
     mempool = _open_mempool(config, clock, run_blocking, expiry_interval, expiry_max_sleep)
     kes_verifier = kes_verifier or kes_verify
+    opcert_verifier = opcert_verifier or verify_opcert
     recorder: TrafficRecorder | NullRecorder = NO_RECORDER
     try:
         recorder = _open_recorder(config, tracer, mempool)
@@ -149,7 +156,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
             from topics.raw import is_raw_message
 
             # On a topic network the per-pool token bucket replaces the spacing rule (docs/topics-design.md 2.1.4).
-            validator = Validator(stake_view, clock, min_sig_delay=0, state=state, kes_verifier=kes_verifier)
+            validator = Validator(stake_view, clock, min_sig_delay=0, state=state, kes_verifier=kes_verifier,
+                                  opcert_verifier=opcert_verifier)
             topics = topic_service_for(config, mempool, validator, tracer, clock=clock, stake_view=stake_view,
                                        allow_legacy=config.legacy_message_format, reactions=reactions)
             ingress = topics.ingress
@@ -163,9 +171,9 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
             # Raw only (every Mithril network): nothing is classified, every message the
             # reference accepts is accepted, stored, relayed and notified (docs/topics-design.md 2.1).
             validator = Validator(stake_view, clock, min_sig_delay=config.min_sig_delay, state=state,
-                                  kes_verifier=kes_verifier)
+                                  kes_verifier=kes_verifier, opcert_verifier=opcert_verifier)
             ingress = Ingress(mempool, validator, tracer, allow_legacy=config.legacy_message_format,
-                              reactions=reactions)
+                              reactions=reactions, intern_received=intern_received)
             local_service = LocalService(ingress, mempool, tracer, config.network_magic, recorder=recorder,
                                          legacy_reject_text=config.legacy_reject_text,
                                          idle_timeout=config.local_idle_timeout)

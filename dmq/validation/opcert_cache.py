@@ -16,7 +16,7 @@ from typing import Callable
 
 from dmq.message import OperationalCertificate
 
-__all__ = ["OpcertCache", "DEFAULT_OPCERT_CACHE_SIZE"]
+__all__ = ["OpcertCache", "OpcertVerifier", "DEFAULT_OPCERT_CACHE_SIZE"]
 
 #: Mainnet has about 3 000 registered pools; one entry each, with room for a rotation.
 DEFAULT_OPCERT_CACHE_SIZE = 8192

@@ -56,7 +56,7 @@ from dmq.validation.errors import (
     SigValidationError,
     UnrecognizedPool,
 )
-from dmq.validation.opcert_cache import DEFAULT_OPCERT_CACHE_SIZE, OpcertCache
+from dmq.validation.opcert_cache import DEFAULT_OPCERT_CACHE_SIZE, OpcertCache, OpcertVerifier
 from dmq.validation.pool_state import PoolState
 from dmq.validation.rate import PoolSpacing, RateRule
 
@@ -151,6 +151,7 @@ class Validator:
         state: PoolState | None = None,
         opcert_cache_size: int = DEFAULT_OPCERT_CACHE_SIZE,
         kes_verifier: KesVerifier = kes_verify,
+        opcert_verifier: OpcertVerifier = verify_opcert,
     ) -> None:
         if min_sig_delay < 0:
             raise ValueError(f"min_sig_delay must be >= 0 seconds, got {min_sig_delay}")
@@ -163,7 +164,9 @@ class Validator:
         self.state = state if state is not None else PoolState()
         #: Check 3 unless an ingress declares its own: the pool's spacing in signed time.
         self.spacing: RateRule = PoolSpacing(self.state.spacing, self.min_sig_delay)
-        self.opcert_cache = OpcertCache(verify_opcert, opcert_cache_size)
+        #: Check 9 behind the node's own cache: the real Ed25519 check of the cold signature; a
+        #: simulated network shares one memo of its answers, as it does check 10's.
+        self.opcert_cache = OpcertCache(opcert_verifier, opcert_cache_size)
         #: Check 10's verifier: the real Sum6KES one; a simulated network of thousands of nodes in
         #: one process shares one memo of its answers (docs/network-scale.md, "Simulated time").
         self.kes_verifier = kes_verifier

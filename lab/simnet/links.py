@@ -39,6 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
+from trio import current_time
+from trio.lowlevel import current_task, wait_task_rescheduled
 
 from ouroboros_mux.bearer import Bearer
 
@@ -71,7 +73,7 @@ class _Pipe:
     """One direction of a connection: writes from ``src`` readable by ``dst`` at their arrival time."""
 
     __slots__ = ("net", "serial", "src", "dst", "rtt", "rng", "queue", "last_at", "waiter", "expected_at",
-                 "reader_closed", "bytes")
+                 "reader_closed", "bytes", "abort")
 
     def __init__(self, net: SimNetwork, serial: int, src: int, dst: int, rng: random.Random) -> None:
         self.net = net
@@ -83,12 +85,19 @@ class _Pipe:
         #: [arrival time, data, time written]; arrival ``inf`` while held by a partition.
         self.queue: deque[list] = deque()
         self.last_at = 0.0
-        #: The reader's task while it waits for data (rescheduled by the network, see ``_wake``).
+        #: The reader's task while it waits for data (:meth:`SimStream.receive_some`; rescheduled by
+        #: the network, see ``_wake``).
         self.waiter: trio.lowlevel.Task | None = None
         #: The arrival the network will wake the reader at (None: none booked).
         self.expected_at: float | None = None
         self.reader_closed = False
         self.bytes = 0
+        #: What trio calls when the waiting reader is cancelled (made once: a reader waits per read).
+        self.abort = self._abort
+
+    def _abort(self, _) -> trio.lowlevel.Abort:
+        self.waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def _wake(self) -> None:
         """Have the waiting reader woken when the first queued write arrives (at once if the reader closed).
@@ -108,20 +117,6 @@ class _Pipe:
                 self.expected_at = at
                 self.net.expect(at, self)
 
-    async def wait(self) -> None:
-        """Until the first queued write has arrived, or the reader closed (see :meth:`_wake`)."""
-        if self.reader_closed:
-            await trio.lowlevel.checkpoint()
-            return
-        self.waiter = trio.lowlevel.current_task()
-        self._wake()  # books the first arrival, if one is on its way
-
-        def abort(_) -> trio.lowlevel.Abort:
-            self.waiter = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
-
     def full_until(self, now: float) -> float | None:
         """When the sending node's uplink will again hold no more than one send buffer, if it holds
         more at ``now`` (a socket's writer would block until then); None when there is room."""
@@ -135,8 +130,10 @@ class _Pipe:
 
     def arrival(self, now: float, size: int) -> float:
         """When ``size`` bytes written now arrive (and book the links they use)."""
-        net, model = self.net, self.net.model
-        if net.separated(self.src, self.dst):
+        net = self.net
+        model = net.model
+        isolated = net.isolated
+        if isolated and (self.src in isolated) != (self.dst in isolated):  # ``net.separated``, written out
             net.held.add(self)
             return math.inf
         leaves = now
@@ -245,18 +242,22 @@ class SimStream(trio.abc.Stream):
             if self._closed:
                 raise trio.ClosedResourceError("stream closed")
             queue = pipe.queue
-            at = math.inf
             if queue:
-                at = queue[0][0]
-                now = trio.current_time()
-                if at <= now:
+                now = current_time()
+                if queue[0][0] <= now:
                     if not slept:
                         await trio.lowlevel.checkpoint()
                     return self._take(max_bytes, now)
             # Until the first write on the way arrives (later writes arrive later still: TCP's
             # order); with nothing on the way, or held by a cut, the writer, the heal or a close
-            # books the wake-up (:meth:`_Pipe._wake`).
-            await pipe.wait()
+            # books the wake-up (:meth:`_Pipe._wake`), which reschedules this task without a
+            # cancel scope or a deadline.
+            if pipe.reader_closed:
+                await trio.lowlevel.checkpoint()
+            else:
+                pipe.waiter = current_task()
+                pipe._wake()
+                await wait_task_rescheduled(pipe.abort)
             slept = True
 
     def _take(self, max_bytes: int | None, now: float) -> bytes:

@@ -58,6 +58,9 @@ class SimnetReport:
     attacks: list[AttackRecord] = field(default_factory=list)
     rejections: dict[str, int] = field(default_factory=dict)
     kes_checks: dict[str, int] = field(default_factory=dict)
+    opcert_checks: dict[str, int] = field(default_factory=dict)
+    #: Message bytes received from peers, and how many distinct ones all the nodes kept (``SharedBytes``).
+    received_messages: dict[str, int] = field(default_factory=dict)
     regions: dict[str, int] = field(default_factory=dict)
     #: Up to ten missing deliveries (node, message, its home node, publication time), for a diagnosis.
     missing_examples: list[dict[str, Any]] = field(default_factory=list)
@@ -101,7 +104,8 @@ class SimnetReport:
                f"{self.mean_connections}"]
         if self.cost:
             c = self.cost
-            out.append(f"cost: idle {c['idle_cpu_us_per_node_second']:,.0f} us CPU per node-second, "
+            out.append(f"cost: {c.get('publishing_cpu_per_simulated_second')} CPU s per simulated second of publishing; "
+                       f"idle {c['idle_cpu_us_per_node_second']:,.0f} us CPU per node-second, "
                        f"{c['cpu_ms_per_message']:,.1f} ms CPU per message ({c['link_writes_per_message']:,.0f} link "
                        f"writes, {c['cpu_us_per_link_write']} us each); by phase {c['cpu_seconds_by_phase']}; "
                        f"peak RSS {self.peak_rss_mib:,.0f} MiB")

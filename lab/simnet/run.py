@@ -9,8 +9,8 @@ Order of a run:
 2. every node is built by the composition root's ``assemble`` (``dmq.cli.wiring.assemble_node``,
    handed in: this package does not import the CLI) with a :class:`.links.SimTransport`, a
    :class:`dmq.clock.TrioClock`, the mempool's commits in the loop's thread and the shared
-   memo of KES checks (:mod:`.checks`), and started; they find each other for ``warmup``
-   virtual seconds;
+   memos of KES and opcert checks and one table of received message bytes (:mod:`.checks`),
+   and started; they find each other for ``warmup`` virtual seconds;
 3. the pools publish to their home nodes through each node's local service (the code behind
    the local submission protocol), netlab's faults happen on netlab's schedule
    (:func:`lab.netlab.faults.plan_faults`) and the attacks of :mod:`.attacks` run;
@@ -52,7 +52,8 @@ from lab.netlab.plan import NODE_PORT, RELAY_TARGETS, min_sig_delay_for, public_
 from lab.netlab.report import FaultRecord, fault_windows
 
 from .attacks import AttackRecord, Flooder, eclipse_topology
-from .checks import SharedKesChecks, VirtualClock, deterministic_scheduling, run_inline
+from .checks import (SharedBytes, SharedKesChecks, SharedOpcertChecks, VirtualClock, deterministic_scheduling,
+                     run_inline)
 from .deliveries import Deliveries
 from .links import LinkModel, SimNetwork
 from .regions import REGIONS, place_nodes, rtt_ms
@@ -68,6 +69,15 @@ __all__ = ["SimnetOptions", "Simnet", "run_simnet", "EPOCH"]
 #: fractions of a period, would often do so from a whole-second epoch.
 EPOCH = 1_800_000_000 + 1 / 7
 
+
+#: The collector's young-generation threshold in a simulation's process (a node's is
+#: ``dmq.gc_tuning.YOUNG_THRESHOLD``, 50,000). Hundreds of nodes in one process allocate hundreds
+#: of times faster than one: with a node's threshold a young collection ran every fraction of a
+#: simulated second and found hundreds of thousands of live objects (link writes in flight,
+#: message entries, requests), none of them garbage: 0.2 to 0.6 s of CPU each, 12 % of a
+#: 300-node run at mainnet's rate. A million allocations between them makes them rare; what
+#: cyclic garbage waits meanwhile is a few hundred MB at most.
+SIMULATION_YOUNG_THRESHOLD = 1_000_000
 
 #: How often each node sweeps its mempool for expired messages. A node sweeps every 50 ms;
 #: a thousand of them in one process would spend 20,000 wake-ups a simulated second on it,
@@ -179,6 +189,8 @@ class Simnet:
         self.net = SimNetwork(model, self.hosts)
         self.deliveries = Deliveries(options.nodes, self.net.index_of, relays=options.eclipse)
         self.checks = SharedKesChecks()
+        self.opcert_checks = SharedOpcertChecks()
+        self.received = SharedBytes()
         self.clock = TrioClock(EPOCH)
         self.faults: list[FaultRecord] = []
         self.attacks: list[AttackRecord] = []
@@ -242,7 +254,8 @@ class Simnet:
                          .getrandbits(32))
         return self.assemble(self._config(sim, self._stake_file), sim.topology, clock=self.clock, tracer=tracer,
                              diffusion_policy=policy, transport=self.net.transport(sim.index),
-                             run_blocking=run_inline, kes_verifier=self.checks, expiry_interval=EXPIRY_INTERVAL,
+                             run_blocking=run_inline, kes_verifier=self.checks, opcert_verifier=self.opcert_checks,
+                             intern_received=self.received, expiry_interval=EXPIRY_INTERVAL,
                              **self._assembly_options())
 
     def _assembly_options(self) -> dict[str, Any]:
@@ -452,7 +465,9 @@ class Simnet:
         accepted = max(1, len(self.deliveries.published))
         message_cpu = phases["publishing"] + phases["drain"] - idle_rate * busy_node_seconds
         message_writes = writes["drained"] - writes["warm"] - idle_writes * busy_node_seconds
+        published = self._ended - self._started
         return {"cpu_seconds_by_phase": {name: round(value, 2) for name, value in phases.items()},
+                "publishing_cpu_per_simulated_second": round(phases["publishing"] / published, 2) if published else None,
                 "idle_cpu_us_per_node_second": round(idle_rate * 1e6, 1),
                 "idle_link_writes_per_node_second": round(idle_writes, 3),
                 "cpu_ms_per_message": round(message_cpu / accepted * 1e3, 1),
@@ -489,7 +504,7 @@ class Simnet:
             mean_connections=round(sum(degree) / len(degree), 2) if degree else 0.0,
             message_size=self._message_size, faults=self.faults, attacks=self.attacks,
             rejections=dict(sorted(self.rejections.items())), kes_checks=self.checks.stats(),
-            regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
+            opcert_checks=self.opcert_checks.stats(), received_messages=self.received.stats(), regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
             missing_examples=deliveries.missing_examples(self.hosts), cost=self.cost(),
             peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 
@@ -519,11 +534,13 @@ def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str
 def run_on_virtual_clock(simnet: Simnet) -> Any:
     """``simnet.run()`` in a trio run of its own on the virtual clock, scheduled by its seed."""
     deterministic_scheduling(simnet.options.seed)
-    # The collector's thresholds of a node's process (``dmq-node`` sets them at start): with the
+    # The collector's thresholds of a node's process (``dmq-node`` sets them at start), its young
+    # one raised for the many nodes of this one (``SIMULATION_YOUNG_THRESHOLD``): with the
     # interpreter's default, young collections every 700 allocations and the older ones walking
     # every node's long-lived objects took about a third of a 50-node run's CPU.
     thresholds = gc.get_threshold()
     tune_for_serving()
+    gc.set_threshold(SIMULATION_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     try:
         return trio.run(simnet.run, clock=VirtualClock())
     finally:

@@ -47,6 +47,11 @@ class _Entry:
         self.raw: bytes | None = None
 
 
+#: The FIFO entry of every id the node did not want: nothing is kept of it but its place in the
+#: order (one shared object: most announcements are of ids the node holds or fetches elsewhere).
+_SKIPPED = _Entry(b"", 0, _Status.SKIPPED)
+
+
 @dataclass(frozen=True, eq=False)
 class BodyBatch:
     """One body request: the ids asked for, in order, and the bytes they were announced at."""
@@ -138,15 +143,21 @@ class PullWindow:
             raise IdsNotRequested(self.version, len(announced), req)
         if not announced:
             return
-        granted = set(wanted(announced))
-        for message_id, size in announced:
-            if message_id in granted and message_id not in self._pending:
-                entry = _Entry(message_id, size, _Status.WANTED)
-                self._pending[message_id] = entry
-                self._wanted.append(entry)
-            else:
-                entry = _Entry(message_id, size, _Status.SKIPPED)
-            self._unacked.append(entry)
+        granted = wanted(announced)
+        unacked = self._unacked
+        if not granted:
+            unacked.extend([_SKIPPED] * len(announced))
+        else:
+            granted = set(granted)
+            pending = self._pending
+            for message_id, size in announced:
+                if message_id in granted and message_id not in pending:
+                    entry = _Entry(message_id, size, _Status.WANTED)
+                    pending[message_id] = entry
+                    self._wanted.append(entry)
+                    unacked.append(entry)
+                else:
+                    unacked.append(_SKIPPED)
         self._advance()
 
     def on_no_ids(self, req: int) -> None:
@@ -214,10 +225,17 @@ class PullWindow:
         """Acknowledge the settled head of the FIFO; return the received entries among it."""
         unacked = self._unacked
         ready: list[_Entry] = []
-        while unacked and unacked[0].status in (_Status.RECEIVED, _Status.SKIPPED):
-            entry = unacked.popleft()
-            self.to_ack += 1
-            if entry.status is _Status.RECEIVED:
+        acked = 0
+        while unacked:
+            status = unacked[0].status
+            if status is _Status.SKIPPED:
+                unacked.popleft()
+            elif status is _Status.RECEIVED:
+                entry = unacked.popleft()
                 ready.append(entry)
                 del self._pending[entry.message_id]
+            else:
+                break
+            acked += 1
+        self.to_ack += acked
         return ready

@@ -9,7 +9,7 @@ same verdict from this node as from a reference node.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable, Sequence
 
 from miniprotocols.sig_submission.errors import (
@@ -39,7 +39,9 @@ class ServeWindow:
         self.window = window
         self.position = position
         self._unacked: deque[bytes] = deque()
-        self._count: Counter[bytes] = Counter()
+        #: How many times each unacknowledged id is in ``_unacked`` (a plain dict: a ``Counter``'s
+        #: ``__missing__`` is a Python call per new id).
+        self._count: dict[bytes, int] = {}
 
     @property
     def unacknowledged(self) -> tuple[bytes, ...]:
@@ -63,23 +65,28 @@ class ServeWindow:
                 raise RequestedNothing(self.version, blocking=False)
             if not remaining:
                 raise RequestNonBlocking(self.version)
+        popleft = self._unacked.popleft
+        count = self._count
         for _ in range(ack):
-            message_id = self._unacked.popleft()
-            left = self._count[message_id] - 1
+            message_id = popleft()
+            left = count[message_id] - 1
             if left:
-                self._count[message_id] = left
+                count[message_id] = left
             else:
-                del self._count[message_id]
+                del count[message_id]
 
     def announce(self, entries: Sequence[tuple[int, bytes, int]]) -> tuple[tuple[bytes, int], ...]:
         """Add ``(index, id, size)`` entries from the source; return the ``(id, size)`` pairs to send."""
+        unacked = self._unacked
+        count = self._count
+        position = self.position
         for index, message_id, _ in entries:
-            if index <= self.position:
-                raise ValueError(f"source returned index {index}, not after position {self.position}")
-            self.position = index
-            self._unacked.append(message_id)
-            self._count[message_id] += 1
-        return tuple((message_id, size) for _, message_id, size in entries)
+            if index <= position:
+                raise ValueError(f"source returned index {index}, not after position {position}")
+            position = self.position = index
+            unacked.append(message_id)
+            count[message_id] = count.get(message_id, 0) + 1
+        return tuple([(message_id, size) for _, message_id, size in entries])
 
     def on_request_bodies(self, ids: Iterable[bytes]) -> None:
         """Raise the reference's error unless every requested id is unacknowledged."""

@@ -49,6 +49,15 @@ def test_every_node_gets_every_message_exactly_once_through_a_kill_and_a_partiti
     # (announcements to each peer, the body to some).
     assert report.hops["max"] >= 2
     assert report.bytes_per_message_per_node > report.message_size
+    # Check 9's Ed25519 check ran once per certificate (the pools' and the flooder's, which passes
+    # checks 1 to 9), and every other node's cache miss was answered from the shared memo.
+    opcerts = report.opcert_checks
+    assert opcerts["verified"] == options.pools + 1, opcerts
+    assert opcerts["remembered"] >= (nodes - 1) * options.pools, opcerts
+    # Every node but the home one received each message from a peer; the nodes kept one copy of each.
+    received = report.received_messages
+    assert received["interned"] >= (nodes - 1) * report.accepted, received
+    assert report.accepted <= received["distinct"] <= report.accepted + flood["invalid_messages_served"], received
 
 
 def test_the_same_seed_gives_the_same_run():
