@@ -36,6 +36,7 @@ batched transactions by the same writer, after any pending append that wrote the
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Callable
@@ -270,7 +271,8 @@ class DurableMempool(Mempool):
                 # submitters are answered, even if the writer is being cancelled.
                 with trio.CancelScope(shield=True):
                     try:
-                        await self._run_blocking(_write_own_copies, self._store, entries, updates, self._log.next_index, hooks)
+                        await self._run_blocking(_write_own_copies, self._store, entries, updates, self._log.next_index, hooks,
+                                                 threading.get_ident())
                     except Exception as exc:
                         error = exc
                     finally:
@@ -347,7 +349,7 @@ class DurableMempool(Mempool):
 
 
 def _write_own_copies(store: MempoolStore, entries: list[StoredMessage], updates: Mapping[Any, Any],
-                      next_index: int, hooks: list[InTxn]) -> None:
+                      next_index: int, hooks: list[InTxn], loop_thread: int) -> None:
     """Give each entry a copy of its bytes made in this (worker) thread, then write the group.
 
     The copy is the same bytes, allocated by the commit's thread: glibc gives each thread
@@ -358,9 +360,14 @@ def _write_own_copies(store: MempoolStore, entries: list[StoredMessage], updates
     reuse nor give back: 2-3 % of the wire bytes held, measured with ``bench/local_service.py
     --allocators`` (docs/benchmarks.md, Mempool). The originals are freed with the decoded
     message, in the loop's heap, where the next connections reuse the space.
+
+    When the commit runs in the loop's own thread (``run_blocking`` inline, as on a simulated
+    clock) a copy would land in the same heap and gain nothing, and would undo a simulation's
+    one bytes object per message shared by its nodes: the entries keep the bytes they have.
     """
-    for entry in entries:
-        entry.raw = bytes(memoryview(entry.raw))
+    if threading.get_ident() != loop_thread:
+        for entry in entries:
+            entry.raw = bytes(memoryview(entry.raw))
     store.write(entries, updates, next_index, hooks)
 
 

@@ -320,6 +320,24 @@ async def test_the_commit_thread_gives_each_entry_its_own_copy_of_the_received_b
     reopened.close()
 
 
+async def test_a_commit_in_the_loops_own_thread_keeps_the_received_bytes_object(tmp_path):
+    """Run inline (a simulated clock's ``run_blocking``), a commit copies nothing: a copy would
+    land in the loop's heap anyway, and the simulation shares one bytes object per message."""
+    clock = ManualClock(now=NOW)
+    message = make_message(1, NOW + 600)
+
+    async def run_inline(function, *args):
+        await trio.lowlevel.checkpoint()
+        return function(*args)
+
+    async with open_durable_mempool(tmp_path, clock, decode=decode, run_blocking=run_inline) as mempool:
+        await mempool.submit([message])
+        assert mempool.get(message.message_id).raw is message.raw
+    reopened = open_mempool(tmp_path, clock)
+    assert [e.raw for e in reopened] == [message.raw]
+    reopened.close()
+
+
 @contextmanager
 def held_writes(store):
     """The store's writes wait in the writer thread until ``release`` is set; ``entered`` when one starts."""
