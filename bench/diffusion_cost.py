@@ -297,6 +297,11 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
         # Every node handles every message accepted in the run (warm-up and drain included, as
         # the profile covers the whole run).
         result["calls"] = [call_counts(f.directory / PROFILE_FILE, submitter.accepted) for f in files]
+        if args.keep_profiles is not None:
+            args.keep_profiles.mkdir(parents=True, exist_ok=True)
+            label = f"{Path(tree).name if tree else 'this'}-{case}-{workdir.name}"
+            for f in files:
+                shutil.copyfile(f.directory / PROFILE_FILE, args.keep_profiles / f"{label}-{f.directory.name}.pstats")
     return result
 
 
@@ -402,6 +407,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="py-spy node 1 of the mesh over its windows")
     parser.add_argument("--cprofile", action="store_true",
                         help="every node under cProfile: calls per message per node (CPU figures then inflated)")
+    parser.add_argument("--keep-profiles", type=Path, metavar="DIR",
+                        help="with --cprofile: copy each node's statistics here (<tree>-<case>-<round>-<node>.pstats)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every case and tree, alternated (a before/after on a busy machine)")
     parser.add_argument("--json", type=Path, help="also write the figures here")

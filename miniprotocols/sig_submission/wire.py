@@ -23,6 +23,9 @@ __all__ = [
     "check_id",
     "check_word16",
     "check_word32",
+    "check_request_ids",
+    "check_id_sizes",
+    "check_ids",
     "encode_request_ids",
     "encode_id_sizes",
     "encode_ids",
@@ -54,6 +57,45 @@ def check_word32(value: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_WORD32:
         raise ValueError(f"{what} must be a word32, got {value!r}")
     return value
+
+
+def check_request_ids(blocking: bool, ack: int, req: int) -> None:
+    """The fields of an id request: a bool and two word16s (plain ints tested inline: every round sends one)."""
+    if type(blocking) is not bool:
+        raise ValueError(f"blocking must be a bool, got {blocking!r}")
+    if type(ack) is not int or not 0 <= ack <= MAX_WORD16:
+        check_word16(ack, "ack")
+    if type(req) is not int or not 0 <= req <= MAX_WORD16:
+        check_word16(req, "req")
+
+
+def check_id_sizes(pairs: Iterable[tuple[bytes, int]]) -> tuple[tuple[bytes, int], ...]:
+    """``pairs`` as a tuple of checked ``(id, size)`` tuples: a tuple of such tuples is returned as it is,
+    after one inline pass (what a serving peer builds from its mempool), anything else goes through
+    :func:`check_id` and :func:`check_word32` (same result, same errors)."""
+    if type(pairs) is tuple:
+        for pair in pairs:
+            if type(pair) is not tuple or len(pair) != 2:
+                break
+            message_id, size = pair
+            if type(message_id) is not bytes or len(message_id) != ID_SIZE or type(size) is not int \
+                    or not 0 <= size <= MAX_WORD32:
+                break
+        else:
+            return pairs
+    return tuple((check_id(i), check_word32(size, "message size")) for i, size in pairs)
+
+
+def check_ids(ids: Iterable[bytes]) -> tuple[bytes, ...]:
+    """``ids`` as a tuple of checked ids: a tuple of 32-byte ``bytes`` is returned as it is after one
+    inline pass, anything else goes through :func:`check_id` (same result, same errors)."""
+    if type(ids) is tuple:
+        for message_id in ids:
+            if type(message_id) is not bytes or len(message_id) != ID_SIZE:
+                break
+        else:
+            return ids
+    return tuple(check_id(i) for i in ids)
 
 
 # -- encoding ----------------------------------------------------------------------

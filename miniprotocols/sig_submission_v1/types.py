@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..framework import SMALL_BYTE_LIMIT, Agency, ProtocolState, StateSpec
 from ..framework.cbor_write import as_items
 from ..sig_submission.limits import BODIES_BYTE_LIMIT, INGRESS_LIMIT, PROTOCOL_NUM, SHORT_WAIT
-from ..sig_submission.wire import check_id, check_word16, check_word32
+from ..sig_submission.wire import check_id_sizes, check_ids, check_request_ids
 
 __all__ = [
     "PROTOCOL_NUM",
@@ -63,10 +63,7 @@ class MsgRequestTxIds:
     req: int
 
     def __post_init__(self) -> None:
-        if not isinstance(self.blocking, bool):
-            raise ValueError(f"blocking must be a bool, got {self.blocking!r}")
-        check_word16(self.ack, "ack")
-        check_word16(self.req, "req")
+        check_request_ids(self.blocking, self.ack, self.req)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +73,7 @@ class MsgReplyTxIds:
     ids: tuple[tuple[bytes, int], ...]
 
     def __post_init__(self) -> None:
-        pairs = tuple((check_id(i), check_word32(size, "message size")) for i, size in self.ids)
-        object.__setattr__(self, "ids", pairs)
+        object.__setattr__(self, "ids", check_id_sizes(self.ids))
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +83,7 @@ class MsgRequestTxs:
     ids: tuple[bytes, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ids", tuple(check_id(i) for i in self.ids))
+        object.__setattr__(self, "ids", check_ids(self.ids))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from ..sig_submission.limits import (
     PROTOCOL_NUM,
     SHORT_WAIT,
 )
-from ..sig_submission.wire import check_id, check_word16, check_word32
+from ..sig_submission.wire import check_id_sizes, check_ids, check_request_ids
 
 __all__ = [
     "PROTOCOL_NUM",
@@ -60,10 +60,7 @@ class MsgRequestSigIds:
     req: int
 
     def __post_init__(self) -> None:
-        if not isinstance(self.blocking, bool):
-            raise ValueError(f"blocking must be a bool, got {self.blocking!r}")
-        check_word16(self.ack, "ack")
-        check_word16(self.req, "req")
+        check_request_ids(self.blocking, self.ack, self.req)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +73,7 @@ class MsgReplySigIds:
     ids: tuple[tuple[bytes, int], ...]
 
     def __post_init__(self) -> None:
-        pairs = tuple((check_id(i), check_word32(size, "message size")) for i, size in self.ids)
-        object.__setattr__(self, "ids", pairs)
+        object.__setattr__(self, "ids", check_id_sizes(self.ids))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +88,7 @@ class MsgRequestSigs:
     ids: tuple[bytes, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ids", tuple(check_id(i) for i in self.ids))
+        object.__setattr__(self, "ids", check_ids(self.ids))
 
 
 @dataclass(frozen=True, slots=True)
