@@ -378,7 +378,7 @@ class Bearer:
         self.bytes_out += total
         self.sdus_out += sdu_count
 
-    def try_write_parts(self, parts: list, sdu_count: int) -> int:
+    def try_write_parts(self, parts: list, sdu_count: int, total: int | None = None) -> int:
         """Hand whole encoded SDUs to the kernel (or a stream that takes bytes without waiting) in one
         non-blocking gathered write.
 
@@ -390,8 +390,11 @@ class Bearer:
         Taken bytes are counted at once, the SDUs once the whole batch has gone.
 
         Raises :class:`BearerClosed` on a broken or closed socket, like the waiting writes.
-        Only for bearers with :attr:`writes_without_waiting`.
+        Only for bearers with :attr:`writes_without_waiting`. ``total``: the bytes of ``parts``,
+        when the caller has counted them.
         """
+        if total is None:
+            total = sum(map(len, parts))
         if len(parts) > _MAX_GATHER:
             parts = [b"".join(parts)]
         try:
@@ -401,7 +404,7 @@ class Bearer:
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise _bearer_closed(exc, "writing") from exc
         self.bytes_out += sent
-        if sent == sum(map(len, parts)):
+        if sent == total:
             self.sdus_out += sdu_count
         return sent
 

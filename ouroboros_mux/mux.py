@@ -235,7 +235,12 @@ class MuxChannel:
         """What :meth:`recv_message` would return, without waiting: None when no item is complete."""
         if self._closed is not None:
             raise self._closed_error()
-        return self._framer.next_message(max_size)
+        framer = self._framer
+        # Fewer bytes than the next item needs (the reader's last question of every read,
+        # usually with nothing buffered): the framer's own first test, without its call.
+        if framer._buffered < framer._wanted and (max_size is None or framer._buffered <= max_size):
+            return None
+        return framer.next_message(max_size)
 
     def send_nowait(self, data: bytes) -> bool:
         """Queue ``data`` as :meth:`send` does if the send buffer has room now; False (nothing queued) if not.
@@ -315,7 +320,7 @@ class MuxChannel:
     def _deliver(self, payload: bytes) -> None:
         framer = self._framer
         size = len(payload)
-        queued = framer.buffered
+        queued = framer._buffered
         if queued + size > self.ingress_limit:
             raise IngressQueueOverRun(self.protocol_num, self.mode is Mode.INITIATOR, self.ingress_limit,
                                       queued, size)
@@ -334,7 +339,7 @@ class MuxChannel:
         # or its state's size limit is exceeded.
         if self._recv_waiting:
             buffered = queued + size
-            if buffered >= framer.wanted or (self._recv_max is not None and buffered > self._recv_max):
+            if buffered >= framer._wanted or (self._recv_max is not None and buffered > self._recv_max):
                 # Woken once: the SDUs after this one in the same socket read arrive before
                 # the receiver runs, and it looks at all of them when it does.
                 self._recv_waiting = False
@@ -558,7 +563,7 @@ class Mux:
         self._direct_armed = False
         parts, sent, total = self._cut_batch()
         try:
-            taken = self.bearer.try_write_parts(parts, len(sent))
+            taken = self.bearer.try_write_parts(parts, len(sent), total)
         except BearerClosed as exc:
             # The connection ends as if its writer had failed; the sending task is not the
             # one to report it (its next send or receive raises ChannelClosed).
@@ -646,30 +651,41 @@ class Mux:
         parts = []
         sent = []
         total = 0
-        while ready and len(sent) < MAX_SDUS_PER_WRITE and total < MAX_BYTES_PER_WRITE:
+        count = 0
+        while ready and count < MAX_SDUS_PER_WRITE and total < MAX_BYTES_PER_WRITE:
             channel = ready.popleft()
             chunks = channel._send_chunks
-            header_at = len(parts)
-            parts.append(b"")
-            room = EGRESS_SDU_SIZE
-            while chunks:
-                piece = chunks[0]
-                if len(piece) <= room:
-                    chunks.popleft()
-                    parts.append(piece)
-                    room -= len(piece)
-                    if not room:
+            piece = chunks[0]
+            size = len(piece)
+            if size < EGRESS_SDU_SIZE and len(chunks) == 1:
+                # The usual SDU: one queued message that fits (a request or a reply).
+                chunks.clear()
+                parts.append(_pack_header(stamp, channel._egress_word, size))
+                parts.append(piece)
+            else:
+                header_at = len(parts)
+                parts.append(b"")
+                room = EGRESS_SDU_SIZE
+                while chunks:
+                    piece = chunks[0]
+                    length = len(piece)
+                    if length <= room:
+                        chunks.popleft()
+                        parts.append(piece)
+                        room -= length
+                        if not room:
+                            break
+                    else:
+                        view = piece if type(piece) is memoryview else memoryview(piece)
+                        parts.append(view[:room])
+                        chunks[0] = view[room:]
+                        room = 0
                         break
-                else:
-                    view = piece if type(piece) is memoryview else memoryview(piece)
-                    parts.append(view[:room])
-                    chunks[0] = view[room:]
-                    room = 0
-                    break
-            size = EGRESS_SDU_SIZE - room
-            parts[header_at] = _pack_header(stamp, channel._egress_word, size)
+                size = EGRESS_SDU_SIZE - room
+                parts[header_at] = _pack_header(stamp, channel._egress_word, size)
             channel._send_len -= size
             sent.append((channel, size))
+            count += 1
             total += size + SDU_HEADER_SIZE
             if chunks:
                 ready.append(channel)

@@ -363,9 +363,9 @@ async def test_replies_queued_while_a_read_is_delivered_leave_together_in_one_wr
     writes = []
     real_write = mux.bearer.try_write_parts
 
-    def counted(parts, sdu_count):
+    def counted(parts, sdu_count, total=None):
         writes.append(sdu_count)
-        return real_write(parts, sdu_count)
+        return real_write(parts, sdu_count, total)
 
     mux.bearer.try_write_parts = counted
 
