@@ -35,6 +35,7 @@ batched transactions by the same writer, after any pending append that wrote the
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
@@ -113,6 +114,10 @@ class DurableMempool(Mempool):
         #: Failed writes that held relayed messages only (nobody to raise to).
         self.relayed_write_errors = 0
         self._in_flight: list[_PendingAppend] = []
+        #: The waited-for batches (local submissions) queued or in flight, oldest first: the
+        #: first of them with entries is the reader horizon (:meth:`_publish_durable`), so a
+        #: relayed submit does not scan the queue for it.
+        self._waited: collections.deque[_PendingAppend] = collections.deque()
         self._deletes: list[StoredMessage] = []
         self._work = trio.Event()
         self._writer_running = False
@@ -186,6 +191,7 @@ class DurableMempool(Mempool):
             return [entry.index for entry in entries]
         pending = _PendingAppend(entries, pool_state_updates, in_txn)
         self._queue.append(pending)
+        self._waited.append(pending)
         self.submissions += 1
         self._work.set()
         assert pending.done is not None
@@ -244,7 +250,7 @@ class DurableMempool(Mempool):
 
     def _only_relayed(self) -> bool:
         """Whether nothing queued is waited for: no submitter, no deletion."""
-        return not self._deletes and all(pending.done is None for pending in self._queue)
+        return not self._deletes and not self._waited
 
     async def _write_loop(self) -> None:
         while True:
@@ -296,6 +302,11 @@ class DurableMempool(Mempool):
         return entries, updates, hooks
 
     def _finish(self, batch: list[_PendingAppend], error: BaseException | None) -> None:
+        # The batch is the oldest of the queue, so its waited-for ones are the first of ``_waited``.
+        waited_queue = self._waited
+        for pending in batch:
+            if pending.done is not None:
+                waited_queue.popleft()
         if error is not None:
             waited = [pending for pending in batch if pending.done is not None]
             for pending in waited:
@@ -325,8 +336,8 @@ class DurableMempool(Mempool):
 
     def _publish_durable(self) -> None:
         """Move the reader horizon up to (not including) the oldest waited-for batch not yet on disk."""
-        for pending in (*self._in_flight, *self._queue):
-            if pending.entries and pending.done is not None:
+        for pending in self._waited:
+            if pending.entries:
                 self._publish(pending.entries[0].index - 1)
                 return
         self._publish(self._log.next_index - 1)

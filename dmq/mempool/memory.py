@@ -5,9 +5,11 @@ local notification clients and outbound peers are cursors over it, the validatio
 asks it for duplicates and appends to it. :class:`~dmq.mempool.durable.DurableMempool` adds
 persistence without changing anything a reader sees.
 
-Readers wait for new messages on one :class:`trio.Event` that is replaced on every publish:
+Readers wait for new messages on one :class:`trio.Event` that is replaced on a publish:
 a publish is one ``set()`` however many cursors wait, which stays cheap with hundreds of
-peers and aggregators parked on it.
+peers and aggregators parked on it. A publish nobody waits for (the usual one: the serving
+peers park on :meth:`Mempool.call_on_publish`) keeps the event as it is instead of making a
+new one.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ class Mempool:
         #: most this late, since the sleep toward the soonest expiry runs in real time.
         self._expiry_max_sleep = expiry_max_sleep
         self._published = trio.Event()
+        #: Whether a reader took ``_published`` to wait on since it was made: only then does a
+        #: publish set it and make the next one.
+        self._published_taken = False
         self._on_publish: list[Callable[[], None]] = []
         #: Called with the entries each expiry pass removed (tracing, metrics, recording).
         self.expiry_observers: list[Callable[[list[StoredMessage]], None]] = []
@@ -140,6 +145,7 @@ class Mempool:
             published = self._published
             if self._log.has_unexpired_after(position, self._clock.now()):
                 return
+            self._published_taken = True
             await published.wait()
 
     def call_on_publish(self, callback: Callable[[], None]) -> None:
@@ -181,8 +187,10 @@ class Mempool:
 
     def _publish(self, upto: int) -> None:
         if self._log.publish(upto):
-            published, self._published = self._published, trio.Event()
-            published.set()
+            if self._published_taken:
+                published, self._published = self._published, trio.Event()
+                self._published_taken = False
+                published.set()
             if self._on_publish:
                 callbacks, self._on_publish = self._on_publish, []
                 for callback in callbacks:

@@ -506,3 +506,69 @@ def test_the_data_file_is_not_left_mapped_after_writes(tmp_path):
     assert (tmp_path / "data.mdb").stat().st_size > 1 << 20
     assert resident < 64
     mempool.close()
+
+
+class _HorizonChecked(DurableMempool):
+    """Holds every publish to the reader horizon the scan of the in-flight and queued batches gives."""
+
+    published: list[tuple[int, int]]
+
+    def _publish(self, upto: int) -> None:
+        scanned = self._log.next_index - 1
+        for pending in (*self._in_flight, *self._queue):
+            if pending.entries and pending.done is not None:
+                scanned = pending.entries[0].index - 1
+                break
+        self.published.append((upto, scanned))  # compared by the test, not raised inside the writer
+        super()._publish(upto)
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_the_reader_horizon_is_the_oldest_unwritten_local_submission_whatever_the_mix(tmp_path, seed):
+    """Local submissions (waited for), relayed ones and group writes interleaved at random: every
+    publish moves the horizon exactly where a scan of the unwritten batches puts it (the mempool keeps
+    the waited-for batches in order instead of scanning), and a reader sees a local submission only
+    once its group is written."""
+    import random
+
+    rng = random.Random(seed)
+    clock = ManualClock(now=NOW)
+    writes = trio.Semaphore(0)
+
+    async def gated(fn, *args):
+        with trio.move_on_after(10):  # the writer's wait is shielded: a failing test must not hang in it
+            await writes.acquire()
+        return fn(*args)
+
+    mempool = _HorizonChecked(tmp_path, clock, decode=decode, relay_commit_interval=3600, run_blocking=gated)
+    mempool.published = []
+    counter = iter(range(1, 1000))
+    local_ids: list[bytes] = []
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(mempool.run)
+            for _ in range(40):
+                op = rng.choice(("relayed", "relayed", "local", "write"))
+                if op == "relayed":
+                    await mempool.submit([make_message(next(counter), NOW + 600)], relayed=True)
+                elif op == "local":
+                    message = make_message(next(counter), NOW + 600)
+                    local_ids.append(message.message_id)
+                    nursery.start_soon(mempool.submit, [message])
+                else:
+                    writes.release()
+                for _ in range(3):
+                    await trio.lowlevel.checkpoint()
+                written = set(mempool.store.stored_indices())
+                for index, message_id, _ in mempool.ids_after(-1, 1000):
+                    if message_id in local_ids:
+                        assert index in written  # durable before it is visible
+            for _ in range(100):
+                writes.release()
+            while mempool._waited:  # the relayed rest waits for the hour's hold, or the close
+                await trio.sleep(0.01)
+            assert {m for _, m, _ in mempool.ids_after(-1, 1000)} >= set(local_ids)
+            nursery.cancel_scope.cancel()
+    mempool.close()
+    assert mempool.published  # the checked publish ran
+    assert [upto for upto, _ in mempool.published] == [scanned for _, scanned in mempool.published]
