@@ -8,22 +8,84 @@ replies with ``send_nowait``, with no task switch per round. What it cannot do t
 room to send, for the node, for the end of the protocol) it hands over to the peer's own task,
 which sleeps in :meth:`Handoff.wait` until then.
 
-The task's sleep has a deadline (a state's time limit, a reply the peer owes by a time). Moving a
-trio cancel scope's deadline costs a good part of a round, so :attr:`Handoff.deadline` is read
-lazily: the sleeping scope keeps the deadline it had when the task fell asleep unless a sooner one
-comes, and a scope that fires before the current deadline only puts the task to sleep again. A
-deadline that moves on every round costs a float store.
+The task's sleep has a deadline (a state's time limit, a reply the peer owes by a time). A trio
+cancel scope per sleep (entered, registered in trio's deadline heap, exited) was a good part of
+what a round costs: the pulling peer's task sleeps once per message it accepts. So the sleeping
+task parks without a scope, and the deadlines are kept by one timer task per trio run
+(:class:`_Timer`, a system task) that wakes a handoff's task once its :attr:`Handoff.deadline` has
+passed. The timer is lazy as the scope was: each handoff holds at most one entry in the timer's
+heap, and a later deadline (the next round's limit, later than the last) is only recorded; when
+the entry comes due, the timer wakes the task if its deadline has passed, or files the entry
+again at the deadline it has now. A deadline that moves on every round costs a float store, and
+the timer wakes about once per time limit per handoff, not once per round.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import trio
 
 __all__ = ["Handoff"]
+
+
+class _Timer:
+    """The deadlines of a trio run's sleeping handoffs: one system task, one heap, one cancel scope.
+
+    An entry is ``(when, order, handoff)``, the handoff weakly held (a connection that ended is not
+    kept by its last entry). An entry is live while the handoff's ``_filed`` is its ``when``; any
+    other is stale and dropped when it comes due.
+    """
+
+    __slots__ = ("_heap", "_order", "_scope", "_next")
+
+    _current = trio.lowlevel.RunVar("protocol_engine.handoff.timer")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, weakref.ref]] = []
+        self._order = itertools.count()
+        self._scope: trio.CancelScope | None = None
+        self._next = math.inf
+
+    @classmethod
+    def current(cls) -> _Timer:
+        """This run's timer, started on first use."""
+        try:
+            return cls._current.get()
+        except LookupError:
+            timer = cls()
+            cls._current.set(timer)
+            trio.lowlevel.spawn_system_task(timer._run, name="protocol_engine.handoff.timer")
+            return timer
+
+    def file(self, handoff: Handoff, when: float) -> None:
+        """Wake ``handoff``'s task at ``when`` (its earlier entries, if any, become stale)."""
+        handoff._filed = when
+        heapq.heappush(self._heap, (when, next(self._order), weakref.ref(handoff)))
+        if when < self._next:
+            self._next = when
+            if self._scope is not None:
+                self._scope.deadline = when
+
+    async def _run(self) -> None:
+        heap = self._heap
+        while True:
+            with trio.CancelScope(deadline=self._next) as self._scope:
+                await trio.sleep_forever()
+            self._scope = None
+            now = trio.current_time()
+            while heap and heap[0][0] <= now:
+                when, _, ref = heapq.heappop(heap)
+                handoff = ref()
+                if handoff is not None and handoff._filed == when:
+                    handoff._filed = math.inf
+                    handoff._due(self, now)
+            self._next = heap[0][0] if heap else math.inf
 
 
 class Handoff:
@@ -33,15 +95,18 @@ class Handoff:
     raise: what it cannot handle it passes to :meth:`hand_over`.
     """
 
-    __slots__ = ("_channel", "_consume", "_handed", "_lot", "_scope", "_scope_deadline", "deadline")
+    __slots__ = ("_channel", "_consume", "_handed", "_lot", "_sleeping", "_filed", "_timer", "deadline",
+                 "__weakref__")
 
     def __init__(self, channel: Any, consume: Callable[[], None]) -> None:
         self._channel = channel
         self._consume = consume
         self._handed: tuple[Any, Any] | None = None
         self._lot = trio.lowlevel.ParkingLot()
-        self._scope: trio.CancelScope | None = None
-        self._scope_deadline = math.inf
+        self._sleeping = False
+        # When this handoff's live entry in the timer comes due (inf: none).
+        self._filed = math.inf
+        self._timer: _Timer | None = None
         #: When the sleeping task must wake although nothing was handed over (trio's clock).
         self.deadline = math.inf
 
@@ -57,10 +122,10 @@ class Handoff:
         self._lot.unpark_all()
 
     def wake_by(self, deadline: float) -> None:
-        """Set :attr:`deadline`; the sleeping scope moves only when it would wake the task too late."""
+        """Set :attr:`deadline`; the timer is told only when its entry would wake the task too late."""
         self.deadline = deadline
-        if deadline < self._scope_deadline and self._scope is not None:
-            self._scope.deadline = self._scope_deadline = deadline
+        if self._sleeping and deadline < self._filed:
+            self._file(deadline)
 
     async def wait(self) -> tuple[Any, Any] | None:
         """Run ``consume`` from the reader until it hands something over; return that.
@@ -74,14 +139,33 @@ class Handoff:
             self._consume()
             while self._handed is None:
                 deadline = self.deadline
-                if deadline != math.inf and deadline <= trio.current_time():
-                    return None
-                with trio.CancelScope(deadline=deadline) as self._scope:
-                    self._scope_deadline = deadline
+                if deadline != math.inf:
+                    if deadline <= trio.current_time():
+                        return None
+                    if deadline < self._filed:
+                        self._file(deadline)
+                self._sleeping = True
+                try:
                     await self._lot.park()
+                finally:
+                    self._sleeping = False
         finally:
-            self._scope = None
-            self._scope_deadline = math.inf
             channel.on_bytes(None)
         handed, self._handed = self._handed, None
         return handed
+
+    def _file(self, deadline: float) -> None:
+        timer = self._timer
+        if timer is None:
+            timer = self._timer = _Timer.current()
+        timer.file(self, deadline)
+
+    def _due(self, timer: _Timer, now: float) -> None:
+        """The timer's entry came due: wake the sleeping task if its deadline passed, else file the one it has now."""
+        if not self._sleeping:
+            return  # the next wait files its deadline if it needs one
+        deadline = self.deadline
+        if deadline <= now:
+            self._lot.unpark_all()
+        elif deadline != math.inf:
+            timer.file(self, deadline)
