@@ -179,18 +179,18 @@ class MessageLog:
 
     def messages_after(self, position: int, limit: int, now: float) -> list[StoredMessage]:
         """Up to ``limit`` visible, unexpired entries with ``index > position``, in index order."""
-        if limit <= 0:
-            return []
         out: list[StoredMessage] = []
+        if limit <= 0:
+            return out
         order = self._order
         base = self._base
+        # Counted down rather than ``len(out)`` per entry: a serving peer asks once per round.
         for slot in range(max(position + 1 - base, 0), min(self._visible_upto + 1 - base, len(order))):
             entry = order[slot]
-            if entry is None:
-                continue
-            if entry.expires_at > now:
+            if entry is not None and entry.expires_at > now:
                 out.append(entry)
-                if len(out) == limit:
+                limit -= 1
+                if not limit:
                     break
         return out
 
