@@ -32,10 +32,11 @@ hottest functions. ``--cprofile`` runs every node under cProfile instead (CPU ti
 left out: ``bench.diffusion_line.PROFILED_NODE``) and prints, per message per node, the Python
 function calls and a few counts that say where the work goes (socket reads and writes, rounds of
 trio's run loop); the profiler multiplies the nodes' CPU time, so only the counts mean anything
-then, and they do not depend on the machine's load.
+then, and they do not depend on the machine's load. ``--keep-profiles DIR`` keeps each node's
+statistics there (``pstats`` files) for a closer look.
 
     .venv/bin/python bench/diffusion_cost.py [--warmup 10] [--window 45] [--idle-window 60]
-        [--tree PATH ...] [--cases mesh,line,idle] [--profile | --cprofile]
+        [--tree PATH ...] [--cases mesh,line,idle] [--profile | --cprofile [--keep-profiles DIR]]
 """
 
 from __future__ import annotations
