@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
 import trio
 import trio.testing
 
