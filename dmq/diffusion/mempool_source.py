@@ -43,6 +43,10 @@ class MempoolSigSource:
     def call_on_publish(self, callback: Callable[[], None]) -> None:
         self.mempool.call_on_publish(callback)
 
+    def is_local(self, message_id: bytes) -> bool:
+        """Whether a held message was submitted by a local client (not relayed from a peer)."""
+        return self.mempool.is_local(message_id)
+
     def lookup(self, message_id: bytes) -> bytes | None:
         """The exact received bytes of a requested message; None once it expired or was purged."""
         entry = self.mempool.lookup_unexpired(message_id)
@@ -76,6 +80,9 @@ class RecordedSigSource:
 
     def call_on_publish(self, callback: Callable[[], None]) -> None:
         self._source.call_on_publish(callback)
+
+    def is_local(self, message_id: bytes) -> bool:
+        return self._source.is_local(message_id)
 
     def lookup(self, message_id: bytes) -> bytes | None:
         raw = self._source.lookup(message_id)
