@@ -154,7 +154,8 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
                           stats: PeerStats, claim_key: str, known: KnownHeld | None) -> None:
     if side is Side.SERVING:
         timeout = ctx.blocking_reply_timeout if dialect.reply_no_ids is not None else None
-        source = ctx.source if ctx.record is None else RecordedSigSource(ctx.source, stats.peer, ctx.record, ctx.now)
+        source = ctx.source if ctx.record is None else RecordedSigSource(ctx.source, stats.peer, ctx.record, ctx.now,
+                                                                         () if known is None else known)
         await ServingPeer(dialect, channel, source, blocking_timeout=timeout, known=known, hold=ctx.relay_hold).run()
         return
 

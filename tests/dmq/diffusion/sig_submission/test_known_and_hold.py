@@ -1,0 +1,299 @@
+"""The serving peer leaves out ids the peer holds, and may hold relayed ids for the node's timer.
+
+Real components: the node's in-memory mempool behind its ``MempoolSigSource``, the serving peer
+run from a real mux's reader (where the publish hook and the hold act), and a scripted pulling
+side (a protocol driver on the other mux) that sends requests and reads replies, so every id
+announced is seen on the wire. The duplex tests run two nodes' pulling and serving peers over
+one pair of real muxes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import namedtuple
+
+import pytest
+import trio
+import trio.testing
+
+from dmq.clock import ManualClock
+from dmq.diffusion.mempool_source import MempoolSigSource
+from dmq.diffusion.sig_submission import (
+    ClaimingSink,
+    InFlightRegistry,
+    KnownHeld,
+    PullingPeer,
+    RelayHold,
+    ServingPeer,
+)
+from dmq.mempool import Mempool
+from miniprotocols.framework import Driver
+from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM
+from miniprotocols.sig_submission.errors import AckedTooManyIds
+from ouroboros_mux import Bearer, Mode, Mux, Provenance
+
+from tests.miniprotocols.sig_submission.helpers import make_message, message_id, mux_channel_pair
+
+Message = namedtuple("Message", "message_id expires_at raw")
+EXPIRES = 1_900_000_000
+HOLD = 0.02
+
+
+def msg(n: int) -> Message:
+    raw = make_message(n, expires_at=EXPIRES)
+    return Message(message_id(raw), EXPIRES, raw)
+
+
+def ids_of(reply) -> list[bytes]:
+    return [i for i, _ in reply.ids]
+
+
+class Scripted:
+    """The pulling side, request by request, over a real mux; the serving peer answers from its reader."""
+
+    def __init__(self, dialect, nursery, source, **serving_options) -> None:
+        pulling, serving = mux_channel_pair(dialect, nursery)
+        self.dialect = dialect
+        self.driver = Driver(pulling, dialect.spec, dialect.pulling_role)
+        self.serving = ServingPeer(dialect, serving, source, **serving_options)
+        self.failure: BaseException | None = None
+        nursery.start_soon(self._serve)
+
+    async def _serve(self) -> None:
+        try:
+            await self.serving.run()
+        except Exception as exc:  # the test looks at it
+            self.failure = exc
+
+    async def start(self) -> None:
+        if self.dialect.init is not None:  # V1: the serving peer's MsgInit first
+            assert await self.driver.recv() == self.dialect.init()
+
+    async def ask(self, blocking: bool, ack: int, req: int) -> None:
+        await self.driver.send(self.dialect.request_ids(blocking, ack, req))
+
+    async def reply(self):
+        return await self.driver.recv()
+
+    async def nothing_yet(self) -> bool:
+        """Whether no reply has come once everything that could run has run."""
+        await trio.testing.wait_all_tasks_blocked()
+        return self.driver.recv_nowait() is None
+
+
+@pytest.fixture
+def mempool():
+    return Mempool(ManualClock())
+
+
+async def test_known_ids_are_left_out_and_the_position_moves_past_them(dialect, nursery, mempool, autojump_clock):
+    messages = [msg(n) for n in range(1, 6)]
+    mempool.append(messages[:4])
+    known = KnownHeld()
+    known.add([messages[1].message_id, messages[3].message_id])
+    peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known)
+    await peer.start()
+
+    await peer.ask(True, 0, 10)
+    assert ids_of(await peer.reply()) == [messages[0].message_id, messages[2].message_id]
+    # The window counts only what was announced: acknowledging three of two breaks its rule.
+    await peer.ask(True, 2, 10)
+    assert await peer.nothing_yet()  # m4 is known: the blocking request waits as if nothing were new
+    assert peer.serving.window.position == 3  # ... and the position passed m4 (index 3)
+    mempool.append([messages[4]])
+    reply = await peer.reply()
+    assert ids_of(reply) == [messages[4].message_id]
+    assert peer.serving.window.unacknowledged == (messages[4].message_id,)
+
+
+async def test_the_window_rules_are_unchanged(dialect, nursery, mempool, autojump_clock):
+    messages = [msg(n) for n in range(1, 4)]
+    mempool.append(messages)
+    known = KnownHeld()
+    known.add([messages[1].message_id])
+    peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known)
+    await peer.start()
+    await peer.ask(True, 0, 10)
+    assert len(ids_of(await peer.reply())) == 2
+    await peer.ask(True, 3, 10)  # three acknowledged, two announced
+    with trio.fail_after(30):
+        while peer.failure is None:
+            await trio.sleep(0.1)
+    assert isinstance(peer.failure, AckedTooManyIds)
+
+
+async def test_a_parked_request_stays_parked_when_every_new_id_is_known(dialect, nursery, mempool, autojump_clock):
+    first, held, fresh = msg(1), msg(2), msg(3)
+    mempool.append([first])
+    known = KnownHeld()
+    peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known)
+    await peer.start()
+    await peer.ask(True, 0, 10)
+    assert ids_of(await peer.reply()) == [first.message_id]
+    await peer.ask(True, 1, 10)
+    assert await peer.nothing_yet()  # parked
+    known.add([held.message_id])
+    mempool.append([held])
+    assert await peer.nothing_yet()  # still parked: the only new id is one the peer holds
+    await trio.sleep(1)
+    mempool.append([fresh])
+    assert ids_of(await peer.reply()) == [fresh.message_id]  # announced once, the known one never
+
+
+async def test_a_non_blocking_request_gets_an_empty_reply_when_every_new_id_is_known(dialect, nursery, mempool,
+                                                                                  autojump_clock):
+    first, second = msg(1), msg(2)
+    mempool.append([first])
+    known = KnownHeld()
+    peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known)
+    await peer.start()
+    await peer.ask(True, 0, 10)
+    assert ids_of(await peer.reply()) == [first.message_id]
+    known.add([second.message_id])
+    mempool.append([second])
+    await peer.ask(False, 0, 5)  # one still unacknowledged: a non-blocking request
+    assert ids_of(await peer.reply()) == []
+
+
+def test_the_known_set_keeps_the_most_recent_ids():
+    known = KnownHeld(capacity=3)
+    known.add([b"a", b"b", b"a", b"c"])
+    assert len(known) == 3
+    known.add([b"d"])
+    assert b"a" not in known and all(i in known for i in (b"b", b"c", b"d"))
+    with pytest.raises(ValueError):
+        KnownHeld(capacity=0)
+
+
+async def _parked_with_hold(dialect, nursery, mempool, known=None):
+    hold = RelayHold(HOLD, random.Random(7))
+    await nursery.start(hold.run)
+    first = msg(100)
+    await mempool.submit([first])
+    peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known, hold=hold)
+    await peer.start()
+    await peer.ask(True, 0, 10)
+    assert ids_of(await peer.reply()) == [first.message_id]  # local: at once
+    await peer.ask(True, 1, 10)
+    assert await peer.nothing_yet()
+    return peer, hold
+
+
+async def test_a_relayed_id_is_announced_within_the_hold_and_a_local_one_at_once(dialect, nursery, mempool,
+                                                                                 autojump_clock):
+    peer, hold = await _parked_with_hold(dialect, nursery, mempool)
+    for n in range(1, 6):
+        relayed = msg(n)
+        start = trio.current_time()
+        await mempool.submit([relayed], relayed=True)
+        assert await peer.nothing_yet()  # held (the virtual clock has not moved)
+        assert ids_of(await peer.reply()) == [relayed.message_id]
+        waited = trio.current_time() - start
+        assert 0 < waited <= HOLD
+        await peer.ask(True, 1, 10)
+        assert await peer.nothing_yet()
+    local = msg(10)
+    start = trio.current_time()
+    await mempool.submit([local])
+    assert ids_of(await peer.reply()) == [local.message_id]
+    assert trio.current_time() == start
+
+
+async def test_a_local_submission_ends_a_hold_at_once(dialect, nursery, mempool, autojump_clock):
+    peer, hold = await _parked_with_hold(dialect, nursery, mempool)
+    relayed, local = msg(1), msg(2)
+    await mempool.submit([relayed], relayed=True)
+    assert await peer.nothing_yet()
+    start = trio.current_time()
+    await mempool.submit([local])
+    assert ids_of(await peer.reply()) == [relayed.message_id, local.message_id]
+    assert trio.current_time() == start
+    # The hold's timer finds the request answered: nothing is sent twice.
+    await peer.ask(True, 2, 10)
+    await trio.sleep(1)
+    assert await peer.nothing_yet()
+
+
+async def test_an_id_the_peer_announces_during_the_hold_is_left_out(dialect, nursery, mempool, autojump_clock):
+    known = KnownHeld()
+    peer, hold = await _parked_with_hold(dialect, nursery, mempool, known)
+    crossed, later = msg(1), msg(2)
+    await mempool.submit([crossed], relayed=True)
+    assert await peer.nothing_yet()
+    known.add([crossed.message_id])  # the peer announced it meanwhile
+    await trio.sleep(HOLD)
+    assert await peer.nothing_yet()  # the hold ended, nothing left to announce: still parked
+    await mempool.submit([later])
+    assert ids_of(await peer.reply()) == [later.message_id]
+
+
+def test_the_hold_refuses_a_negative_or_endless_limit():
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            RelayHold(bad)
+
+
+# -- two nodes over one duplex connection -------------------------------------------------------
+
+
+class Node:
+    """A node's side of sig submission: its mempool, and what its pulling peers were offered."""
+
+    def __init__(self) -> None:
+        self.mempool = Mempool(ManualClock())
+        self.source = MempoolSigSource(self.mempool)
+        self.registry = InFlightRegistry()
+        self.offered: list[bytes] = []
+        self.changed = trio.Event()
+
+    def sink(self, known: KnownHeld | None) -> ClaimingSink:
+        def announced_by_peer(ids):
+            self.offered.extend(ids)
+            if known is not None:
+                known.add(ids)
+
+        async def accept(raw_messages):
+            by_id = {message_id(raw): raw for raw in raw_messages}
+            await self.mempool.submit([Message(i, EXPIRES, raw) for i, raw in by_id.items()], relayed=True)
+            self.changed.set()
+            self.changed = trio.Event()
+
+        return ClaimingSink(self.registry, "peer", holds=self.mempool.contains, accept=accept,
+                            announced_by_peer=announced_by_peer)
+
+    async def wait_holds(self, mid: bytes) -> None:
+        while not self.mempool.contains(mid):
+            await self.changed.wait()
+
+
+def duplex(dialect, nursery, a: Node, b: Node, *, known: bool) -> None:
+    """One connection between ``a`` and ``b`` with both sig-submission instances on each mux."""
+    a_stream, b_stream = trio.testing.memory_stream_pair()
+    muxes = Mux(Bearer(a_stream), Provenance.OUTBOUND), Mux(Bearer(b_stream), Provenance.INBOUND)
+    for mux, node in zip(muxes, (a, b)):
+        shared = KnownHeld() if known else None
+        for mode, initiator in ((Mode.INITIATOR, True), (Mode.RESPONDER, False)):
+            channel = mux.register(PROTOCOL_NUM, mode, INGRESS_LIMIT)
+            if dialect.side_of(initiator).name == "SERVING":
+                peer = ServingPeer(dialect, channel, node.source, known=shared)
+            else:
+                peer = PullingPeer(dialect, channel, node.sink(shared))
+            nursery.start_soon(peer.run)
+    for mux in muxes:
+        nursery.start_soon(mux.run)
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["known-held", "without"])
+async def test_an_id_the_peer_announced_is_not_announced_back(dialect, nursery, known, autojump_clock):
+    a, b = Node(), Node()
+    duplex(dialect, nursery, a, b, known=known)
+    submitted = [msg(n) for n in range(1, 4)]
+    for message in submitted:
+        await a.mempool.submit([message])
+        await b.wait_holds(message.message_id)
+    await trio.testing.wait_all_tasks_blocked()
+    ids = [m.message_id for m in submitted]
+    assert b.offered == ids  # a announced each once
+    # b holds them all; it announces none back to the peer that announced them to it (without the
+    # known-held set it would announce each one back: the control case).
+    assert a.offered == ([] if known else ids)
