@@ -89,11 +89,11 @@ class Mempool:
     def _mark_local(self, message_ids: Iterable[bytes]) -> None:
         """Remember local submissions (before they are published, so readers can tell at once)."""
         local = self._local
-        local.update(message_ids)
-        if len(local) > self._local_prune_at:
+        if len(local) >= self._local_prune_at:  # before adding: the new ids are not held yet
             contains = self._log.contains
-            self._local = {message_id for message_id in local if contains(message_id)}
-            self._local_prune_at = max(_LOCAL_PRUNE_MIN, 2 * len(self._local))
+            local = self._local = {message_id for message_id in local if contains(message_id)}
+            self._local_prune_at = max(_LOCAL_PRUNE_MIN, 2 * len(local))
+        local.update(message_ids)
 
     # -- writing ----------------------------------------------------------------------------
 

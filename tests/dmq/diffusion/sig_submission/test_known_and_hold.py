@@ -122,14 +122,21 @@ async def test_the_window_rules_are_unchanged(dialect, nursery, mempool, autojum
     assert isinstance(peer.failure, AckedTooManyIds)
 
 
-async def test_a_parked_request_stays_parked_when_every_new_id_is_known(dialect, nursery, mempool, autojump_clock):
-    first, held, fresh = msg(1), msg(2), msg(3)
+async def _one_announced(dialect, nursery, mempool) -> tuple[Scripted, KnownHeld]:
+    """A serving peer with a known-held set that announced one message (still unacknowledged)."""
+    first = msg(1)
     mempool.append([first])
     known = KnownHeld()
     peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known)
     await peer.start()
     await peer.ask(True, 0, 10)
     assert ids_of(await peer.reply()) == [first.message_id]
+    return peer, known
+
+
+async def test_a_parked_request_stays_parked_when_every_new_id_is_known(dialect, nursery, mempool, autojump_clock):
+    held, fresh = msg(2), msg(3)
+    peer, known = await _one_announced(dialect, nursery, mempool)
     await peer.ask(True, 1, 10)
     assert await peer.nothing_yet()  # parked
     known.add([held.message_id])
@@ -142,13 +149,8 @@ async def test_a_parked_request_stays_parked_when_every_new_id_is_known(dialect,
 
 async def test_a_non_blocking_request_gets_an_empty_reply_when_every_new_id_is_known(dialect, nursery, mempool,
                                                                                   autojump_clock):
-    first, second = msg(1), msg(2)
-    mempool.append([first])
-    known = KnownHeld()
-    peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known)
-    await peer.start()
-    await peer.ask(True, 0, 10)
-    assert ids_of(await peer.reply()) == [first.message_id]
+    second = msg(2)
+    peer, known = await _one_announced(dialect, nursery, mempool)
     known.add([second.message_id])
     mempool.append([second])
     await peer.ask(False, 0, 5)  # one still unacknowledged: a non-blocking request
