@@ -47,6 +47,11 @@ class MempoolSigSource:
         """Whether a held message was submitted by a local client (not relayed from a peer)."""
         return self.mempool.is_local(message_id)
 
+    def index_of(self, message_id: bytes) -> int | None:
+        """The mempool index of a held message, None if it is not held."""
+        entry = self.mempool.get(message_id)
+        return None if entry is None else entry.index
+
     def lookup(self, message_id: bytes) -> bytes | None:
         """The exact received bytes of a requested message; None once it expired or was purged."""
         entry = self.mempool.lookup_unexpired(message_id)
@@ -87,6 +92,9 @@ class RecordedSigSource:
 
     def is_local(self, message_id: bytes) -> bool:
         return self._source.is_local(message_id)
+
+    def index_of(self, message_id: bytes) -> int | None:
+        return self._source.index_of(message_id)
 
     def lookup(self, message_id: bytes) -> bytes | None:
         raw = self._source.lookup(message_id)

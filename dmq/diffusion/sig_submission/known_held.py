@@ -6,50 +6,61 @@ not) is one it holds: announcing it back would only cost the peer a round to ack
 The pulling peer records what it is offered; the serving peer on the same connection leaves
 those ids out of what it announces (docs/protocol/node-to-node.md 9.8).
 
-Only recent ids are kept, in a FIFO of ``DEFAULT_CAPACITY``. What matters is the short time
-between the peer's announcement and the serving peer's position passing the same message in
-our mempool (milliseconds while both are in step; longer only while the peer's requests lag
-behind our mempool). 4,096 ids are 160 s of mainnet's 25 messages a second, so none that can
-still matter is forgotten in steady state; at most about 0.4 MB per connection (a 32-byte id
-and its set and deque slots). An id forgotten early is announced as it would be without this,
-which costs the peer one acknowledgement and nothing else.
+An id matters only until the serving peer's position in our mempool passes it: from then on
+this connection never looks at it again. So the set keeps only those: the serving peer drops
+an id as it passes it, and an id it passed already (the two announcements crossed) is not
+added (``passed``); ids passed while others were kept are swept out whenever the set has
+doubled since the last sweep. What is left is the ids in flight between the peer's
+announcement and our accepting the message, a handful at mainnet's rate. Ids that never reach
+our mempool (refused, expired) would stay, so the set is also bounded: past
+``DEFAULT_CAPACITY`` the older half is forgotten (at most about 100 kB per connection). A forgotten id is announced as it would be
+without this set, which costs the peer one acknowledgement and nothing else.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["KnownHeld", "DEFAULT_CAPACITY"]
 
-#: Ids remembered per connection (see the module docstring for why this many).
-DEFAULT_CAPACITY = 4096
+#: Ids remembered per connection at most (see the module docstring).
+DEFAULT_CAPACITY = 1024
+#: The size below which the set is never swept.
+_SWEEP_MIN = 64
 
 
 class KnownHeld:
-    """The most recent ``capacity`` ids one peer announced to us: ids it holds."""
+    """Ids the peer announced to us that the serving peer has not passed yet: ids it holds."""
 
-    __slots__ = ("capacity", "_order", "_ids")
+    __slots__ = ("capacity", "passed", "_ids", "_sweep_at")
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        if capacity < 1:
-            raise ValueError(f"the known-held set needs room for at least one id, got {capacity}")
+        if capacity < 2:
+            raise ValueError(f"the known-held set needs room for at least two ids, got {capacity}")
         self.capacity = capacity
-        self._order: deque[bytes] = deque()
-        self._ids: set[bytes] = set()
+        #: Whether the serving peer's position already passed an id (set by the serving peer).
+        self.passed: Callable[[bytes], bool] | None = None
+        # A dict as an ordered set: insertion order says which ids are oldest.
+        self._ids: dict[bytes, None] = {}
+        self._sweep_at = _SWEEP_MIN
 
     def add(self, ids: Iterable[bytes]) -> None:
-        """The peer announced ``ids``: remember them, forgetting the oldest beyond ``capacity``."""
+        """The peer announced ``ids``: remember those the serving peer has still to pass."""
         known = self._ids
-        order = self._order
+        passed = self.passed
         for message_id in ids:
-            if message_id in known:
-                continue
-            known.add(message_id)
-            order.append(message_id)
-        excess = len(order) - self.capacity
-        for _ in range(excess if excess > 0 else 0):
-            known.discard(order.popleft())
+            if passed is None or not passed(message_id):
+                known[message_id] = None
+        if len(known) > self._sweep_at or len(known) > self.capacity:
+            if passed is not None:
+                known = self._ids = {i: None for i in known if not passed(i)}
+            if len(known) > self.capacity:
+                known = self._ids = dict.fromkeys(list(known)[-(self.capacity // 2):])
+            self._sweep_at = max(_SWEEP_MIN, 2 * len(known))
+
+    def discard(self, message_id: bytes) -> None:
+        """The serving peer passed ``message_id``: this connection will not look at it again."""
+        self._ids.pop(message_id, None)
 
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._ids

@@ -76,6 +76,9 @@ class ServingPeer:
         self._hooked = False
         #: Ids the peer holds (it announced them to us on this connection): never announced to it.
         self._known = known
+        self._index_of = getattr(source, "index_of", None)
+        if known is not None and self._index_of is not None:
+            known.passed = self._passed
         # The relay hold: only with a source that says which messages are local submissions.
         self._is_local = getattr(source, "is_local", None)
         self._hold = hold if hold is not None and hold.limit > 0 and self._is_local is not None else None
@@ -228,9 +231,16 @@ class ServingPeer:
             kept = [entry for entry in entries if entry[1] not in known]
             if kept:
                 return kept
+            for entry in entries:
+                known.discard(entry[1])
             window.skip_to(entries[-1][0])
             entries = ids_after(window.position, req)
         return entries
+
+    def _passed(self, message_id: bytes) -> bool:
+        """Whether the position already passed a message (its id need not be remembered as known)."""
+        index = self._index_of(message_id)
+        return index is not None and index <= self.window.position
 
     def _held_until(self, entries) -> float | None:
         """When an answer of ``entries`` may go out if it is to wait for the relay hold; None: now."""

@@ -157,14 +157,50 @@ async def test_a_non_blocking_request_gets_an_empty_reply_when_every_new_id_is_k
     assert ids_of(await peer.reply()) == []
 
 
-def test_the_known_set_keeps_the_most_recent_ids():
-    known = KnownHeld(capacity=3)
-    known.add([b"a", b"b", b"a", b"c"])
-    assert len(known) == 3
-    known.add([b"d"])
-    assert b"a" not in known and all(i in known for i in (b"b", b"c", b"d"))
+def test_the_known_set_keeps_the_most_recent_ids_within_its_capacity():
+    known = KnownHeld(capacity=100)
+    ids = [n.to_bytes(32, "big") for n in range(250)]
+    for message_id in ids:
+        known.add([message_id])
+        assert len(known) <= 100
+    assert ids[-1] in known and ids[0] not in known
     with pytest.raises(ValueError):
-        KnownHeld(capacity=0)
+        KnownHeld(capacity=1)
+
+
+def test_the_known_set_forgets_what_the_serving_peer_passed():
+    passed_up_to = 10
+    known = KnownHeld()
+    known.passed = lambda message_id: int.from_bytes(message_id, "big") <= passed_up_to
+    ids = [n.to_bytes(2, "big") for n in range(1000)]
+    known.add([ids[5], ids[20]])  # 5 was passed already (the announcements crossed)
+    assert ids[5] not in known and ids[20] in known
+    for n in range(21, 21 + 64):  # none passed yet: 65 kept, the next sweep when the set doubles
+        known.add([ids[n]])
+    assert len(known) == 65
+    passed_up_to = 100  # the serving peer passed them all meanwhile
+    for n in range(101, 101 + 66):
+        known.add([ids[n]])
+    assert len(known) < 131 and ids[20] not in known and all(ids[n] in known for n in range(101, 167))
+    known.discard(ids[166])
+    assert ids[166] not in known
+
+
+async def test_the_serving_peer_keeps_only_the_ids_it_has_not_passed(dialect, nursery, mempool, autojump_clock):
+    messages = [msg(n) for n in range(1, 4)]
+    mempool.append(messages[:2])
+    known = KnownHeld()
+    peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known)
+    await peer.start()
+    await peer.ask(True, 0, 10)
+    assert len(ids_of(await peer.reply())) == 2
+    known.add([m.message_id for m in messages])  # the first two crossed: the peer announced them too late
+    assert list(known._ids) == [messages[2].message_id]
+    await peer.ask(True, 2, 10)
+    assert await peer.nothing_yet()
+    mempool.append([messages[2]])  # accepted here: the position passes it, leaving it out
+    assert await peer.nothing_yet()
+    assert len(known) == 0
 
 
 async def _parked_with_hold(dialect, nursery, mempool, known=None):
