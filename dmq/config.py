@@ -223,24 +223,6 @@ class _Seconds(_Form):
         return int(value) if float(value).is_integer() else value  # a value built in code may be an int
 
 
-class _Milliseconds(_Seconds):
-    """A duration given in milliseconds (>= 0), held in seconds."""
-
-    expected = "a number of milliseconds >= 0"
-
-    def from_json(self, value: Any) -> float:
-        return super().from_json(value) / 1000.0
-
-    def from_text(self, text: str) -> float:
-        try:
-            return self.from_json(float(text.strip().removesuffix("ms")))
-        except ValueError:
-            raise _Invalid from None
-
-    def to_json(self, value: float) -> int | float:
-        return super().to_json(round(value * 1000.0, 6))
-
-
 class _PositiveSeconds(_Seconds):
     """A duration that must pass before something happens: zero would make it happen at once."""
 
@@ -732,10 +714,6 @@ class NodeConfig:
         "AcceptedConnectionsLimit", _ConnectionsLimit(), default_factory=AcceptedConnectionsLimit
     )
     protocol_idle_timeout: float = _key("ProtocolIdleTimeout", _Seconds(), 5.0)
-    #: Project extension: the longest random wait, in milliseconds, before a serving peer announces
-    #: messages relayed from peers (local submissions are never held); 0: announce at once
-    #: (docs/protocol/node-to-node.md 9.8).
-    sig_submission_relay_hold: float = _key("SigSubmissionRelayHold", _Milliseconds(), 0.0)
     churn_interval: float = _key("ChurnInterval", _Seconds(), 3300.0)
 
     # --- tracing (trace-dispatcher settings, kept for the tracing layer)

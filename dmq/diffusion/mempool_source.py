@@ -43,10 +43,6 @@ class MempoolSigSource:
     def call_on_publish(self, callback: Callable[[], None]) -> None:
         self.mempool.call_on_publish(callback)
 
-    def is_local(self, message_id: bytes) -> bool:
-        """Whether a held message was submitted by a local client (not relayed from a peer)."""
-        return self.mempool.is_local(message_id)
-
     def index_of(self, message_id: bytes) -> int | None:
         """The mempool index of a held message, None if it is not held."""
         entry = self.mempool.get(message_id)
@@ -89,9 +85,6 @@ class RecordedSigSource:
 
     def call_on_publish(self, callback: Callable[[], None]) -> None:
         self._source.call_on_publish(callback)
-
-    def is_local(self, message_id: bytes) -> bool:
-        return self._source.is_local(message_id)
 
     def index_of(self, message_id: bytes) -> int | None:
         return self._source.index_of(message_id)

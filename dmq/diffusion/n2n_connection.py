@@ -10,8 +10,7 @@ The plan (:mod:`.plan`) says which instances exist; this module says what each r
   A batch whose verdict calls for a disconnect (docs/protocol/validation.md 6.2) raises
   :class:`DisconnectPeer`, which ends this connection and nothing else. On a duplex
   connection the two share one :class:`KnownHeld`: what the peer announced to the pulling
-  side, the serving side does not announce back; and the serving side may hold answers of
-  relayed messages only for the node's :class:`RelayHold` (docs/protocol/node-to-node.md 9.8).
+  side, the serving side does not announce back (docs/protocol/node-to-node.md 9.8).
 * keep-alive (12): the initiator instance pings, the responder instance echoes.
 * peer sharing (13): the responder answers with the governor's shareable peers, the
   initiator asks when the governor wants more.
@@ -56,7 +55,6 @@ from .sig_submission import (
     PullingPeer,
     InFlightRegistry,
     KnownHeld,
-    RelayHold,
     ServingPeer,
 )
 
@@ -106,8 +104,6 @@ class N2NContext:
     now: Callable[[], float] = time.time
     #: Draws the keep-alive cookies (the diffusion's seeded generator when the policy has a seed).
     rng: random.Random = field(default_factory=random.Random)
-    #: The node's hold of relayed announcements (None or a zero limit: announced at once).
-    relay_hold: RelayHold | None = None
 
 
 async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeResult, stats: PeerStats, *,
@@ -156,7 +152,7 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
         timeout = ctx.blocking_reply_timeout if dialect.reply_no_ids is not None else None
         source = ctx.source if ctx.record is None else RecordedSigSource(ctx.source, stats.peer, ctx.record, ctx.now,
                                                                          () if known is None else known)
-        await ServingPeer(dialect, channel, source, blocking_timeout=timeout, known=known, hold=ctx.relay_hold).run()
+        await ServingPeer(dialect, channel, source, blocking_timeout=timeout, known=known).run()
         return
 
     ingress = ctx.ingress

@@ -42,7 +42,7 @@ from .outbound import OutboundGovernor
 from .peers import PeerTable
 from .policy import DiffusionPolicy
 from .prometheus import PeerCollector
-from .sig_submission import InFlightRegistry, RelayHold
+from .sig_submission import InFlightRegistry
 from .transport import TCP, Transport
 
 __all__ = ["Diffusion", "ListenError"]
@@ -156,9 +156,6 @@ class Diffusion:
             peer_share_interval=self.policy.peer_share_interval,
             protocol_idle_timeout=config.protocol_idle_timeout,
             rng=rng,
-            # Its own generator: a hold does not change the governor's or keep-alive's draws.
-            relay_hold=RelayHold(config.sig_submission_relay_hold, random.Random(
-                None if self.policy.seed is None else f"dmq-relay-hold/{self.policy.seed}")),
         )
         recorder = self.recorder
         ctx.watch = recorder.watching
@@ -177,8 +174,6 @@ class Diffusion:
                 if listeners:
                     nursery.start_soon(self.inbound.serve, listeners)
                 nursery.start_soon(self.outbound.run)
-                if ctx.relay_hold.limit > 0:
-                    await nursery.start(ctx.relay_hold.run)
                 task_status.started(self)
         finally:
             registry.unregister(collector)

@@ -176,8 +176,6 @@ class DurableMempool(Mempool):
         if not entries and not pool_state_updates and in_txn is None:
             await trio.lowlevel.checkpoint()
             return []
-        if not relayed:
-            self._mark_local(entry.message_id for entry in entries)
         if relayed and in_txn is None:
             self._queue.append(_PendingAppend(entries, pool_state_updates, waited=False))
             self.submissions += 1

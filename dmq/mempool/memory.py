@@ -33,8 +33,6 @@ DEFAULT_EXPIRY_INTERVAL = 0.05
 #: purge only frees memory and disk. An idle node then wakes about once a second for it, not
 #: twenty times.
 EXPIRY_MAX_SLEEP = 1.0
-#: The size of the set of local ids below which it is never pruned.
-_LOCAL_PRUNE_MIN = 1024
 
 
 class Mempool:
@@ -52,10 +50,6 @@ class Mempool:
         self._on_publish: list[Callable[[], None]] = []
         #: Called with the entries each expiry pass removed (tracing, metrics, recording).
         self.expiry_observers: list[Callable[[list[StoredMessage]], None]] = []
-        #: Ids of local submissions (``submit`` without ``relayed``), which serving peers never
-        #: hold back; in memory only. Ids no longer held are dropped when the set doubles.
-        self._local: set[bytes] = set()
-        self._local_prune_at = _LOCAL_PRUNE_MIN
 
     @property
     def clock(self) -> Clock:
@@ -81,19 +75,6 @@ class Mempool:
     def get(self, message_id: bytes) -> StoredMessage | None:
         """The held entry with this id (even one that expired but was not purged yet)."""
         return self._log.get(message_id)
-
-    def is_local(self, message_id: bytes) -> bool:
-        """Whether a message was submitted here by a local client rather than relayed from a peer."""
-        return message_id in self._local
-
-    def _mark_local(self, message_ids: Iterable[bytes]) -> None:
-        """Remember local submissions (before they are published, so readers can tell at once)."""
-        local = self._local
-        if len(local) >= self._local_prune_at:  # before adding: the new ids are not held yet
-            contains = self._log.contains
-            local = self._local = {message_id for message_id in local if contains(message_id)}
-            self._local_prune_at = max(_LOCAL_PRUNE_MIN, 2 * len(local))
-        local.update(message_ids)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -126,18 +107,9 @@ class Mempool:
         waits for them (a durable mempool commits them with its next group); the call then
         returns without yielding.
         """
-        if relayed:
-            return self.append(messages, pool_state_updates)
-        batch = list(messages)
-        ids = [bytes(message.message_id) for message in batch]
-        fresh = [message_id for message_id in ids if message_id not in self._local]
-        self._mark_local(fresh)
-        try:
-            indices = self.append(batch, pool_state_updates)
-        except BaseException:
-            self._local.difference_update(fresh)
-            raise
-        await trio.lowlevel.checkpoint()
+        indices = self.append(messages, pool_state_updates)
+        if not relayed:
+            await trio.lowlevel.checkpoint()
         return indices
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:

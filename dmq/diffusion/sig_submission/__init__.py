@@ -14,7 +14,6 @@ from .pull_window import BodiesOutcome, BodyBatch, PullWindow
 from .inflight import ClaimingSink, InFlightRegistry
 from .interfaces import DisconnectPeer, SigSink, SigSource
 from .known_held import KnownHeld
-from .relay_hold import RelayHold
 from .serving import ServingPeer
 from .serve_window import ServeWindow
 from .policy import BLOCKING_REPLY_TIMEOUT, MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
@@ -29,7 +28,6 @@ __all__ = [
     "InFlightRegistry",
     "ClaimingSink",
     "KnownHeld",
-    "RelayHold",
     "ServeWindow",
     "PullWindow",
     "BodyBatch",

@@ -11,16 +11,14 @@ to end, which V1 does with ``MsgDone`` in place of the reply, as the reference d
 
 On a duplex connection the serving peer leaves out ids the peer is known to hold (it
 announced them to us: :class:`~dmq.diffusion.sig_submission.known_held.KnownHeld`); its
-position still moves past them, so to the peer they look like messages that expired. And
-when the answer to a blocking request would hold only relayed messages, it may wait for the
-node's :class:`~dmq.diffusion.sig_submission.relay_hold.RelayHold` and filter again then, so
-relays of one mesh do not all announce a message at once and cross (docs/protocol/node-to-node.md 9.8).
+position still moves past them, so to the peer they look like messages that expired, and a
+blocking request whose new entries are all known waits as if nothing were new
+(docs/protocol/node-to-node.md 9.8).
 """
 
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import trio
 
@@ -31,7 +29,6 @@ from miniprotocols.framework.cbor_write import CheckedItems
 from miniprotocols.sig_submission.dialect import Dialect, Side
 from .interfaces import SigSource
 from .known_held import KnownHeld
-from .relay_hold import RelayHold
 from .serve_window import ServeWindow
 from miniprotocols.sig_submission.limits import MAX_UNACKNOWLEDGED_IDS
 
@@ -51,8 +48,7 @@ class ServingPeer:
                  blocking_timeout: float | None = BLOCKING_REPLY_TIMEOUT,
                  window: int = MAX_UNACKNOWLEDGED_IDS,
                  start_position: int = -1,
-                 known: KnownHeld | None = None,
-                 hold: RelayHold | None = None) -> None:
+                 known: KnownHeld | None = None) -> None:
         if dialect.reply_no_ids is None:
             blocking_timeout = None
         elif blocking_timeout is None or blocking_timeout <= 0:
@@ -72,19 +68,11 @@ class ServingPeer:
         # A blocking request for ids parked in the mempool (its publish answers it).
         self._parked = None
         self._publish_hook = getattr(source, "call_on_publish", None)
-        #: Whether a publish callback is registered and not called yet (one at a time).
-        self._hooked = False
         #: Ids the peer holds (it announced them to us on this connection): never announced to it.
         self._known = known
         self._index_of = getattr(source, "index_of", None)
         if known is not None and self._index_of is not None:
             known.passed = self._passed
-        # The relay hold: only with a source that says which messages are local submissions.
-        self._is_local = getattr(source, "is_local", None)
-        self._hold = hold if hold is not None and hold.limit > 0 and self._is_local is not None else None
-        #: The token of the hold the parked request waits for (None: not held), and the last one given.
-        self._holding: int | None = None
-        self._holds = 0
 
     def stop(self) -> None:
         """V1 only: end the protocol with ``MsgDone`` at the current or next blocking request.
@@ -152,7 +140,6 @@ class ServingPeer:
                 await self.driver.send(self.dialect.reply_no_ids())
         finally:
             self._parked = None
-            self._holding = None
             handoff.deadline = math.inf
         kind, value = handed
         if kind is _FAILED:
@@ -176,14 +163,12 @@ class ServingPeer:
                 elif isinstance(request, dialect.request_bodies):
                     reply = self._bodies_reply(request)
                 elif isinstance(request, dialect.request_ids):
-                    reply = self._ids_reply_now(request, may_hold=True)
-                    if reply is None or type(reply) is float:
+                    reply = self._ids_reply_now(request)
+                    if reply is None:
                         if self._stopping or self._publish_hook is None:
                             self._handoff.hand_over(_CHECKED, request)
                         else:
                             self._park(request)
-                            if reply is not None:
-                                self._start_hold(reply)
                         return
                 else:
                     reply = None
@@ -194,24 +179,15 @@ class ServingPeer:
         except Exception as exc:  # raised again from the peer's task, as its own receive or send would
             self._handoff.hand_over(_FAILED, exc)
 
-    def _ids_reply_now(self, request, *, may_hold: bool = False):
-        """Check a request for ids and build its reply; None if it must wait (or meets a V1 stop).
-
-        ``may_hold``: a blocking request whose answer would be relayed messages only gets,
-        instead of a reply, the time the node's relay hold lets it go out (a float).
-        """
+    def _ids_reply_now(self, request):
+        """Check a request for ids and build its reply; None if it must wait (or meets a V1 stop)."""
         window = self.window
         window.on_request_ids(request.blocking, request.ack, request.req)
         if request.blocking and self._stopping:
             return None
         entries = self._fresh(request.req)
-        if request.blocking:
-            if not entries:
-                return None
-            if may_hold and self._hold is not None:
-                due = self._held_until(entries)
-                if due is not None:
-                    return due
+        if request.blocking and not entries:
+            return None
         return self.dialect.reply_ids(window.announce(entries))
 
     def _fresh(self, req: int) -> list[tuple[int, bytes, int]]:
@@ -242,49 +218,15 @@ class ServingPeer:
         index = self._index_of(message_id)
         return index is not None and index <= self.window.position
 
-    def _held_until(self, entries) -> float | None:
-        """When an answer of ``entries`` may go out if it is to wait for the relay hold; None: now."""
-        is_local = self._is_local
-        for entry in entries:
-            if is_local(entry[1]):
-                return None  # a local submission is never held, nor what goes out with it
-        hold = self._hold
-        if not hold.active:
-            return None
-        due = hold.due_for(entries[-1][0])
-        return due if due > trio.current_time() else None
-
     def _park(self, request) -> None:
         """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""
         self._parked = request
         if self.blocking_timeout is not None:
             self._handoff.wake_by(trio.current_time() + self.blocking_timeout)
-        self._hook()
-
-    def _hook(self) -> None:
-        if not self._hooked:
-            self._hooked = True
-            self._publish_hook(self._on_published)
-
-    def _start_hold(self, due: float) -> None:
-        """The parked request waits for the relay hold until ``due`` (a publish of a local message ends it sooner)."""
-        self._holds += 1
-        self._holding = self._holds
-        self._hold.call_at(due, partial(self._on_hold_due, self._holds))
-
-    def _on_hold_due(self, token: int) -> None:
-        """In the relay hold's task: the parked request's hold is over; filter again and answer."""
-        if self._holding != token:
-            return  # answered or ended meanwhile
-        self._holding = None
-        self._answer_parked(may_hold=False)
+        self._publish_hook(self._on_published)
 
     def _on_published(self) -> None:
         """In the publishing task: answer the parked request if the mempool now has ids for it."""
-        self._hooked = False
-        self._answer_parked(may_hold=self._hold is not None)
-
-    def _answer_parked(self, *, may_hold: bool) -> None:
         request = self._parked
         handoff = self._handoff
         if request is None or handoff.handed:
@@ -292,17 +234,9 @@ class ServingPeer:
         try:
             entries = self._fresh(request.req)
             if not entries:  # what was published expired already, or the peer holds it
-                self._hook()
+                self._publish_hook(self._on_published)
                 return
-            if may_hold:
-                due = self._held_until(entries)
-                if due is not None:
-                    if self._holding is None:
-                        self._start_hold(due)
-                    self._hook()  # a local submission published meanwhile ends the hold
-                    return
             self._parked = None
-            self._holding = None
             handoff.deadline = math.inf
             if not self.driver.channel.send_nowait(b""):
                 handoff.hand_over(_CHECKED, request)

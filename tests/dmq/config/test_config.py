@@ -54,7 +54,6 @@ REFERENCE_DEFAULTS = {
     "TargetNumberOfActiveBigLedgerPeers": 5,
     "AcceptedConnectionsLimit": {"hardLimit": 512, "softLimit": 384, "delay": 5},
     "ProtocolIdleTimeout": 5,
-    "SigSubmissionRelayHold": 0,
     "ChurnInterval": 3300,
     "TraceOptionMetricsPrefix": "dmq_node_",
     "MinSigDelay": 60,
@@ -101,7 +100,6 @@ EVERY_KEY = {
     "TargetNumberOfActiveBigLedgerPeers": 8,
     "AcceptedConnectionsLimit": {"hardLimit": 100, "softLimit": 80, "delay": 2.5},
     "ProtocolIdleTimeout": 7.5,
-    "SigSubmissionRelayHold": 12.5,
     "ChurnInterval": 600,
     "TraceOptions": {
         "": {"backends": ["Stdout MachineFormat", "PrometheusSimple suffix 127.0.0.1 12800"], "severity": "Info"},
@@ -154,7 +152,6 @@ EVERY_KEY_PARSED = {
     "target_number_of_active_big_ledger_peers": 8,
     "accepted_connections_limit": AcceptedConnectionsLimit(hard_limit=100, soft_limit=80, delay=2.5),
     "protocol_idle_timeout": 7.5,
-    "sig_submission_relay_hold": 0.0125,
     "churn_interval": 600.0,
     "trace_options_json": json.dumps(EVERY_KEY["TraceOptions"], separators=(",", ":")),
     "trace_option_metrics_prefix": "dmq_aggregator.",

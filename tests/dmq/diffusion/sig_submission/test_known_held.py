@@ -1,7 +1,7 @@
-"""The serving peer leaves out ids the peer holds, and may hold relayed ids for the node's timer.
+"""The serving peer leaves out ids the peer holds (docs/protocol/node-to-node.md 9.8).
 
 Real components: the node's in-memory mempool behind its ``MempoolSigSource``, the serving peer
-run from a real mux's reader (where the publish hook and the hold act), and a scripted pulling
+run from a real mux's reader (where the publish hook acts), and a scripted pulling
 side (a protocol driver on the other mux) that sends requests and reads replies, so every id
 announced is seen on the wire. The duplex tests run two nodes' pulling and serving peers over
 one pair of real muxes.
@@ -9,7 +9,6 @@ one pair of real muxes.
 
 from __future__ import annotations
 
-import random
 from collections import namedtuple
 
 import pytest
@@ -23,7 +22,6 @@ from dmq.diffusion.sig_submission import (
     InFlightRegistry,
     KnownHeld,
     PullingPeer,
-    RelayHold,
     ServingPeer,
 )
 from dmq.mempool import Mempool
@@ -36,7 +34,6 @@ from tests.miniprotocols.sig_submission.helpers import make_message, message_id,
 
 Message = namedtuple("Message", "message_id expires_at raw")
 EXPIRES = 1_900_000_000
-HOLD = 0.02
 
 
 def msg(n: int) -> Message:
@@ -201,74 +198,6 @@ async def test_the_serving_peer_keeps_only_the_ids_it_has_not_passed(dialect, nu
     mempool.append([messages[2]])  # accepted here: the position passes it, leaving it out
     assert await peer.nothing_yet()
     assert len(known) == 0
-
-
-async def _parked_with_hold(dialect, nursery, mempool, known=None):
-    hold = RelayHold(HOLD, random.Random(7))
-    await nursery.start(hold.run)
-    first = msg(100)
-    await mempool.submit([first])
-    peer = Scripted(dialect, nursery, MempoolSigSource(mempool), known=known, hold=hold)
-    await peer.start()
-    await peer.ask(True, 0, 10)
-    assert ids_of(await peer.reply()) == [first.message_id]  # local: at once
-    await peer.ask(True, 1, 10)
-    assert await peer.nothing_yet()
-    return peer, hold
-
-
-async def test_a_relayed_id_is_announced_within_the_hold_and_a_local_one_at_once(dialect, nursery, mempool,
-                                                                                 autojump_clock):
-    peer, hold = await _parked_with_hold(dialect, nursery, mempool)
-    for n in range(1, 6):
-        relayed = msg(n)
-        start = trio.current_time()
-        await mempool.submit([relayed], relayed=True)
-        assert await peer.nothing_yet()  # held (the virtual clock has not moved)
-        assert ids_of(await peer.reply()) == [relayed.message_id]
-        waited = trio.current_time() - start
-        assert 0 < waited <= HOLD
-        await peer.ask(True, 1, 10)
-        assert await peer.nothing_yet()
-    local = msg(10)
-    start = trio.current_time()
-    await mempool.submit([local])
-    assert ids_of(await peer.reply()) == [local.message_id]
-    assert trio.current_time() == start
-
-
-async def test_a_local_submission_ends_a_hold_at_once(dialect, nursery, mempool, autojump_clock):
-    peer, hold = await _parked_with_hold(dialect, nursery, mempool)
-    relayed, local = msg(1), msg(2)
-    await mempool.submit([relayed], relayed=True)
-    assert await peer.nothing_yet()
-    start = trio.current_time()
-    await mempool.submit([local])
-    assert ids_of(await peer.reply()) == [relayed.message_id, local.message_id]
-    assert trio.current_time() == start
-    # The hold's timer finds the request answered: nothing is sent twice.
-    await peer.ask(True, 2, 10)
-    await trio.sleep(1)
-    assert await peer.nothing_yet()
-
-
-async def test_an_id_the_peer_announces_during_the_hold_is_left_out(dialect, nursery, mempool, autojump_clock):
-    known = KnownHeld()
-    peer, hold = await _parked_with_hold(dialect, nursery, mempool, known)
-    crossed, later = msg(1), msg(2)
-    await mempool.submit([crossed], relayed=True)
-    assert await peer.nothing_yet()
-    known.add([crossed.message_id])  # the peer announced it meanwhile
-    await trio.sleep(HOLD)
-    assert await peer.nothing_yet()  # the hold ended, nothing left to announce: still parked
-    await mempool.submit([later])
-    assert ids_of(await peer.reply()) == [later.message_id]
-
-
-def test_the_hold_refuses_a_negative_or_endless_limit():
-    for bad in (-1.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError):
-            RelayHold(bad)
 
 
 # -- two nodes over one duplex connection -------------------------------------------------------
