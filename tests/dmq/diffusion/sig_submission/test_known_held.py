@@ -93,7 +93,7 @@ async def test_known_ids_are_left_out_and_the_position_moves_past_them(dialect, 
 
     await peer.ask(True, 0, 10)
     assert ids_of(await peer.reply()) == [messages[0].message_id, messages[2].message_id]
-    # The window counts only what was announced: acknowledging three of two breaks its rule.
+    # Both announced ids acknowledged: the window counted only those two, so a blocking request is allowed.
     await peer.ask(True, 2, 10)
     assert await peer.nothing_yet()  # m4 is known: the blocking request waits as if nothing were new
     assert peer.serving.window.position == 3  # ... and the position passed m4 (index 3)
