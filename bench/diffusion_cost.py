@@ -24,7 +24,10 @@ a case's CPU per message per node over that floor.
 
 ``--tree PATH`` (repeatable) runs the node of another checkout (its ``dmq`` package first
 on the node's path, this checkout's interpreter): two trees given run case by case in turn,
-so a before/after comes from one window of the machine's load. ``--profile`` samples node 1
+so a before/after comes from one window of the machine's load. ``PATH::Key=value,...``
+adds settings to that tree's node configuration files (``value`` as JSON, e.g.
+``--tree .::SigSubmissionRelayHold=10``), so one run can compare settings of one tree; a tree
+whose node does not know a key ignores it. ``--profile`` samples node 1
 of the mesh's CPU time with py-spy (``pip install py-spy``, a development tool, not a
 dependency of the node) over the loaded and the idle windows, counting only samples where a
 thread holds the GIL (its Python work, not its waits in epoll or fsync), and prints the
@@ -138,14 +141,28 @@ class TreeNodeFiles(NodeFiles):
         return [*command[:at], "-c", *runner, *command[at + 2:]]
 
 
+def split_tree(spec: str | None) -> tuple[str | None, dict]:
+    """``PATH::Key=json,...`` (a ``--tree``) as the checkout and the settings added to its nodes' configuration."""
+    if spec is None:
+        return None, {}
+    path, _, settings = spec.partition("::")
+    added = {}
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        added[key] = json.loads(value)
+    return path, added
+
+
 def node_files(workdir: Path, stake: Path, links, count: int, tree: str | None,
                profiled: bool = False) -> list[TreeNodeFiles]:
     """``count`` nodes in ``workdir``, node i dialling the nodes ``links`` says."""
+    tree, settings = split_tree(tree)
     ports = free_ports(2 * count, HOST)
     files = []
     for index in range(count):
         directory = workdir / f"node{index + 1}"
         config = node_config(directory, stake, ports[index], ports[count + index], min_sig_delay=MIN_SIG_DELAY)
+        config.update(settings)
         topology = topology_document([(HOST, ports[other]) for other in dials_of(links, index)])
         files.append(TreeNodeFiles(directory.name, directory, config, topology, tree, profiled))
     return files
@@ -420,9 +437,11 @@ def main() -> None:
     cases = [c for c in args.cases.split(",") if c]
     if bad := [c for c in cases if c not in CASES]:
         parser.error(f"unknown case {', '.join(bad)}; the cases are {', '.join(CASES)}")
-    trees = [str(Path(t).resolve()) for t in args.tree] if args.tree else [None]
+    trees = [str(Path(t.partition("::")[0]).resolve()) + (f"::{t.partition('::')[2]}" if "::" in t else "")
+             for t in args.tree] if args.tree else [None]
     for tree in trees:
-        if tree is not None and not (Path(tree) / "dmq" / "cli" / "node.py").exists():
+        path = split_tree(tree)[0]
+        if path is not None and not (Path(path) / "dmq" / "cli" / "node.py").exists():
             parser.error(f"--tree {tree}: no dmq/cli/node.py there")
 
     started = time.perf_counter()

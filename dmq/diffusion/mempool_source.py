@@ -10,7 +10,7 @@ reply (docs/protocol/node-to-node.md 9.3), which the reference peer accepts sile
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from dmq.mempool import Mempool
 from dmq.trace import TraceEvent
@@ -43,6 +43,11 @@ class MempoolSigSource:
     def call_on_publish(self, callback: Callable[[], None]) -> None:
         self.mempool.call_on_publish(callback)
 
+    def index_of(self, message_id: bytes) -> int | None:
+        """The mempool index of a held message, None if it is not held."""
+        entry = self.mempool.get(message_id)
+        return None if entry is None else entry.index
+
     def lookup(self, message_id: bytes) -> bytes | None:
         """The exact received bytes of a requested message; None once it expired or was purged."""
         entry = self.mempool.lookup_unexpired(message_id)
@@ -55,20 +60,24 @@ class RecordedSigSource:
     The capacity model needs bytes per message per peer (the real redundancy factor), so
     every id announced and every message served is an event. They go straight to the
     recorder, not through the tracer: a log line per message per peer would cost more than
-    serving it.
+    serving it. Ids the peer is known to hold (``known``: the serving peer leaves them out,
+    docs/protocol/node-to-node.md 9.8) are not offered, and not recorded as such.
     """
 
     checked_items = MempoolSigSource.checked_items
 
     def __init__(self, source: MempoolSigSource, peer: str, record: Callable[[TraceEvent], None],
-                 now: Callable[[], float]) -> None:
+                 now: Callable[[], float], known: Container[bytes] = ()) -> None:
         self._source, self._peer, self._record, self._now = source, peer, record, now
+        self._known = known
 
     def ids_after(self, position: int, limit: int) -> list[tuple[int, bytes, int]]:
         offered = self._source.ids_after(position, limit)
         at = self._now()
+        known = self._known
         for _, message_id, size in offered:
-            self._record(MessageOffered(at, message_id, size, self._peer))
+            if message_id not in known:
+                self._record(MessageOffered(at, message_id, size, self._peer))
         return offered
 
     async def wait_for_ids_after(self, position: int) -> None:
@@ -76,6 +85,9 @@ class RecordedSigSource:
 
     def call_on_publish(self, callback: Callable[[], None]) -> None:
         self._source.call_on_publish(callback)
+
+    def index_of(self, message_id: bytes) -> int | None:
+        return self._source.index_of(message_id)
 
     def lookup(self, message_id: bytes) -> bytes | None:
         raw = self._source.lookup(message_id)

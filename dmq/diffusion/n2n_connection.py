@@ -8,7 +8,9 @@ The plan (:mod:`.plan`) says which instances exist; this module says what each r
   ids the node neither holds nor is fetching from another peer (one
   :class:`InFlightRegistry` per node) and hands every batch to the node's one ingress.
   A batch whose verdict calls for a disconnect (docs/protocol/validation.md 6.2) raises
-  :class:`DisconnectPeer`, which ends this connection and nothing else.
+  :class:`DisconnectPeer`, which ends this connection and nothing else. On a duplex
+  connection the two share one :class:`KnownHeld`: what the peer announced to the pulling
+  side, the serving side does not announce back (docs/protocol/node-to-node.md 9.8).
 * keep-alive (12): the initiator instance pings, the responder instance echoes.
 * peer sharing (13): the responder answers with the governor's shareable peers, the
   initiator asks when the governor wants more.
@@ -52,6 +54,7 @@ from .sig_submission import (
     DisconnectPeer,
     PullingPeer,
     InFlightRegistry,
+    KnownHeld,
     ServingPeer,
 )
 
@@ -110,10 +113,12 @@ async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeR
     dialect = DIALECTS[result.version]
     mux = Mux(bearer, Provenance.OUTBOUND if we_opened else Provenance.INBOUND)
     claim_key = f"{stats.peer}#{next(_connection_numbers)}"
+    # Both sig-submission peers of a duplex connection: what the peer announced, it holds.
+    known = KnownHeld() if agreed.duplex else None
     tasks = []
     for instance in connection_plan(we_opened=we_opened, duplex=agreed.duplex, peer_sharing=agreed.peer_sharing):
         channel = mux.register(instance.protocol, instance.mode, instance.ingress_limit)
-        tasks.append(ProtocolTask(channel, _runner(ctx, instance, channel, dialect, stats, claim_key),
+        tasks.append(ProtocolTask(channel, _runner(ctx, instance, channel, dialect, stats, claim_key, known),
                                   instance.name, on_demand=instance.on_demand))
     stats.established(mux, result.version, agreed.duplex)
     try:
@@ -124,7 +129,7 @@ async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeR
 
 
 def _runner(ctx: N2NContext, instance: Instance, channel: MuxChannel, dialect: Dialect, stats: PeerStats,
-            claim_key: str) -> Callable[[], Awaitable[None]]:
+            claim_key: str, known: KnownHeld | None) -> Callable[[], Awaitable[None]]:
     async def run() -> None:
         target: MessageChannel = channel
         if instance.on_demand:
@@ -132,7 +137,7 @@ def _runner(ctx: N2NContext, instance: Instance, channel: MuxChannel, dialect: D
             spec = dialect.spec if instance.protocol is Protocol.SIG_SUBMISSION else _SPECS[instance.protocol]
             await target.wait_for_start(spec)
         if instance.protocol is Protocol.SIG_SUBMISSION:
-            await _sig_submission(ctx, target, dialect, dialect.side_of(instance.initiator), stats, claim_key)
+            await _sig_submission(ctx, target, dialect, dialect.side_of(instance.initiator), stats, claim_key, known)
         elif instance.protocol is Protocol.KEEP_ALIVE:
             await _keep_alive(ctx, target, instance.initiator, stats)
         else:
@@ -142,11 +147,12 @@ def _runner(ctx: N2NContext, instance: Instance, channel: MuxChannel, dialect: D
 
 
 async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dialect, side: Side,
-                          stats: PeerStats, claim_key: str) -> None:
+                          stats: PeerStats, claim_key: str, known: KnownHeld | None) -> None:
     if side is Side.SERVING:
         timeout = ctx.blocking_reply_timeout if dialect.reply_no_ids is not None else None
-        source = ctx.source if ctx.record is None else RecordedSigSource(ctx.source, stats.peer, ctx.record, ctx.now)
-        await ServingPeer(dialect, channel, source, blocking_timeout=timeout).run()
+        source = ctx.source if ctx.record is None else RecordedSigSource(ctx.source, stats.peer, ctx.record, ctx.now,
+                                                                         () if known is None else known)
+        await ServingPeer(dialect, channel, source, blocking_timeout=timeout, known=known).run()
         return
 
     ingress = ctx.ingress
@@ -159,7 +165,8 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
         if verdict.disconnect is not None:
             raise DisconnectPeer(verdict.disconnect)
 
-    sink = ClaimingSink(ctx.registry, claim_key, holds=ctx.mempool.contains, accept=accept)
+    sink = ClaimingSink(ctx.registry, claim_key, holds=ctx.mempool.contains, accept=accept,
+                        announced_by_peer=None if known is None else known.add)
     await PullingPeer(dialect, channel, sink).run()
 
 

@@ -13,6 +13,7 @@ from .pulling import PullingPeer
 from .pull_window import BodiesOutcome, BodyBatch, PullWindow
 from .inflight import ClaimingSink, InFlightRegistry
 from .interfaces import DisconnectPeer, SigSink, SigSource
+from .known_held import KnownHeld
 from .serving import ServingPeer
 from .serve_window import ServeWindow
 from .policy import BLOCKING_REPLY_TIMEOUT, MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
@@ -26,6 +27,7 @@ __all__ = [
     "DisconnectPeer",
     "InFlightRegistry",
     "ClaimingSink",
+    "KnownHeld",
     "ServeWindow",
     "PullWindow",
     "BodyBatch",

@@ -81,18 +81,24 @@ class ClaimingSink:
     ``holds(id)`` says whether the node already has a message (its mempool); ``accept``
     is the node's validation and storage of a batch (raising ``DisconnectPeer`` on a
     disconnect error). The node builds one per pulling peer, all over one
-    :class:`InFlightRegistry`.
+    :class:`InFlightRegistry`. ``announced_by_peer``, if given, is told every id the peer
+    announces, wanted or not (the ids it holds, which the serving peer of the same
+    connection need not announce back: :class:`~dmq.diffusion.sig_submission.known_held.KnownHeld`).
     """
 
     def __init__(self, registry: InFlightRegistry, peer: Hashable, *,
                  holds: Callable[[bytes], bool],
-                 accept: Callable[[list[bytes]], Awaitable[None]]) -> None:
+                 accept: Callable[[list[bytes]], Awaitable[None]],
+                 announced_by_peer: Callable[[Iterable[bytes]], None] | None = None) -> None:
         self.registry = registry
         self.peer = peer
         self._holds = holds
         self._accept = accept
+        self._announced_by_peer = announced_by_peer
 
     def wanted(self, announced: Sequence[tuple[bytes, int]]) -> list[bytes]:
+        if self._announced_by_peer is not None:
+            self._announced_by_peer([i for i, _ in announced])
         return self.registry.claim(self.peer, (i for i, _ in announced if not self._holds(i)))
 
     async def accept(self, raw_messages: list[bytes]) -> None:

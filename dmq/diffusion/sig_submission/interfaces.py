@@ -19,6 +19,10 @@ class SigSource(Protocol):
 
     Positions are mempool indices; -1 is "before the first message", so a new peer is
     offered everything the mempool holds (docs/protocol/node-to-node.md 9.3, 9.7).
+
+    Optional: ``call_on_publish(callback)`` (answer a parked request from the publishing task)
+    and ``index_of(message_id)`` (the index of a held message, so a serving peer can forget
+    known-held ids it has passed: :class:`~dmq.diffusion.sig_submission.known_held.KnownHeld`).
     """
 
     def ids_after(self, position: int, limit: int) -> list[tuple[int, bytes, int]]:

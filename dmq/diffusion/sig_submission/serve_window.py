@@ -88,6 +88,15 @@ class ServeWindow:
             count[message_id] = count.get(message_id, 0) + 1
         return tuple([(message_id, size) for _, message_id, size in entries])
 
+    def skip_to(self, index: int) -> None:
+        """Move the position past entries up to ``index`` without announcing them (ids the peer holds).
+
+        To the peer they look like messages that expired before they could be announced: the
+        window's rules and the order of what is announced are unchanged.
+        """
+        if index > self.position:
+            self.position = index
+
     def on_request_bodies(self, ids: Iterable[bytes]) -> None:
         """Raise the reference's error unless every requested id is unacknowledged."""
         missing = [i for i in ids if i not in self._count]

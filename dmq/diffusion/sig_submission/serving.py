@@ -8,6 +8,12 @@ of body replies. A blocking request waits for the mempool: in V2 for at most
 ``MsgReplyNoSigIds``; in V1 indefinitely, unless :meth:`ServingPeer.stop` asks the peer
 to end, which V1 does with ``MsgDone`` in place of the reply, as the reference does on a
 ``Terminate`` control message.
+
+On a duplex connection the serving peer leaves out ids the peer is known to hold (it
+announced them to us: :class:`~dmq.diffusion.sig_submission.known_held.KnownHeld`); its
+position still moves past them, so to the peer they look like messages that expired, and a
+blocking request whose new entries are all known waits as if nothing were new
+(docs/protocol/node-to-node.md 9.8).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from miniprotocols.framework import Driver, Handoff, as_driver
 from miniprotocols.framework.cbor_write import CheckedItems
 from miniprotocols.sig_submission.dialect import Dialect, Side
 from .interfaces import SigSource
+from .known_held import KnownHeld
 from .serve_window import ServeWindow
 from miniprotocols.sig_submission.limits import MAX_UNACKNOWLEDGED_IDS
 
@@ -40,7 +47,8 @@ class ServingPeer:
     def __init__(self, dialect: Dialect, driver_or_channel: Driver | MessageChannel, source: SigSource, *,
                  blocking_timeout: float | None = BLOCKING_REPLY_TIMEOUT,
                  window: int = MAX_UNACKNOWLEDGED_IDS,
-                 start_position: int = -1) -> None:
+                 start_position: int = -1,
+                 known: KnownHeld | None = None) -> None:
         if dialect.reply_no_ids is None:
             blocking_timeout = None
         elif blocking_timeout is None or blocking_timeout <= 0:
@@ -60,6 +68,11 @@ class ServingPeer:
         # A blocking request for ids parked in the mempool (its publish answers it).
         self._parked = None
         self._publish_hook = getattr(source, "call_on_publish", None)
+        #: Ids the peer holds (it announced them to us on this connection): never announced to it.
+        self._known = known
+        self._index_of = getattr(source, "index_of", None)
+        if known is not None and self._index_of is not None:
+            known.passed = self._passed
 
     def stop(self) -> None:
         """V1 only: end the protocol with ``MsgDone`` at the current or next blocking request.
@@ -172,10 +185,38 @@ class ServingPeer:
         window.on_request_ids(request.blocking, request.ack, request.req)
         if request.blocking and self._stopping:
             return None
-        entries = self.source.ids_after(window.position, request.req)
+        entries = self._fresh(request.req)
         if request.blocking and not entries:
             return None
         return self.dialect.reply_ids(window.announce(entries))
+
+    def _fresh(self, req: int) -> list[tuple[int, bytes, int]]:
+        """Up to ``req`` entries after the position that the peer is not known to hold.
+
+        When every entry read is known to the peer, the position moves past them and the
+        next ones are read, so a request whose new entries are all known waits as if nothing
+        were new. Known ids among or after kept ones are passed by the next announcement or read.
+        """
+        window = self.window
+        ids_after = self.source.ids_after
+        entries = ids_after(window.position, req)
+        known = self._known
+        if known is None or not known:
+            return entries
+        while entries:
+            kept = [entry for entry in entries if entry[1] not in known]
+            if kept:
+                return kept
+            for entry in entries:
+                known.discard(entry[1])
+            window.skip_to(entries[-1][0])
+            entries = ids_after(window.position, req)
+        return entries
+
+    def _passed(self, message_id: bytes) -> bool:
+        """Whether the position already passed a message (its id need not be remembered as known)."""
+        index = self._index_of(message_id)
+        return index is not None and index <= self.window.position
 
     def _park(self, request) -> None:
         """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""
@@ -191,8 +232,8 @@ class ServingPeer:
         if request is None or handoff.handed:
             return
         try:
-            entries = self.source.ids_after(self.window.position, request.req)
-            if not entries:  # what was published expired already
+            entries = self._fresh(request.req)
+            if not entries:  # what was published expired already, or the peer holds it
                 self._publish_hook(self._on_published)
                 return
             self._parked = None
@@ -243,7 +284,7 @@ class ServingPeer:
             try:
                 while True:
                     await self.source.wait_for_ids_after(self.window.position)
-                    entries = self.source.ids_after(self.window.position, req)
+                    entries = self._fresh(req)
                     if entries:
                         return entries
                     await trio.sleep(0)
