@@ -50,10 +50,12 @@ from lab.netlab.addresses import MAX_NODES, node_address
 from lab.netlab.faults import plan_faults
 from lab.netlab.plan import NODE_PORT, RELAY_TARGETS, min_sig_delay_for, public_roots, workload_problem
 from lab.netlab.report import FaultRecord, fault_windows
+from lab.netlab.resources import read_memory_bytes
 
 from .attacks import AttackRecord, Flooder, eclipse_topology
 from .checks import (SharedBytes, SharedKesChecks, SharedOpcertChecks, VirtualClock, deterministic_scheduling,
                      run_inline)
+from .collector import CollectorTime
 from .deliveries import Deliveries
 from .links import LinkModel, SimNetwork
 from .regions import REGIONS, place_nodes, rtt_ms
@@ -202,6 +204,10 @@ class Simnet:
         #: This process's CPU seconds at the run's milestones (see :meth:`cost`).
         self._cpu_marks: dict[str, float] = {}
         self._write_marks: dict[str, int] = {}
+        #: The process's memory at the milestones (MiB: resident, its own heap, shared memory such
+        #: as the stores' maps on a tmpfs), and the collector's time (see :meth:`cost`).
+        self._memory_marks: dict[str, dict[str, float]] = {}
+        self.collector = CollectorTime()
 
     # -- building ---------------------------------------------------------------------------
 
@@ -441,8 +447,12 @@ class Simnet:
     def _mark(self, milestone: str) -> None:
         self._cpu_marks[milestone] = cpu = time.process_time()
         self._write_marks[milestone] = self.net.writes
+        memory = read_memory_bytes(os.getpid()) or {}
+        self._memory_marks[milestone] = {name: round(size / 2**20, 1) for name, size in memory.items()}
         self.say(f"{milestone} at {trio.current_time():.1f} virtual s: {cpu - self._cpu:.1f} s CPU, "
-                 f"{self.net.writes:,} link writes")
+                 f"{self.net.writes:,} link writes, RSS {memory.get('VmRSS', 0) / 2**20:,.0f} MiB "
+                 f"(heap {memory.get('RssAnon', 0) / 2**20:,.0f}, shared {memory.get('RssShmem', 0) / 2**20:,.0f}), "
+                 f"collector {sum(self.collector.seconds):.1f} s")
 
     def cost(self) -> dict[str, Any]:
         """Where this process's CPU went, and the two figures that extrapolate a run to other sizes and rates.
@@ -467,6 +477,7 @@ class Simnet:
         message_writes = writes["drained"] - writes["warm"] - idle_writes * busy_node_seconds
         published = self._ended - self._started
         return {"cpu_seconds_by_phase": {name: round(value, 2) for name, value in phases.items()},
+                "memory_mib_by_milestone": self._memory_marks, "collector": self.collector.snapshot(),
                 "publishing_cpu_per_simulated_second": round(phases["publishing"] / published, 2) if published else None,
                 "idle_cpu_us_per_node_second": round(idle_rate * 1e6, 1),
                 "idle_link_writes_per_node_second": round(idle_writes, 3),
@@ -542,6 +553,7 @@ def run_on_virtual_clock(simnet: Simnet) -> Any:
     tune_for_serving()
     gc.set_threshold(SIMULATION_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     try:
-        return trio.run(simnet.run, clock=VirtualClock())
+        with simnet.collector:
+            return trio.run(simnet.run, clock=VirtualClock())
     finally:
         gc.set_threshold(*thresholds)
