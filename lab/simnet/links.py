@@ -238,8 +238,10 @@ class SimStream(trio.abc.Stream):
         out = self._out
         if out.reader_closed:
             raise trio.BrokenResourceError("connection reset by peer")
-        now = trio.current_time()
-        if out.full_until(now) is not None:
+        now = current_time()
+        net = out.net
+        drain = net.drain_seconds  # ``out.full_until(now) is not None``, written out: once per bearer write
+        if drain is not None and net.uplink_free[out.src] - now > drain:
             raise BlockingIOError
         data = parts[0] if len(parts) == 1 and type(parts[0]) is bytes else b"".join(parts)
         out.put(data, now)
