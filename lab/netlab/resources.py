@@ -21,7 +21,7 @@ import trio
 
 from .priority import autogroup_niceness
 
-__all__ = ["ProcessUsage", "ResourceSampler", "read_cpu_seconds", "read_niceness", "read_rss_bytes"]
+__all__ = ["ProcessUsage", "ResourceSampler", "read_cpu_seconds", "read_memory_bytes", "read_niceness", "read_rss_bytes"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -50,16 +50,28 @@ def read_niceness(pid: int) -> int | None:
     return None if fields is None else int(fields[16])
 
 
-def read_rss_bytes(pid: int) -> int | None:
-    """Resident set size of ``pid`` (``VmRSS``); None once it is gone."""
+def read_memory_bytes(pid: int, names: Iterable[str] = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
+                      ) -> dict[str, int] | None:
+    """The named sizes of ``/proc/<pid>/status`` in bytes (``VmRSS`` is the resident set: ``RssAnon``,
+    the process's own heap, plus ``RssFile`` and ``RssShmem``, mapped files and shared memory, as an
+    LMDB map on a tmpfs is); None once it is gone."""
+    wanted = set(names)
+    found: dict[str, int] = {}
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
+                key, _, rest = line.partition(":")
+                if key in wanted:
+                    found[key] = int(rest.split()[0]) * 1024
     except OSError:
         return None
-    return None
+    return found
+
+
+def read_rss_bytes(pid: int) -> int | None:
+    """Resident set size of ``pid`` (``VmRSS``); None once it is gone."""
+    found = read_memory_bytes(pid, ("VmRSS",))
+    return None if found is None else found.get("VmRSS")
 
 
 def _spread(values: list[float], digits: int) -> dict[str, float | None]:

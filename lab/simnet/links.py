@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import errno
 import heapq
-import itertools
 import math
 import random
 from collections import deque
@@ -72,8 +71,8 @@ class LinkModel:
 class _Pipe:
     """One direction of a connection: writes from ``src`` readable by ``dst`` at their arrival time."""
 
-    __slots__ = ("net", "serial", "src", "dst", "rtt", "rng", "queue", "last_at", "waiter", "expected_at",
-                 "reader_closed", "bytes", "abort")
+    __slots__ = ("net", "serial", "src", "dst", "rtt", "one_way", "jitter_span", "rng", "queue", "last_at",
+                 "waiter", "expected_at", "reader_closed", "bytes", "abort")
 
     def __init__(self, net: SimNetwork, serial: int, src: int, dst: int, rng: random.Random) -> None:
         self.net = net
@@ -81,6 +80,10 @@ class _Pipe:
         self.src = src
         self.dst = dst
         self.rtt = net.model.rtt(src, dst)
+        #: Half the round trip, and the widest jitter on top of it (``model.jitter * one_way``, the
+        #: same product a write would compute: the arrival times are the same to the last bit).
+        self.one_way = self.rtt / 2
+        self.jitter_span = net.model.jitter * self.one_way
         self.rng = rng
         #: [arrival time, data, time written]; arrival ``inf`` while held by a partition.
         self.queue: deque[list] = deque()
@@ -121,10 +124,9 @@ class _Pipe:
         """When the sending node's uplink will again hold no more than one send buffer, if it holds
         more at ``now`` (a socket's writer would block until then); None when there is room."""
         net = self.net
-        model = net.model
-        if model.rate_bps is None:
+        drain = net.drain_seconds
+        if drain is None:
             return None
-        drain = model.send_buffer * 8 / model.rate_bps
         free = net.uplink_free[self.src]
         return free - drain if free - now > drain else None
 
@@ -136,34 +138,45 @@ class _Pipe:
         if isolated and (self.src in isolated) != (self.dst in isolated):  # ``net.separated``, written out
             net.held.add(self)
             return math.inf
-        leaves = now
-        if model.rate_bps is not None:
-            serialise = size * 8 / model.rate_bps
-            leaves = max(now, net.uplink_free[self.src]) + serialise
-            net.uplink_free[self.src] = leaves
-        one_way = self.rtt / 2
-        at = leaves + one_way + model.jitter * one_way * self.rng.random()
+        rate = model.rate_bps
+        if rate is not None:
+            serialise = size * 8 / rate
+            uplink = net.uplink_free
+            free = uplink[self.src]
+            leaves = (now if now >= free else free) + serialise
+            uplink[self.src] = leaves
+        else:
+            leaves = now
+        at = leaves + self.one_way + self.jitter_span * self.rng.random()
         if model.loss > 0:
             while self.rng.random() < model.loss:
                 at += model.rto(self.rtt)
-        if model.rate_bps is not None:
-            at = max(at, net.downlink_free[self.dst]) + size * 8 / model.rate_bps
-            net.downlink_free[self.dst] = at
+        if rate is not None:
+            downlink = net.downlink_free
+            free = downlink[self.dst]
+            at = (at if at >= free else free) + serialise
+            downlink[self.dst] = at
         return at
 
     def put(self, data: bytes, now: float) -> None:
-        if self.queue and self.queue[-1][0] == math.inf:
+        queue = self.queue
+        size = len(data)
+        if queue and queue[-1][0] == math.inf:
             at = math.inf  # behind a held write: TCP delivers in order
         else:
-            at = max(self.arrival(now, len(data)), self.last_at)
-            if at != math.inf:
+            at = self.arrival(now, size)
+            last = self.last_at
+            if last > at:
+                at = last
+            elif at != math.inf:
                 self.last_at = at
-        self.queue.append([at, data, now])
-        self.bytes += len(data)
+        queue.append([at, data, now])
+        self.bytes += size
         net = self.net
-        net.bytes_sent[self.src] += len(data)
+        net.bytes_sent[self.src] += size
         net.writes += 1
-        self._wake()
+        if self.waiter is not None:
+            self._wake()
 
     def release(self, healed_at: float) -> None:
         """The cut is gone: held writes arrive at the first retransmission after ``healed_at``."""
@@ -225,8 +238,10 @@ class SimStream(trio.abc.Stream):
         out = self._out
         if out.reader_closed:
             raise trio.BrokenResourceError("connection reset by peer")
-        now = trio.current_time()
-        if out.full_until(now) is not None:
+        now = current_time()
+        net = out.net
+        drain = net.drain_seconds  # ``out.full_until(now) is not None``, written out: once per bearer write
+        if drain is not None and net.uplink_free[out.src] - now > drain:
             raise BlockingIOError
         data = parts[0] if len(parts) == 1 and type(parts[0]) is bytes else b"".join(parts)
         out.put(data, now)
@@ -343,6 +358,10 @@ class SimNetwork:
 
     def __post_init__(self) -> None:
         count = len(self.hosts)
+        model = self.model
+        #: Seconds a node's uplink takes to send one send buffer (None: unlimited), for
+        #: :meth:`_Pipe.full_until`.
+        self.drain_seconds = None if model.rate_bps is None else model.send_buffer * 8 / model.rate_bps
         self.index_of = {host: index for index, host in enumerate(self.hosts)}
         self.uplink_free = [0.0] * count
         self.downlink_free = [0.0] * count
@@ -351,9 +370,13 @@ class SimNetwork:
         self.writes = 0
         self._healed = trio.Event()
         self._pipes = 0
-        #: Booked wake-ups: (arrival, booking order, pipe), earliest first; ties in booking order.
-        self._arrivals: list[tuple[float, int, _Pipe]] = []
-        self._bookings = itertools.count()
+        #: Booked wake-ups: the arrival times, earliest first (a heap of bare floats: with thousands
+        #: booked, a heap of tuples spent more on reaching its entries than on ordering them), and the
+        #: pipe or pipes booked at each (a list when several are). The order of the readers woken at
+        #: one jump does not matter: trio runs each batch of woken tasks in its own order
+        #: (:func:`lab.simnet.checks.deterministic_scheduling`: by creation, then shuffled by the seed).
+        self._times: list[float] = []
+        self._booked: dict[float, _Pipe | list[_Pipe]] = {}
         self._clock_followed = False
         self._ports = [32768] * count
 
@@ -367,29 +390,48 @@ class SimNetwork:
                                    f"not {type(clock).__name__}")
             follow(self)
             self._clock_followed = True
-        heapq.heappush(self._arrivals, (at, next(self._bookings), pipe))
+        booked = self._booked
+        already = booked.get(at)
+        if already is None:
+            booked[at] = pipe
+            heapq.heappush(self._times, at)
+        elif type(already) is list:
+            already.append(pipe)
+        else:
+            booked[at] = [already, pipe]
 
     def next_arrival(self) -> float:
         """The earliest booked wake-up (inf: none)."""
-        return self._arrivals[0][0] if self._arrivals else math.inf
+        times = self._times
+        return times[0] if times else math.inf
 
     def deliver(self, now: float) -> None:
         """Reschedule every reader whose data has arrived by ``now``; the virtual clock calls this
         when no task can run, before it moves time on."""
-        arrivals = self._arrivals
-        while arrivals and arrivals[0][0] <= now:
-            at, _, pipe = heapq.heappop(arrivals)
-            if pipe.expected_at == at:
-                pipe.expected_at = None
-            task = pipe.waiter
-            if task is None:
-                continue
-            queue = pipe.queue
-            if queue and queue[0][0] <= now:
-                pipe.waiter = None
-                trio.lowlevel.reschedule(task)
+        times = self._times
+        booked = self._booked
+        while times and times[0] <= now:
+            at = heapq.heappop(times)
+            pipes = booked.pop(at)
+            if type(pipes) is list:
+                for pipe in pipes:
+                    self._arrived(pipe, at, now)
             else:
-                pipe._wake()  # a stale booking: book the current first arrival, if any
+                self._arrived(pipes, at, now)
+
+    def _arrived(self, pipe: _Pipe, at: float, now: float) -> None:
+        """``pipe``'s booking at ``at`` is due: wake its reader if its first write is in."""
+        if pipe.expected_at == at:
+            pipe.expected_at = None
+        task = pipe.waiter
+        if task is None:
+            return
+        queue = pipe.queue
+        if queue and queue[0][0] <= now:
+            pipe.waiter = None
+            trio.lowlevel.reschedule(task)
+        else:
+            pipe._wake()  # a stale booking: book the current first arrival, if any
 
     def transport(self, index: int) -> SimTransport:
         return SimTransport(self, index)

@@ -109,6 +109,9 @@ class SimnetReport:
                        f"{c['cpu_ms_per_message']:,.1f} ms CPU per message ({c['link_writes_per_message']:,.0f} link "
                        f"writes, {c['cpu_us_per_link_write']} us each); by phase {c['cpu_seconds_by_phase']}; "
                        f"peak RSS {self.peak_rss_mib:,.0f} MiB")
+            if "collector" in c:
+                out.append(f"collector: {c['collector']['collections']} collections by generation, "
+                           f"{c['collector']['cpu_seconds']} CPU s")
         for fault in self.faults:
             recovery = "not recovered" if fault.recovery_seconds is None else f"recovered in {fault.recovery_seconds:.2f} s"
             out.append(f"  {fault.kind} of {len(fault.nodes)} nodes at {fault.began_at:.1f} s, ended at "

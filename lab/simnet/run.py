@@ -41,7 +41,6 @@ import trio
 from dmq.clock import TrioClock
 from dmq.config import read_config
 from dmq.diffusion import DiffusionPolicy
-from dmq.gc_tuning import tune_for_serving
 from dmq.networks import DEVNET
 from dmq.node import Node
 from dmq.topology import AccessPoint, PublicRootGroup, Topology
@@ -50,10 +49,12 @@ from lab.netlab.addresses import MAX_NODES, node_address
 from lab.netlab.faults import plan_faults
 from lab.netlab.plan import NODE_PORT, RELAY_TARGETS, min_sig_delay_for, public_roots, workload_problem
 from lab.netlab.report import FaultRecord, fault_windows
+from lab.netlab.resources import read_memory_bytes
 
 from .attacks import AttackRecord, Flooder, eclipse_topology
 from .checks import (SharedBytes, SharedKesChecks, SharedOpcertChecks, VirtualClock, deterministic_scheduling,
                      run_inline)
+from .collector import CollectorTime
 from .deliveries import Deliveries
 from .links import LinkModel, SimNetwork
 from .regions import REGIONS, place_nodes, rtt_ms
@@ -69,15 +70,6 @@ __all__ = ["SimnetOptions", "Simnet", "run_simnet", "EPOCH"]
 #: fractions of a period, would often do so from a whole-second epoch.
 EPOCH = 1_800_000_000 + 1 / 7
 
-
-#: The collector's young-generation threshold in a simulation's process (a node's is
-#: ``dmq.gc_tuning.YOUNG_THRESHOLD``, 50,000). Hundreds of nodes in one process allocate hundreds
-#: of times faster than one: with a node's threshold a young collection ran every fraction of a
-#: simulated second and found hundreds of thousands of live objects (link writes in flight,
-#: message entries, requests), none of them garbage: 0.2 to 0.6 s of CPU each, 12 % of a
-#: 300-node run at mainnet's rate. A million allocations between them makes them rare; what
-#: cyclic garbage waits meanwhile is a few hundred MB at most.
-SIMULATION_YOUNG_THRESHOLD = 1_000_000
 
 #: How often each node sweeps its mempool for expired messages. A node sweeps every 50 ms;
 #: a thousand of them in one process would spend 20,000 wake-ups a simulated second on it,
@@ -202,6 +194,10 @@ class Simnet:
         #: This process's CPU seconds at the run's milestones (see :meth:`cost`).
         self._cpu_marks: dict[str, float] = {}
         self._write_marks: dict[str, int] = {}
+        #: The process's memory at the milestones (MiB: resident, its own heap, shared memory such
+        #: as the stores' maps on a tmpfs), and the collector's time (see :meth:`cost`).
+        self._memory_marks: dict[str, dict[str, float]] = {}
+        self.collector = CollectorTime()
 
     # -- building ---------------------------------------------------------------------------
 
@@ -332,6 +328,7 @@ class Simnet:
         await trio.sleep_until(started + at)
         for index in victims:
             await self.stop(self.nodes[index])
+        gc.collect()  # what the killed nodes held (the collector is off while the nodes run)
         record.began_at = round(trio.current_time() - started, 3)
         await trio.sleep(down)
         for index in victims:
@@ -441,8 +438,12 @@ class Simnet:
     def _mark(self, milestone: str) -> None:
         self._cpu_marks[milestone] = cpu = time.process_time()
         self._write_marks[milestone] = self.net.writes
+        memory = read_memory_bytes(os.getpid()) or {}
+        self._memory_marks[milestone] = {name: round(size / 2**20, 1) for name, size in memory.items()}
         self.say(f"{milestone} at {trio.current_time():.1f} virtual s: {cpu - self._cpu:.1f} s CPU, "
-                 f"{self.net.writes:,} link writes")
+                 f"{self.net.writes:,} link writes, RSS {memory.get('VmRSS', 0) / 2**20:,.0f} MiB "
+                 f"(heap {memory.get('RssAnon', 0) / 2**20:,.0f}, shared {memory.get('RssShmem', 0) / 2**20:,.0f}), "
+                 f"collector {sum(self.collector.seconds):.1f} s")
 
     def cost(self) -> dict[str, Any]:
         """Where this process's CPU went, and the two figures that extrapolate a run to other sizes and rates.
@@ -467,6 +468,7 @@ class Simnet:
         message_writes = writes["drained"] - writes["warm"] - idle_writes * busy_node_seconds
         published = self._ended - self._started
         return {"cpu_seconds_by_phase": {name: round(value, 2) for name, value in phases.items()},
+                "memory_mib_by_milestone": self._memory_marks, "collector": self.collector.snapshot(),
                 "publishing_cpu_per_simulated_second": round(phases["publishing"] / published, 2) if published else None,
                 "idle_cpu_us_per_node_second": round(idle_rate * 1e6, 1),
                 "idle_link_writes_per_node_second": round(idle_writes, 3),
@@ -532,16 +534,23 @@ def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str
 
 
 def run_on_virtual_clock(simnet: Simnet) -> Any:
-    """``simnet.run()`` in a trio run of its own on the virtual clock, scheduled by its seed."""
+    """``simnet.run()`` in a trio run of its own on the virtual clock, scheduled by its seed.
+
+    The cyclic collector is off while the nodes run. Hundreds of nodes in one process hold
+    gigabytes of live objects (connections, tasks, message entries) that each automatic collection
+    walked again and found none of them garbage: with young collections every million
+    allocations, 54 objects collected in a whole 300-node run at mainnet's rate, for 2.6 CPU s, and
+    14 CPU s of a 1,000-node run's connecting (the heap grows from 0.8 to 3.6 GiB then). A node's
+    own process keeps its collector (``dmq.gc_tuning``). The one place a simulation makes cyclic
+    garbage in bulk is a kill (the victims' whole object graphs): a full collection runs there
+    (:meth:`Simnet._kill_and_restart`).
+    """
     deterministic_scheduling(simnet.options.seed)
-    # The collector's thresholds of a node's process (``dmq-node`` sets them at start), its young
-    # one raised for the many nodes of this one (``SIMULATION_YOUNG_THRESHOLD``): with the
-    # interpreter's default, young collections every 700 allocations and the older ones walking
-    # every node's long-lived objects took about a third of a 50-node run's CPU.
-    thresholds = gc.get_threshold()
-    tune_for_serving()
-    gc.set_threshold(SIMULATION_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        return trio.run(simnet.run, clock=VirtualClock())
+        with simnet.collector:
+            return trio.run(simnet.run, clock=VirtualClock())
     finally:
-        gc.set_threshold(*thresholds)
+        if enabled:
+            gc.enable()

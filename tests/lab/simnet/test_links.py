@@ -4,6 +4,7 @@ held across a partition, refused where nothing listens; all on trio's virtual cl
 from __future__ import annotations
 
 import errno
+import math
 
 import pytest
 import trio
@@ -138,3 +139,44 @@ def test_the_region_table_is_symmetric_and_the_placement_follows_the_shares():
     assert len(placed) == 1000 and placed == place_nodes(1000, seed=5)
     for index, name in enumerate(REGIONS):
         assert abs(placed.count(index) - 1000 * RELAY_SHARE[name]) <= 1
+
+
+
+async def test_each_reader_wakes_at_its_own_arrival_and_readers_due_together_wake_together(virtual_clock):
+    # Node 0 writes to nodes 1, 2 and 3 at once; 0-1 and 0-3 are 0.2 s apart, 0-2 0.1 s: the
+    # network books one wake-up per arrival time, the one at 0.1 s for two readers.
+    hosts = ["198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.4"]
+    rtts = {1: 0.2, 2: 0.1, 3: 0.2}
+    net = SimNetwork(LinkModel(rtt=lambda a, b: rtts[max(a, b)], jitter=0.0, rate_bps=None), hosts)
+    pairs = []
+    for index in (1, 2, 3):
+        [(listener, _)] = await net.transport(index).listen(hosts[index], 3001)
+        bearer = await net.transport(0).connect(hosts[index], 3001)
+        pairs.append((bearer.stream, await listener.accept()))
+    woken: list[tuple[float, bytes]] = []
+    sent_at = math.inf
+
+    async def read(stream) -> None:
+        data = await stream.receive_some(100)
+        woken.append((round(trio.current_time() - sent_at, 9), data))
+
+    with trio.fail_after(5):  # a reader never woken fails here, at 5 virtual seconds
+        async with trio.open_nursery() as nursery:
+            for _, server in pairs:
+                nursery.start_soon(read, server)
+            await trio.sleep(1)  # every reader waits, nothing on the way
+            sent_at = trio.current_time()
+            for n, (client, _) in enumerate(pairs):
+                assert client.send_parts_nowait([b"to", bytes([n])]) == 3
+    assert sorted(woken) == [(0.05, b"to\x01"), (0.1, b"to\x00"), (0.1, b"to\x02")]
+
+
+async def test_a_reader_that_gave_up_before_its_bytes_arrived_gets_them_at_their_arrival(virtual_clock):
+    client, server, _ = await connected(network())
+    await client.send_all(b"on the way")
+    sent_at = trio.current_time()
+    with trio.move_on_after(RTT / 4):
+        await server.receive_some(100)  # booked for RTT / 2, cancelled before
+        pytest.fail("bytes arrived before their latency")
+    assert await server.receive_some(100) == b"on the way"
+    assert trio.current_time() - sent_at == pytest.approx(RTT / 2)

@@ -3,6 +3,7 @@ and the same report from the same seed."""
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 
 import pytest
@@ -58,6 +59,28 @@ def test_every_node_gets_every_message_exactly_once_through_a_kill_and_a_partiti
     received = report.received_messages
     assert received["interned"] >= (nodes - 1) * report.accepted, received
     assert report.accepted <= received["distinct"] <= report.accepted + flood["invalid_messages_served"], received
+    # The cyclic collector stays off while the nodes run: the one collection is the full one after
+    # the kill. The process's memory is in the report at every milestone.
+    assert report.cost["collector"]["collections"] == [0, 0, 1], report.cost["collector"]
+    memory = report.cost["memory_mib_by_milestone"]
+    assert list(memory) == ["pools", "started", "settled", "warm", "published", "drained"]
+    assert all(0 < mark["RssAnon"] <= mark["VmRSS"] for mark in memory.values()), memory
+
+
+def test_the_collector_is_off_while_the_nodes_run_and_on_again_after():
+    enabled_while_building: list[bool] = []
+
+    def assemble(*args, **kwargs):
+        enabled_while_building.append(gc.isenabled())
+        return assemble_node(*args, **kwargs)
+
+    options = SimnetOptions(nodes=4, pools=2, period=5.0, duration=5.0, active_peers=2, kill_fraction=0.0,
+                            partition_fraction=0.0, flood=False, warmup=5.0, drain=20.0, seed=1)
+    report = run_simnet(options, assemble)
+    assert report.missing == 0, report.lines()
+    assert enabled_while_building == [False] * 4
+    assert gc.isenabled()
+    assert report.cost["collector"]["collections"] == [0, 0, 0], report.cost["collector"]
 
 
 def test_the_same_seed_gives_the_same_run():
