@@ -82,14 +82,17 @@ class CborFramer:
     peer can tie up stays proportional to what the ingress limit lets it queue.
     """
 
-    __slots__ = ("_chunks", "_buffered", "_wanted", "_pinned", "_last_buffer")
+    __slots__ = ("_chunks", "buffered", "wanted", "_pinned", "_last_buffer")
 
     def __init__(self) -> None:
         # Received pieces in order: bytes, or read-only views of bytes.
         self._chunks: list = []
-        self._buffered = 0
-        # Fewest buffered bytes with which another scan could find a complete item.
-        self._wanted = 1
+        #: Bytes held (read by the mux's ingress check; only the framer changes it).
+        self.buffered = 0
+        #: Fewest buffered bytes with which another scan could find a complete item: until this
+        #: many are buffered, :meth:`next_message` can only return None (plain attributes, not
+        #: properties: the mux's reader reads both for every SDU it delivers).
+        self.wanted = 1
         # An upper bound of the bytes of the buffers the views in _chunks point into.
         self._pinned = 0
         self._last_buffer = None
@@ -103,29 +106,20 @@ class CborFramer:
             if data.obj is not self._last_buffer:  # consecutive SDUs of one socket read count once
                 self._last_buffer = data.obj
                 self._pinned += len(data.obj)
-                if self._pinned > _PINNED_FACTOR * (self._buffered + size) + _PINNED_SLACK:
+                if self._pinned > _PINNED_FACTOR * (self.buffered + size) + _PINNED_SLACK:
                     self._chunks.append(data)
-                    self._buffered += size
+                    self.buffered += size
                     self._release_pinned()
                     return
         elif kind is not bytes:
             data = bytes(data)  # the caller may reuse a mutable buffer
         self._chunks.append(data)
-        self._buffered += size
-
-    @property
-    def buffered(self) -> int:
-        return self._buffered
-
-    @property
-    def wanted(self) -> int:
-        """Until this many bytes are buffered, :meth:`next_message` can only return None."""
-        return self._wanted
+        self.buffered += size
 
     def next_message(self, max_size: int | None = None) -> bytes | None:
         """The next complete item, or None if more bytes are needed."""
-        n = self._buffered
-        want = self._wanted
+        n = self.buffered
+        want = self.wanted
         if n < want:
             self._check_limit(max_size)
             return None
@@ -157,12 +151,12 @@ class CborFramer:
             raise MalformedMessage(str(exc)) from None
         if max_size is not None and end > max_size:
             raise MessageTooLarge(max_size, end)
-        self._wanted = 1
+        self.wanted = 1
         if end == n:
             # The item is everything buffered (the usual case: an SDU holding one message), so
             # ``buf`` holds all of it: nothing is left to keep.
             chunks.clear()
-            self._buffered = 0
+            self.buffered = 0
             self._pinned = 0
             self._last_buffer = None
             return buf if type(buf) is bytes else bytes(buf)
@@ -171,7 +165,7 @@ class CborFramer:
         return item
 
     def _incomplete(self, needed: int, max_size: int | None) -> None:
-        self._wanted = needed
+        self.wanted = needed
         self._check_limit(max_size)
         return None
 
@@ -189,7 +183,7 @@ class CborFramer:
     def _drop_front(self, count: int) -> None:
         """Forget the first ``count`` buffered bytes."""
         chunks = self._chunks
-        self._buffered -= count
+        self.buffered -= count
         taken = 0
         for chunk in chunks:
             if len(chunk) > count:
@@ -210,8 +204,8 @@ class CborFramer:
         self._last_buffer = None
 
     def _check_limit(self, max_size: int | None) -> None:
-        if max_size is not None and self._buffered > max_size:
-            raise MessageTooLarge(max_size, self._buffered)
+        if max_size is not None and self.buffered > max_size:
+            raise MessageTooLarge(max_size, self.buffered)
 
 
 class _MemoryChannel:

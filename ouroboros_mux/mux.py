@@ -237,8 +237,8 @@ class MuxChannel:
             raise self._closed_error()
         framer = self._framer
         # Fewer bytes than the next item needs (the reader's last question of every read,
-        # usually with nothing buffered): the framer's own first test, without its call.
-        if framer._buffered < framer._wanted and (max_size is None or framer._buffered <= max_size):
+        # usually with nothing buffered): the framer's ``wanted`` says so, without its call.
+        if framer.buffered < framer.wanted and (max_size is None or framer.buffered <= max_size):
             return None
         return framer.next_message(max_size)
 
@@ -320,7 +320,7 @@ class MuxChannel:
     def _deliver(self, payload: bytes) -> None:
         framer = self._framer
         size = len(payload)
-        queued = framer._buffered
+        queued = framer.buffered
         if queued + size > self.ingress_limit:
             raise IngressQueueOverRun(self.protocol_num, self.mode is Mode.INITIATOR, self.ingress_limit,
                                       queued, size)
@@ -339,7 +339,7 @@ class MuxChannel:
         # or its state's size limit is exceeded.
         if self._recv_waiting:
             buffered = queued + size
-            if buffered >= framer._wanted or (self._recv_max is not None and buffered > self._recv_max):
+            if buffered >= framer.wanted or (self._recv_max is not None and buffered > self._recv_max):
                 # Woken once: the SDUs after this one in the same socket read arrive before
                 # the receiver runs, and it looks at all of them when it does.
                 self._recv_waiting = False
