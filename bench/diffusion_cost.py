@@ -26,7 +26,7 @@ a case's CPU per message per node over that floor.
 on the node's path, this checkout's interpreter): two trees given run case by case in turn,
 so a before/after comes from one window of the machine's load. ``PATH::Key=value,...``
 adds settings to that tree's node configuration files (``value`` as JSON, e.g.
-``--tree .::SigSubmissionRelayHold=10``), so one run can compare settings of one tree; a tree
+``--tree .::ProtocolIdleTimeout=10``), so one run can compare settings of one tree; a tree
 whose node does not know a key ignores it. ``--profile`` samples node 1
 of the mesh's CPU time with py-spy (``pip install py-spy``, a development tool, not a
 dependency of the node) over the loaded and the idle windows, counting only samples where a
@@ -151,6 +151,12 @@ def split_tree(spec: str | None) -> tuple[str | None, dict]:
         key, _, value = item.partition("=")
         added[key] = json.loads(value)
     return path, added
+
+
+def resolved_tree(spec: str) -> str:
+    """A ``--tree`` with its checkout's path made absolute, its settings as given."""
+    path, separator, settings = spec.partition("::")
+    return str(Path(path).resolve()) + separator + settings
 
 
 def node_files(workdir: Path, stake: Path, links, count: int, tree: str | None,
@@ -437,8 +443,7 @@ def main() -> None:
     cases = [c for c in args.cases.split(",") if c]
     if bad := [c for c in cases if c not in CASES]:
         parser.error(f"unknown case {', '.join(bad)}; the cases are {', '.join(CASES)}")
-    trees = [str(Path(t.partition("::")[0]).resolve()) + (f"::{t.partition('::')[2]}" if "::" in t else "")
-             for t in args.tree] if args.tree else [None]
+    trees = [resolved_tree(t) for t in args.tree] if args.tree else [None]
     for tree in trees:
         path = split_tree(tree)[0]
         if path is not None and not (Path(path) / "dmq" / "cli" / "node.py").exists():

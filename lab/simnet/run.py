@@ -506,7 +506,8 @@ class Simnet:
             mean_connections=round(sum(degree) / len(degree), 2) if degree else 0.0,
             message_size=self._message_size, faults=self.faults, attacks=self.attacks,
             rejections=dict(sorted(self.rejections.items())), kes_checks=self.checks.stats(),
-            opcert_checks=self.opcert_checks.stats(), received_messages=self.received.stats(), regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
+            opcert_checks=self.opcert_checks.stats(), received_messages=self.received.stats(),
+            regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
             missing_examples=deliveries.missing_examples(self.hosts), cost=self.cost(),
             peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 
