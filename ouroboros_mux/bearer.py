@@ -91,6 +91,11 @@ class Bearer:
         self._timestamp = timestamp
         self._rbuf = b""
         self._rpos = 0
+        # Whether the last socket read took less than it asked for: the socket's receive buffer
+        # was empty then, so the next read waits for readability before it reads instead of
+        # reading first to learn that nothing is there (level-triggered, the wait returns at
+        # once if bytes came since).
+        self._drained = False
         # On a socket stream the bearer talks to the non-blocking socket itself (the same steps
         # as trio's stream, without its per-call wrappers: this is the mux's hot path).
         sock = getattr(stream.socket, "_sock", None) if isinstance(stream, trio.SocketStream) else None
@@ -135,22 +140,28 @@ class Bearer:
             # The steps of _read, _fill and _socket_call written out here: each coroutine frame
             # between the mux's reader and trio's wait is entered and resumed on every read, and
             # the three of them cost about 1.5 us a read (bench/sig_submission_rounds.py).
-            await trio.lowlevel.checkpoint_if_cancelled()
             try:
-                try:
-                    data = sock.recv(_RECEIVE_SIZE)
-                except BlockingIOError:
-                    while True:
-                        await trio.lowlevel.wait_readable(sock)
-                        try:
-                            data = sock.recv(_RECEIVE_SIZE)
-                            break
-                        except BlockingIOError:
-                            pass
-                else:
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+                data = None
+                if not self._drained:
+                    # No read yet, or the last one filled its buffer: more may be waiting.
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    try:
+                        data = sock.recv(_RECEIVE_SIZE)
+                    except BlockingIOError:
+                        pass
+                    else:
+                        await trio.lowlevel.cancel_shielded_checkpoint()
+                # After a short read the socket was empty: wait first (a checkpoint like the
+                # others), then read; a read can still find nothing after a spurious wake-up.
+                while data is None:
+                    await trio.lowlevel.wait_readable(sock)
+                    try:
+                        data = sock.recv(_RECEIVE_SIZE)
+                    except BlockingIOError:
+                        pass
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise _bearer_closed(exc, "reading") from exc
+            self._drained = len(data) < _RECEIVE_SIZE
             self._append(data, None)
             frames = self._take_frames()
             if frames:
@@ -233,9 +244,11 @@ class Bearer:
         try:
             data = self._socket.recv(_RECEIVE_SIZE)
         except BlockingIOError:
+            self._drained = True
             return None
         except OSError as exc:
             raise _bearer_closed(exc, "reading") from exc
+        self._drained = len(data) < _RECEIVE_SIZE
         self._append(data, self._expected_size())
         return self._take_sdu()
 
@@ -245,7 +258,9 @@ class Bearer:
             if self._socket is None:
                 data = await self.stream.receive_some(_RECEIVE_SIZE)
             else:
-                data = await self._socket_call(self._socket.recv, trio.lowlevel.wait_readable, _RECEIVE_SIZE)
+                data = await self._socket_call(self._socket.recv, trio.lowlevel.wait_readable, _RECEIVE_SIZE,
+                                               wait_first=self._drained)
+                self._drained = len(data) < _RECEIVE_SIZE
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise _bearer_closed(exc, "reading") from exc
         self._append(data, expected)
@@ -266,17 +281,22 @@ class Bearer:
             self._rbuf = self._rbuf[self._rpos:] + data
         self._rpos = 0
 
-    async def _socket_call(self, operation, wait, argument):
+    async def _socket_call(self, operation, wait, argument, *, wait_first: bool = False):
         """One call on the non-blocking socket: a cancellation point, and a yield to other
-        tasks whether or not it had to wait, exactly like trio's socket methods."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            result = operation(argument)
-        except BlockingIOError:
-            pass
-        else:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return result
+        tasks whether or not it had to wait, exactly like trio's socket methods.
+
+        ``wait_first``: the socket is known to have nothing for the call (a read after a
+        short read), so it waits for readiness before trying.
+        """
+        if not wait_first:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                result = operation(argument)
+            except BlockingIOError:
+                pass
+            else:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return result
         while True:
             await wait(self._socket)
             try:
