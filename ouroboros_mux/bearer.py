@@ -73,7 +73,9 @@ class Bearer:
     """SDU reads and writes over a :class:`trio.abc.Stream`, with timeouts and counters.
 
     Reads are buffered: one socket read may deliver several SDUs, and :meth:`read_sdu`
-    returns them one by one. Only one task may read and one task may write at a time
+    returns them one by one. A socket read that returns less than it asked for leaves the socket
+    empty, so the next one waits for readability before reading (one system call per read, not a
+    second that finds nothing); after a full read it reads again at once. Only one task may read and one task may write at a time
     (the mux has one reader task and at most one writer task; it also writes with
     :meth:`try_write_parts`, which never waits, only while its writer is idle).
     """
