@@ -95,14 +95,18 @@ async def test_a_full_read_reads_again_at_once_and_a_burst_arrives_whole_and_in_
             received += [bytes(payload) for _, payload in await bearer.read_frames()]
     assert received == payloads
     events = recorder.take()
-    reads = [e for e in events if e != WAIT]
-    assert EAGAIN not in reads and sum(reads) == len(wire)
-    assert reads.count(4096) >= len(wire) // 4096
+    reads = [e for e in events if isinstance(e, int)]
+    assert sum(reads) == len(wire)
+    assert reads.count(4096) >= 5  # (19 when the kernel holds the whole burst)
     for before, after in zip(events, events[1:]):
         if before == 4096:
             assert after != WAIT  # a full read: more may be there, read again before waiting
         elif isinstance(before, int):
             assert after == WAIT  # a short read: the socket was empty, wait before reading
+        elif before == EAGAIN:
+            assert after == WAIT
+    # A read finds nothing only right after a full read that happened to take the last byte.
+    assert all(events[i - 1] == 4096 for i, event in enumerate(events) if event == EAGAIN)
 
 
 async def test_an_sdu_cut_across_reads_completes_after_a_wait():
