@@ -112,10 +112,24 @@ class Mempool:
         waits for them (a durable mempool commits them with its next group); the call then
         returns without yielding.
         """
+        if relayed:
+            return self.submit_relayed(messages, pool_state_updates)
         indices = self.append(messages, pool_state_updates)
-        if not relayed:
-            await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint()
         return indices
+
+    def submit_relayed(
+        self,
+        messages: Iterable[AppendableMessage],
+        pool_state_updates: Mapping[Any, Any] | None = None,
+    ) -> list[int]:
+        """``submit(..., relayed=True)`` without a coroutine: nothing waits for relayed messages.
+
+        For the node-to-node ingress, which accepts a pulled batch in the connection's reader
+        (no task wakes for it): the messages are visible when this returns, and a durable
+        mempool commits them with its next group.
+        """
+        return self.append(messages, pool_state_updates)
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:
         """Purge messages with ``expires_at <= now`` (default: the clock's wall time)."""
