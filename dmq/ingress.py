@@ -16,6 +16,12 @@ and the in-memory append run without a checkpoint between them, so two concurren
 submitters can never both pass the duplicate or rate-limit check for the same message or
 pool; only the wait for the disk commit is shared between them. Stages whose commit
 awaits per message (a topic instance) take one message per round under their own lock.
+
+A peer's batch with the core's stages never waits at all (a relayed message is visible at
+once and committed with the mempool's next group, docs/architecture.md principle 5), so the
+pulling peer admits it from the connection's reader (:meth:`Ingress.submit_from_peer_now`):
+the same stages, with no task woken for the batch. A local sender's message is durable
+before its verdict, so a local submission always awaits its commit.
 """
 
 from __future__ import annotations
@@ -102,11 +108,25 @@ class IngressStages:
         return _PASS_THROUGH
 
     async def commit(self, outcomes: list[Outcome], origin: str) -> list[Outcome]:
-        """Step 4: store the accepted messages of a round with their pools' new state."""
+        """Step 4: store the accepted messages of a round with their pools' new state.
+
+        A local sender's messages are durable when this returns; a peer's are visible and
+        wait for the next group commit (:meth:`commit_relayed`).
+        """
+        if origin not in LOCAL_ORIGINS:
+            return self.commit_relayed(outcomes)
         accepted = [o.message for o in outcomes if o.accepted]
         if accepted:
             updates = self.validator.state.updates(m.pool_id for m in accepted)
-            await self.mempool.submit(accepted, pool_state_updates=updates, relayed=origin not in LOCAL_ORIGINS)
+            await self.mempool.submit(accepted, pool_state_updates=updates)
+        return outcomes
+
+    def commit_relayed(self, outcomes: list[Outcome]) -> list[Outcome]:
+        """Step 4 for a peer's messages, without waiting: nothing waits for relayed messages
+        (``Mempool.submit_relayed``), so a pulled batch is admitted in the connection's reader."""
+        accepted = [o.message for o in outcomes if o.accepted]
+        if accepted:
+            self.mempool.submit_relayed(accepted, self.validator.state.updates(m.pool_id for m in accepted))
         return outcomes
 
     def failed(self, message: DmqMessage, failure: str) -> Outcome:
@@ -134,6 +154,11 @@ class Ingress:
         self.allow_legacy = allow_legacy
         self.reactions = reactions
         self.stages = stages if stages is not None else IngressStages(mempool, validator)
+        #: Whether a peer's batch is admitted without awaiting (:meth:`submit_from_peer_now`): with
+        #: the core's stages, one round per batch whose commit never waits. Stages that take
+        #: rounds, a lock or a commit of their own (a topic instance) go through :meth:`admit`.
+        self.relays_now = (self.stages.round_size is None and self.stages.lock is None
+                           and type(self.stages).commit is IngressStages.commit)
         #: The bytes object a peer's message is kept as: the received one itself (None) in a node.
         #: A simulated network of thousands of nodes in one process passes one shared table, so
         #: that the equal bytes every node received, decodes, stores and serves are held once
@@ -160,16 +185,32 @@ class Ingress:
         disconnect; accepted messages of the batch are kept either way. A peer replaying a
         pool's history passes check 3 at any pace (:mod:`dmq.validation.rate`).
         """
+        return self._verdict(await self.admit(self._decode_batch(raws), origin=peer))
+
+    def submit_from_peer_now(self, raws: Sequence[bytes], peer: str) -> BatchVerdict | None:
+        """:meth:`submit_from_peer` without awaiting, for a caller that must not wait (the
+        connection's reader); None, with nothing done, when these stages must await
+        (:attr:`relays_now`). The same decode, validation, commit and traces."""
+        if not self.relays_now:
+            return None
+        outcomes, verify_ns = self._validate(self._decode_batch(raws), None)
+        outcomes = self.stages.commit_relayed(outcomes)
+        self.trace(outcomes, peer, verify_ns)
+        return self._verdict(outcomes)
+
+    def _decode_batch(self, raws: Sequence[bytes]) -> list[DmqMessage]:
         intern = self.intern_received
-        messages = [self.decode(raw if intern is None else intern(raw)) for raw in raws]
-        outcomes = await self.admit(messages, origin=peer)
+        return [self.decode(raw if intern is None else intern(raw)) for raw in raws]
+
+    def _verdict(self, outcomes: list[Outcome]) -> BatchVerdict:
         disconnect = None
         for outcome in outcomes:
             error = outcome.error
             if error is None:
                 continue
-            if disconnect is None and self.reactions.peer_reaction(error) is PeerReaction.DISCONNECT:
+            if self.reactions.peer_reaction(error) is PeerReaction.DISCONNECT:
                 disconnect = error
+                break
         return BatchVerdict(outcomes, disconnect)
 
     async def admit(self, messages: list[DmqMessage], origin: str) -> list[Outcome]:
@@ -192,12 +233,17 @@ class Ingress:
                 results.extend(outcomes)
         return results
 
-    async def _round(self, chunk: list[DmqMessage], origin: str, seen: set[bytes] | None) -> list[Outcome]:
+    def _validate(self, chunk: list[DmqMessage], seen: set[bytes] | None) -> tuple[list[Outcome], int]:
+        """Steps 2 and 3 of a round: the outcomes, and the time they took per message (ns)."""
         stages = self.stages
         started = time.perf_counter_ns()
         outcomes = self.validator.process_batch(chunk, stages.known(), seen=seen, rate=stages.rate,
                                                 record=stages.record)
-        verify_ns = (time.perf_counter_ns() - started) // max(1, len(chunk))
+        return outcomes, (time.perf_counter_ns() - started) // max(1, len(chunk))
+
+    async def _round(self, chunk: list[DmqMessage], origin: str, seen: set[bytes] | None) -> list[Outcome]:
+        stages = self.stages
+        outcomes, verify_ns = self._validate(chunk, seen)
         # Shielded: the store puts accepted messages in its log (readable by clients and peers)
         # before the group commit is on disk, and goes on with the commit if the caller is
         # cancelled. A connection closed meanwhile must not skip what follows, or the node holds

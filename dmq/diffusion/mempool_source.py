@@ -32,16 +32,16 @@ class MempoolSigSource:
 
     def __init__(self, mempool: Mempool) -> None:
         self.mempool = mempool
-
-    def ids_after(self, position: int, limit: int) -> list[tuple[int, bytes, int]]:
-        """``(index, id, size)`` of up to ``limit`` unexpired messages after ``position``."""
-        return self.mempool.ids_after(position, limit)
+        # The mempool's own methods, not methods that call them: every serving peer reads
+        # through these several times per message.
+        #: ``(index, id, size)`` of up to ``limit`` unexpired messages after ``position``.
+        self.ids_after: Callable[[int, int], list[tuple[int, bytes, int]]] = mempool.ids_after
+        #: ``callback(published)`` at the next publish, with the newly visible ``(index, id, size)``.
+        self.call_on_publish: Callable[[Callable[[list[tuple[int, bytes, int]]], None]], None] = \
+            mempool.call_on_publish
 
     async def wait_for_ids_after(self, position: int) -> None:
         await self.mempool.wait_after(position)
-
-    def call_on_publish(self, callback: Callable[[], None]) -> None:
-        self.mempool.call_on_publish(callback)
 
     def index_of(self, message_id: bytes) -> int | None:
         """The mempool index of a held message, None if it is not held."""
@@ -84,7 +84,9 @@ class RecordedSigSource:
         await self._source.wait_for_ids_after(position)
 
     def call_on_publish(self, callback: Callable[[], None]) -> None:
-        self._source.call_on_publish(callback)
+        # What is offered is recorded as it is read (``ids_after``): the serving peer is not
+        # handed the published entries, and reads them through this source.
+        self._source.call_on_publish(lambda published: callback())
 
     def index_of(self, message_id: bytes) -> int | None:
         return self._source.index_of(message_id)

@@ -6,7 +6,8 @@ The plan (:mod:`.plan`) says which instances exist; this module says what each r
   (``Dialect.side_of``). The serving side reads the node's mempool through the shared
   :class:`~dmq.diffusion.mempool_source.MempoolSigSource`; the pulling side asks for
   ids the node neither holds nor is fetching from another peer (one
-  :class:`InFlightRegistry` per node) and hands every batch to the node's one ingress.
+  :class:`InFlightRegistry` per node) and hands every batch to the node's one ingress,
+  from the mux reader when the ingress admits it without waiting (a plain node's does).
   A batch whose verdict calls for a disconnect (docs/protocol/validation.md 6.2) raises
   :class:`DisconnectPeer`, which ends this connection and nothing else. On a duplex
   connection the two share one :class:`KnownHeld`: what the peer announced to the pulling
@@ -41,7 +42,7 @@ from ouroboros_mux.channel import MessageChannel
 from ouroboros_mux.mux import Mux, MuxChannel, Provenance
 
 from dmq.connection import ConnectionEnd, ProtocolTask, run_connection
-from dmq.ingress import Ingress
+from dmq.ingress import BatchVerdict, Ingress
 from dmq.mempool import Mempool
 from dmq.trace import TraceEvent
 
@@ -157,15 +158,24 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
 
     ingress = ctx.ingress
 
-    async def accept(raw_messages: list[bytes]) -> None:
-        verdict = await ingress.submit_from_peer(raw_messages, stats.peer)
+    def settle(verdict: BatchVerdict) -> None:
         accepted = verdict.accepted
         stats.messages_accepted += accepted
         stats.messages_rejected += len(verdict.outcomes) - accepted
         if verdict.disconnect is not None:
             raise DisconnectPeer(verdict.disconnect)
 
-    sink = ClaimingSink(ctx.registry, claim_key, holds=ctx.mempool.contains, accept=accept,
+    async def accept(raw_messages: list[bytes]) -> None:
+        settle(await ingress.submit_from_peer(raw_messages, stats.peer))
+
+    def accept_now(raw_messages: list[bytes]) -> bool:
+        verdict = ingress.submit_from_peer_now(raw_messages, stats.peer)
+        if verdict is None:
+            return False
+        settle(verdict)
+        return True
+
+    sink = ClaimingSink(ctx.registry, claim_key, holds=ctx.mempool.contains, accept=accept, accept_now=accept_now,
                         announced_by_peer=None if known is None else known.add)
     await PullingPeer(dialect, channel, sink).run()
 

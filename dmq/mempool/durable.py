@@ -174,21 +174,13 @@ class DurableMempool(Mempool):
         visible at once and committed with the next group (see the module docstring), and
         the call returns without waiting for it (nor yielding: there is nothing to wait for).
         """
-        self._check_open()
-        if not self._writer_running:
-            raise MempoolNotRunningError("submit needs the writer task: run DurableMempool.run() in a nursery first")
+        if relayed and in_txn is None:
+            return self.submit_relayed(messages, pool_state_updates)
+        self._check_running()
         entries = self._log.append(messages)
         if not entries and not pool_state_updates and in_txn is None:
             await trio.lowlevel.checkpoint()
             return []
-        if relayed and in_txn is None:
-            self._queue.append(_PendingAppend(entries, pool_state_updates, waited=False))
-            self.submissions += 1
-            self._relayed_queued += 1
-            if self._relayed_queued == 1:
-                self._work.set()
-            self._publish_durable()
-            return [entry.index for entry in entries]
         pending = _PendingAppend(entries, pool_state_updates, in_txn)
         self._queue.append(pending)
         self._waited.append(pending)
@@ -200,6 +192,28 @@ class DurableMempool(Mempool):
             raise MempoolWriteError(
                 f"writing {len(entries)} message(s) to {self._store.path} failed: {pending.error}"
             ) from pending.error
+        return [entry.index for entry in entries]
+
+    def submit_relayed(
+        self,
+        messages: Iterable[AppendableMessage],
+        pool_state_updates: Mapping[Any, Any] | None = None,
+    ) -> list[int]:
+        """Append relayed messages: visible at once, committed with the next group (module docstring).
+
+        What ``submit(..., relayed=True)`` does, without a coroutine or a checkpoint, so the
+        node-to-node ingress can run in the connection's reader. Duplicates raise at once.
+        """
+        self._check_running()
+        entries = self._log.append(messages)
+        if not entries and not pool_state_updates:
+            return []
+        self._queue.append(_PendingAppend(entries, pool_state_updates, waited=False))
+        self.submissions += 1
+        self._relayed_queued += 1
+        if self._relayed_queued == 1:
+            self._work.set()
+        self._publish_durable()
         return [entry.index for entry in entries]
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:
@@ -343,6 +357,11 @@ class DurableMempool(Mempool):
         self._publish(self._log.next_index - 1)
 
     # -- lifetime ---------------------------------------------------------------------------
+
+    def _check_running(self) -> None:
+        self._check_open()
+        if not self._writer_running:
+            raise MempoolNotRunningError("submit needs the writer task: run DurableMempool.run() in a nursery first")
 
     def _check_open(self) -> None:
         if self._closed:

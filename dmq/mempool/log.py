@@ -180,7 +180,7 @@ class MessageLog:
     def messages_after(self, position: int, limit: int, now: float) -> list[StoredMessage]:
         """Up to ``limit`` visible, unexpired entries with ``index > position``, in index order."""
         out: list[StoredMessage] = []
-        if limit <= 0:
+        if limit <= 0 or position >= self._visible_upto:  # the usual answer to a reader that is up to date
             return out
         order = self._order
         base = self._base

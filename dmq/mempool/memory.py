@@ -112,10 +112,24 @@ class Mempool:
         waits for them (a durable mempool commits them with its next group); the call then
         returns without yielding.
         """
+        if relayed:
+            return self.submit_relayed(messages, pool_state_updates)
         indices = self.append(messages, pool_state_updates)
-        if not relayed:
-            await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint()
         return indices
+
+    def submit_relayed(
+        self,
+        messages: Iterable[AppendableMessage],
+        pool_state_updates: Mapping[Any, Any] | None = None,
+    ) -> list[int]:
+        """``submit(..., relayed=True)`` without a coroutine: nothing waits for relayed messages.
+
+        For the node-to-node ingress, which accepts a pulled batch in the connection's reader
+        (no task wakes for it): the messages are visible when this returns, and a durable
+        mempool commits them with its next group.
+        """
+        return self.append(messages, pool_state_updates)
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:
         """Purge messages with ``expires_at <= now`` (default: the clock's wall time)."""
@@ -148,11 +162,14 @@ class Mempool:
             self._published_taken = True
             await published.wait()
 
-    def call_on_publish(self, callback: Callable[[], None]) -> None:
+    def call_on_publish(self, callback: Callable[[list[tuple[int, bytes, int]]], None]) -> None:
         """Call ``callback`` once, in the publishing task, the next time new messages become visible.
 
         For readers that answer without a task of their own (a serving peer's parked blocking
-        request): no task is woken per reader, and ``callback`` must not raise or wait.
+        request): no task is woken per reader, and ``callback`` must not raise or wait. It is
+        handed what :meth:`ids_after` would give for the newly visible messages, read once for
+        every reader called at that publish (one list they share and must not change): a
+        reader that had read everything visible before needs no read of its own.
         """
         self._on_publish.append(callback)
 
@@ -186,12 +203,15 @@ class Mempool:
             await trio.sleep(min(longest, max(self._expiry_interval, wait)))
 
     def _publish(self, upto: int) -> None:
-        if self._log.publish(upto):
+        log = self._log
+        after = log.visible_upto
+        if log.publish(upto):
             if self._published_taken:
                 published, self._published = self._published, trio.Event()
                 self._published_taken = False
                 published.set()
             if self._on_publish:
                 callbacks, self._on_publish = self._on_publish, []
+                fresh = log.ids_after(after, upto - after, self._clock.now())
                 for callback in callbacks:
-                    callback()
+                    callback(fresh)

@@ -93,6 +93,9 @@ class _Discard:
         await trio.lowlevel.checkpoint()
         return BatchVerdict([], None)
 
+    def submit_from_peer_now(self, raws: list[bytes], peer: str) -> None:
+        return None  # every batch goes through submit_from_peer
+
 
 class Flooder:
     """Dials ``host:port`` from network index ``index`` and floods it until ``length`` seconds pass."""

@@ -80,7 +80,8 @@ class ClaimingSink:
 
     ``holds(id)`` says whether the node already has a message (its mempool); ``accept``
     is the node's validation and storage of a batch (raising ``DisconnectPeer`` on a
-    disconnect error). The node builds one per pulling peer, all over one
+    disconnect error), ``accept_now`` the same without waiting when the node can (False when
+    it cannot: the batch then goes to ``accept``). The node builds one per pulling peer, all over one
     :class:`InFlightRegistry`. ``announced_by_peer``, if given, is told every id the peer
     announces, wanted or not (the ids it holds, which the serving peer of the same
     connection need not announce back: :class:`~dmq.diffusion.sig_submission.known_held.KnownHeld`).
@@ -89,11 +90,13 @@ class ClaimingSink:
     def __init__(self, registry: InFlightRegistry, peer: Hashable, *,
                  holds: Callable[[bytes], bool],
                  accept: Callable[[list[bytes]], Awaitable[None]],
+                 accept_now: Callable[[list[bytes]], bool] | None = None,
                  announced_by_peer: Callable[[Iterable[bytes]], None] | None = None) -> None:
         self.registry = registry
         self.peer = peer
         self._holds = holds
         self._accept = accept
+        self._accept_now = accept_now
         self._announced_by_peer = announced_by_peer
 
     def wanted(self, announced: Sequence[tuple[bytes, int]]) -> list[bytes]:
@@ -103,6 +106,9 @@ class ClaimingSink:
 
     async def accept(self, raw_messages: list[bytes]) -> None:
         await self._accept(raw_messages)
+
+    def accept_now(self, raw_messages: list[bytes]) -> bool:
+        return self._accept_now is not None and self._accept_now(raw_messages)
 
     def release(self, ids: Collection[bytes]) -> None:
         self.registry.release(self.peer, ids)

@@ -58,6 +58,14 @@ class SigSink(Protocol):
     async def accept(self, raw_messages: list[bytes]) -> None:
         """Validate and store a batch, in announcement order; raise :class:`DisconnectPeer` to end the connection."""
 
+    def accept_now(self, raw_messages: list[bytes]) -> bool:
+        """:meth:`accept` without waiting, when the node can: True once done (it raises as
+        ``accept`` does), False, with nothing done, when the batch must go to ``accept``.
+
+        The pulling peer run by the mux reader tries this first, so a batch the node takes
+        at once wakes no task.
+        """
+
     def release(self, ids: Collection[bytes]) -> None:
         """These ids are no longer in flight from this peer."""
 

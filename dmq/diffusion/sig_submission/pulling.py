@@ -19,8 +19,10 @@ receive the next reply, hand a batch to the node), and run one of two ways. Over
 channel, the mux reader runs it as replies arrive (``MuxChannel.on_bytes``): a reply is taken
 with ``Driver.recv_nowait`` and the next requests are queued with ``send_nowait``, with no task
 switch per reply; each reply wait keeps its state's time limit, counted from when the loop
-starts waiting for it, as ``Driver.recv`` counts it. What needs waiting (the node's
-``accept``, room in a full send buffer) is handed to the peer's task
+starts waiting for it, as ``Driver.recv`` counts it. A batch the node takes without waiting
+(:meth:`SigSink.accept_now`: the node's ingress admits a peer's messages that way) is handed
+to it there too. What needs waiting (the node's ``accept``, room in a full send buffer) is
+handed to the peer's task
 (:class:`~protocol_engine.Handoff`), which does it and gives the loop back to the
 reader; so are the loop's end and any error, which the task returns or raises. Over any other channel the task runs the loop with
 ``Driver.send`` and ``Driver.recv``. Either way the requests, their order and the windows are
@@ -89,6 +91,7 @@ class PullingPeer:
         self._result: object = None
         self._timed: tuple | None = None
         self._handoff: Handoff | None = None
+        self._sink_accept_now = getattr(sink, "accept_now", None)
 
     def stop(self) -> None:
         """Stop asking; once every outstanding reply is in, end the run.
@@ -176,6 +179,21 @@ class PullingPeer:
         finally:
             self.sink.release(outcome.ready_ids)
 
+    def _accept_now(self, outcome: BodiesOutcome) -> bool:
+        """:meth:`_accept` in the reader, if the sink takes the batch without waiting (``SigSink.accept_now``)."""
+        accept_now = self._sink_accept_now
+        if accept_now is None:
+            return False
+        try:
+            if not accept_now(list(outcome.ready)):
+                return False
+            self.accepted += len(outcome.ready)
+        except BaseException:
+            self.sink.release(outcome.ready_ids)
+            raise
+        self.sink.release(outcome.ready_ids)
+        return True
+
     async def _do(self, step: Step) -> object:
         """Do one step of the loop in the task; return what the loop is owed for it."""
         kind = step[0]
@@ -240,6 +258,8 @@ class PullingPeer:
                         self._result = reply
                     elif kind is _SEND and driver.channel.send_nowait(b""):
                         driver.send_nowait(step[1], pipelined=step[2])
+                        self._result = None
+                    elif kind is _ACCEPT and self._accept_now(step[1]):
                         self._result = None
                     else:
                         handoff.hand_over(_STEP, step)

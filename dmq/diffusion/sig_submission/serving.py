@@ -68,6 +68,10 @@ class ServingPeer:
         # A blocking request for ids parked in the mempool (its publish answers it).
         self._parked = None
         self._publish_hook = getattr(source, "call_on_publish", None)
+        # Whether ``_on_published`` waits in the source's publish hook. One at a time: a V2
+        # request that timed out leaves its hook, which then serves the next parked request
+        # (a publish hands each hook the new entries, and must reach this peer once).
+        self._hooked = False
         #: Ids the peer holds (it announced them to us on this connection): never announced to it.
         self._known = known
         self._index_of = getattr(source, "index_of", None)
@@ -190,16 +194,23 @@ class ServingPeer:
             return None
         return self.dialect.reply_ids(window.announce(entries))
 
-    def _fresh(self, req: int) -> list[tuple[int, bytes, int]]:
+    def _fresh(self, req: int, published: list[tuple[int, bytes, int]] | None = None) -> list[tuple[int, bytes, int]]:
         """Up to ``req`` entries after the position that the peer is not known to hold.
 
-        When every entry read is known to the peer, the position moves past them and the
-        next ones are read, so a request whose new entries are all known waits as if nothing
-        were new. Known ids among or after kept ones are passed by the next announcement or read.
+        ``published``: what the source's publish handed over (every unexpired entry made
+        visible since this peer last read, so nothing after the position is fresh but these),
+        in place of a read. When every entry read is known to the peer, the position moves
+        past them and the next ones are read, so a request whose new entries are all known
+        waits as if nothing were new; a read shorter than ``req`` reached the end, and no
+        read follows it. Known ids among or after kept ones are passed by the next
+        announcement or read.
         """
         window = self.window
         ids_after = self.source.ids_after
-        entries = ids_after(window.position, req)
+        if published is None:
+            entries = ids_after(window.position, req)
+        else:
+            entries = published if len(published) <= req else published[:req]
         known = self._known
         if known is None or not known:
             return entries
@@ -210,6 +221,8 @@ class ServingPeer:
             for entry in entries:
                 known.discard(entry[1])
             window.skip_to(entries[-1][0])
+            if len(entries) < req:
+                return []
             entries = ids_after(window.position, req)
         return entries
 
@@ -223,18 +236,28 @@ class ServingPeer:
         self._parked = request
         if self.blocking_timeout is not None:
             self._handoff.wake_by(trio.current_time() + self.blocking_timeout)
-        self._publish_hook(self._on_published)
+        self._hook()
 
-    def _on_published(self) -> None:
-        """In the publishing task: answer the parked request if the mempool now has ids for it."""
+    def _hook(self) -> None:
+        if not self._hooked:
+            self._hooked = True
+            self._publish_hook(self._on_published)
+
+    def _on_published(self, published: list[tuple[int, bytes, int]] | None = None) -> None:
+        """In the publishing task: answer the parked request if the mempool now has ids for it.
+
+        ``published``: the newly visible entries, if the source hands them over
+        (``Mempool.call_on_publish``); a parked request had read everything before them.
+        """
+        self._hooked = False
         request = self._parked
         handoff = self._handoff
         if request is None or handoff.handed:
             return
         try:
-            entries = self._fresh(request.req)
+            entries = self._fresh(request.req, published)
             if not entries:  # what was published expired already, or the peer holds it
-                self._publish_hook(self._on_published)
+                self._hook()
                 return
             self._parked = None
             handoff.deadline = math.inf

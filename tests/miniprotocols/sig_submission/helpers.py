@@ -95,9 +95,17 @@ class ListSigSource:
 
 
 class RecordingSink:
-    """Accepts everything it has not seen; checks that every claim is released exactly once."""
+    """Accepts everything it has not seen; checks that every claim is released exactly once.
 
-    def __init__(self, *, holds: set[bytes] | None = None, disconnect_on: set[bytes] | None = None) -> None:
+    ``now``: it also takes batches without waiting (``SigSink.accept_now``), as the node's
+    ingress does; ``awaited`` and ``taken_now`` count the batches taken each way.
+    """
+
+    def __init__(self, *, holds: set[bytes] | None = None, disconnect_on: set[bytes] | None = None,
+                 now: bool = False) -> None:
+        self.now = now
+        self.awaited = 0
+        self.taken_now = 0
         self.batches: list[list[bytes]] = []
         self.holds = set(holds or ())
         self.disconnect_on = set(disconnect_on or ())
@@ -118,6 +126,17 @@ class RecordingSink:
         return chosen
 
     async def accept(self, raw_messages: list[bytes]) -> None:
+        self.awaited += 1
+        self._take(raw_messages)
+
+    def accept_now(self, raw_messages: list[bytes]) -> bool:
+        if not self.now:
+            return False
+        self.taken_now += 1
+        self._take(raw_messages)
+        return True
+
+    def _take(self, raw_messages: list[bytes]) -> None:
         for raw in raw_messages:
             assert self.claims[message_id(raw)] == 1, "accepted a message that was not claimed"
         self.batches.append(list(raw_messages))

@@ -319,8 +319,12 @@ async def test_the_pulling_peer_asks_the_same_from_its_mux_reader_as_from_its_ta
     expired = {message_id(messages[i]) for i in (1, 50, 149)}
     late = {message_id(messages[i]) for i in (2, 66)}
     runs = []
-    for channels in (lambda d: memory_channel_pair(11), lambda d: mux_channel_pair(d, nursery)):
-        source, sink = ListSigSource(messages), RecordingSink(holds=held)
+    sinks = []
+    ways = ((lambda d: memory_channel_pair(11), True), (lambda d: mux_channel_pair(d, nursery), False),
+            (lambda d: mux_channel_pair(d, nursery), True))
+    for channels, now in ways:
+        source, sink = ListSigSource(messages), RecordingSink(holds=held, now=now)
+        sinks.append(sink)
         source.expire(*expired)
         source.expire_when_announced.update(late)
         pulling, serving, log = pair(channels, dialect, source, sink, serving_options={"window": 60},
@@ -335,8 +339,23 @@ async def test_the_pulling_peer_asks_the_same_from_its_mux_reader_as_from_its_ta
             finish(dialect, pulling, serving)
         assert sink.accepted == expected and sink.outstanding_claims == []
         check_window_discipline(log, dialect)
-    in_task, from_reader = runs
-    assert from_reader == in_task and len(in_task) >= 15
+    in_task, from_reader, accepted_in_reader = runs
+    assert from_reader == in_task and accepted_in_reader == in_task and len(in_task) >= 15
+    # In the task every batch is awaited (even by a sink that could take it at once); from the
+    # reader a sink that takes batches at once is never awaited, and one that cannot always is.
+    assert [(s.awaited > 0, s.taken_now > 0) for s in sinks] == [(True, False), (True, False), (False, True)]
+    assert sinks[2].taken_now == sinks[1].awaited
+
+
+async def test_a_disconnect_verdict_taken_in_the_reader_ends_the_pulling_peer(dialect, nursery, autojump_clock):
+    """``accept_now`` raising DisconnectPeer in the mux reader ends the run as ``accept`` raising it in the task."""
+    messages = [make_message(n) for n in range(100)]
+    sink = RecordingSink(disconnect_on={message_id(messages[40])}, now=True)
+    pulling, serving, _ = pair(lambda d: mux_channel_pair(d, nursery), dialect, ListSigSource(messages), sink)
+    with pytest.raises(DisconnectPeer, match="InvalidSigId"):
+        await run_together(serving.run, pulling.run)
+    assert messages[40] in sink.accepted and sink.awaited == 0
+    assert sink.outstanding_claims == []
 
 
 def test_which_instance_does_which_job():
