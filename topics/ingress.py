@@ -17,6 +17,7 @@ import trio
 
 from dmq.ingress import Ingress
 from dmq.mempool import DurableMempool
+from dmq.timer_grid import Ticker
 from dmq.trace import Tracer
 from dmq.validation import ReactionPolicy, Validator
 
@@ -137,6 +138,7 @@ class TopicIngress(Ingress):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
                   interval: float = PRUNE_INTERVAL) -> None:
         task_status.started()
+        ticker = Ticker(interval)  # on whole seconds, with the due publications' tick
         while True:
-            await trio.sleep(interval)
+            await ticker.wait()
             await self.prune()

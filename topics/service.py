@@ -15,6 +15,7 @@ import trio
 
 from dmq.clock import Clock
 from dmq.mempool import DurableMempool
+from dmq.timer_grid import Ticker
 from dmq.trace import Tracer
 from dmq.validation import ReactionPolicy, Validator
 
@@ -99,15 +100,20 @@ class TopicService:
 
     async def _measure_disk_forever(self) -> None:
         """The database's size against its disk share, measured in the event loop (never in
-        a commit, :mod:`topics.disk`)."""
+        a commit, :mod:`topics.disk`); on the node's timer grid, with the other ticks."""
         disk = self.hub.disk
+        ticker = Ticker(max(disk.interval, 0.1))
         while True:
-            await trio.sleep(max(disk.interval, 0.1))
+            await ticker.wait()
             disk.measure_if_due()
 
     async def _publish_due_forever(self, nursery: trio.Nursery) -> None:
+        """Ask the adapters for due publications every ``due_interval``, on whole seconds of
+        the node's timer grid (``dmq.timer_grid``): the prune, the disk measurement and the
+        node's keep-alives due in the same second share the wake."""
+        ticker = Ticker(self.due_interval)
         while True:
-            await trio.sleep(self.due_interval)
+            await ticker.wait()
             self.publish_due(nursery)
 
     def publish_due(self, nursery: trio.Nursery) -> int:
