@@ -157,7 +157,7 @@ class TopicIngress(Ingress):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
                   interval: float = PRUNE_INTERVAL) -> None:
         task_status.started()
-        ticker = Ticker(interval)  # on whole seconds, with the due publications' tick
+        ticker = Ticker(interval)  # on the timer grid, with the due publications' tick
         while True:
             await ticker.wait()
             await self.prune()

@@ -110,9 +110,9 @@ class TopicService:
             disk.measure_if_due()
 
     async def _publish_due_forever(self, nursery: trio.Nursery) -> None:
-        """Ask the adapters for due publications every ``due_interval``, on whole seconds of
-        the node's timer grid (``dmq.timer_grid``): the prune, the disk measurement and the
-        node's keep-alives due in the same second share the wake.
+        """Ask the adapters for due publications every ``due_interval``, on the ticks of the
+        node's timer grid (``dmq.timer_grid``): the prune, the disk measurement and the heap
+        trim due in the same second share the wake.
 
         While no adapter has anything scheduled (:meth:`nothing_scheduled`) the loop sleeps
         without a timer until the adapters' state changes: every change that can schedule a

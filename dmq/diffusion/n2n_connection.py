@@ -43,7 +43,6 @@ from ouroboros_mux.mux import Mux, MuxChannel, Provenance
 from dmq.connection import ConnectionEnd, ProtocolTask, run_connection
 from dmq.ingress import Ingress
 from dmq.mempool import Mempool
-from dmq.timer_grid import grid_for
 from dmq.trace import TraceEvent
 
 from .mempool_source import MempoolSigSource, RecordedSigSource
@@ -179,8 +178,7 @@ async def _keep_alive(ctx: N2NContext, channel: MessageChannel, initiator: bool,
     def on_rtt(rtt: float) -> None:
         stats.keep_alive_rtt = rtt
 
-    await keep_alive.KeepAliveClient(channel, interval=ctx.keep_alive_interval, on_rtt=on_rtt, rng=ctx.rng,
-                                     align=grid_for(ctx.keep_alive_interval)).run()
+    await keep_alive.KeepAliveClient(channel, interval=ctx.keep_alive_interval, on_rtt=on_rtt, rng=ctx.rng).run()
 
 
 async def _peer_sharing(ctx: N2NContext, channel: MessageChannel, initiator: bool, stats: PeerStats) -> None:

@@ -4,9 +4,7 @@ Like the reference, it sends the first keep-alive at once, then after every resp
 waits ``interval`` seconds before the next; a response with another cookie is fatal
 (:class:`KeepAliveCookieMismatch`). The server's 60 s limit on a response is enforced by
 the driver. Round-trip times are measured on the trio clock, so a test clock makes them
-deterministic. ``align`` maps the planned time of the next keep-alive to when it is sent
-(the node puts it on its timer grid, ``dmq.timer_grid``, so that its connections' keep-alives
-share wakes); it may only delay, and the server's 97 s wait leaves the slack.
+deterministic.
 """
 
 from __future__ import annotations
@@ -35,15 +33,13 @@ class KeepAliveClient:
     def __init__(self, driver_or_channel: Driver | MessageChannel, *,
                  interval: float = KEEP_ALIVE_INTERVAL,
                  rng: random.Random | None = None,
-                 on_rtt: Callable[[float], None] | None = None,
-                 align: Callable[[float], float] | None = None) -> None:
+                 on_rtt: Callable[[float], None] | None = None) -> None:
         if interval < 0:
             raise ValueError(f"keep-alive interval must not be negative, got {interval}")
         self.driver = as_driver(driver_or_channel, KEEP_ALIVE, Role.CLIENT)
         self.interval = interval
         self._rng = rng if rng is not None else random.Random()
         self._on_rtt = on_rtt
-        self._align = align
         self._stop = trio.Event()
         self.rtt: float | None = None
 
@@ -66,10 +62,7 @@ class KeepAliveClient:
         """Ping until :meth:`stop` is called, then send MsgDone and return."""
         while not self._stop.is_set():
             await self.ping()
-            deadline = trio.current_time() + self.interval
-            if self._align is not None:
-                deadline = max(deadline, self._align(deadline))
-            with trio.CancelScope(deadline=deadline):  # move_on_at, without its wrapper
+            with trio.CancelScope(deadline=trio.current_time() + self.interval):  # move_on_after, without its wrapper
                 await self._stop.wait()
         await self.done()
 

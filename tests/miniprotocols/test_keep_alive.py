@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
@@ -104,26 +103,6 @@ async def test_client_and_server_talk_over_memory_channels(autojump_clock):
     assert received == [MsgKeepAlive(expected_rng.randrange(0x10000)) for _ in range(4)] + [MsgDone()]
     assert samples == [0.0] * 4 and client.rtt == 0.0
     assert server.done and client.driver.done
-
-
-async def test_align_delays_each_next_keep_alive_to_the_time_it_names(autojump_clock):
-    a, b = memory_channel_pair(PROTOCOL_NUM)
-    sent_at = []
-
-    def trace(event):
-        if event.direction.value == "received" and isinstance(event.message, MsgKeepAlive):
-            sent_at.append(trio.current_time())
-
-    server = Driver(b, KEEP_ALIVE, Role.SERVER, trace=trace)
-    client = KeepAliveClient(a, interval=10.0, align=lambda t: math.ceil(t / 4) * 4)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve, server)
-        await trio.sleep(0.5)
-        nursery.start_soon(client.run)
-        await trio.sleep(40)
-        client.stop()
-    # The first at once, then each 10 s after the last rounded up to a multiple of 4.
-    assert sent_at == [0.5, 12.0, 24.0, 36.0]
 
 
 async def test_round_trip_time_is_measured_on_the_trio_clock(autojump_clock):
