@@ -36,10 +36,13 @@ left out: ``bench.diffusion_line.PROFILED_NODE``) and prints, per message per no
 function calls and a few counts that say where the work goes (socket reads and writes, rounds of
 trio's run loop); the profiler multiplies the nodes' CPU time, so only the counts mean anything
 then, and they do not depend on the machine's load. ``--keep-profiles DIR`` keeps each node's
-statistics there (``pstats`` files) for a closer look.
+statistics there (``pstats`` files) for a closer look. ``--count-wakes`` has the idle case's
+nodes count their event-loop wakes in the idle window, by the first task each wake ran
+(``bench/wake_count.py``): an idle node's CPU time is mostly the cost of its wakes.
 
     .venv/bin/python bench/diffusion_cost.py [--warmup 10] [--window 45] [--idle-window 60]
-        [--tree PATH ...] [--cases mesh,line,idle] [--profile | --cprofile [--keep-profiles DIR]]
+        [--tree PATH ...] [--cases mesh,line,idle] [--count-wakes]
+        [--profile | --cprofile [--keep-profiles DIR]]
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from bench.diffusion_line import (  # noqa: E402
     write_stake,
 )
 from bench.rawclient import RawConnection, sdu  # noqa: E402
+from bench import wake_count  # noqa: E402
 from bench.validation_throughput import floor_inputs, run_floor  # noqa: E402
 from dmq.ports import free_ports  # noqa: E402
 from lab.devnet.node_process import NodeExited, NodeFiles, NodeProcess  # noqa: E402
@@ -264,21 +268,26 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
     links = links_of(shape, count)
     files = node_files(workdir / f"{case}-{abs(hash(tree))}", stake, links, count, tree, args.cprofile)
     nodes = [NodeProcess(f) for f in files]
+    wakes = workdir / f"wakes-{case}-{abs(hash(tree))}"
+    if args.count_wakes and case == "idle":
+        wake_count.enable(wakes)
     try:
         for node in nodes:
             await node.start()
         await wait_linked(nodes, [len(dials_of(links, i)) for i in range(count)], timeout=120)
         if case == "idle":
             await trio.sleep(args.warmup)
-            before, t0 = cpu_of(nodes), time.perf_counter()
+            before, t0, m0 = cpu_of(nodes), time.perf_counter(), time.monotonic()
             profile = None
             if args.profile:
                 profile = await start_profile(nodes[0], args.idle_window, workdir / f"idle-{abs(hash(tree))}.txt")
             await trio.sleep(args.idle_window)
-            after, t1 = cpu_of(nodes), time.perf_counter()
+            after, t1, m1 = cpu_of(nodes), time.perf_counter(), time.monotonic()
             result = per_node([b - a for a, b in zip(before, after)], 0, t1 - t0)
             if profile is not None:
                 result["profile"] = await finish_profile(*profile)
+            if args.count_wakes:
+                result["wake_window"] = (str(wakes), m0, m1)  # read once the nodes have written them
             return result
         targets = nodes[:1] if case == "line" else nodes
         connections = [await open_local(n.files.socket_path) for n in targets for _ in range(SIGNERS_PER_NODE)]
@@ -388,6 +397,12 @@ def print_case(case: str, tree: str, result: dict, floor: float) -> None:
     if case == "idle":
         print(f"        {result['seconds']:.0f} s window, % of a core per node: "
               + ", ".join(f"{p:.2f}" for p in pct) + f"  (mean {statistics.mean(pct):.2f} %)")
+        if "wakes" in result:
+            wakes = result["wakes"]
+            print(f"        event-loop wakes per second per node: {wakes['per_second']:.2f} "
+                  f"(mean of {wakes['nodes']}); by the first task each ran:")
+            for name, rate in wakes["by_cause"]:
+                print(f"          {rate:6.3f}  {name}")
         return
     ms = result["cpu_ms_per_message"]
     mean = statistics.mean(ms)
@@ -433,6 +448,8 @@ def main() -> None:
                         help="every node under cProfile: calls per message per node (CPU figures then inflated)")
     parser.add_argument("--keep-profiles", type=Path, metavar="DIR",
                         help="with --cprofile: copy each node's statistics here (<tree>-<case>-<round>-<node>.pstats)")
+    parser.add_argument("--count-wakes", action="store_true",
+                        help="count the idle nodes' event-loop wakes by cause (bench/wake_count.py)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every case and tree, alternated (a before/after on a busy machine)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -467,6 +484,9 @@ def main() -> None:
                     _, messages = make_messages(count, POOLS, ttl=TTL, spacing=PERIOD)
                     result = trio.run(run_case, case, tree, workdir / str(round_), stake, messages, args)
                     result["load"] = os.getloadavg()[0]
+                    if "wake_window" in result:
+                        directory, start, end = result.pop("wake_window")
+                        result["wakes"] = wake_count.summarize(Path(directory), start, end)
                     results[(case, tree, round_)] = result
                     floors.append(measure_floor(messages))
                     print_case(case, tree or "this tree", result, min(floors))  # progress, as each run ends

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 
-import trio
+from dmq.timer_grid import Ticker
 
 __all__ = ["HeapTrimmer", "TRIM_INTERVAL", "release_free_heap"]
 
@@ -60,7 +60,8 @@ class HeapTrimmer:
         self.trims += 1
 
     async def run(self) -> None:
-        """Trim every ``interval`` seconds, until cancelled."""
+        """Trim every ``interval`` seconds (on the node's timer grid, ``dmq.timer_grid``), until cancelled."""
+        ticker = Ticker(self.interval)
         while True:
-            await trio.sleep(self.interval)
+            await ticker.wait()
             self.trim()

@@ -17,6 +17,7 @@ import trio
 
 from dmq.ingress import Ingress
 from dmq.mempool import DurableMempool
+from dmq.timer_grid import Ticker
 from dmq.trace import Tracer
 from dmq.validation import ReactionPolicy, Validator
 
@@ -122,21 +123,41 @@ class TopicIngress(Ingress):
                 self.tracer.emit(TopicPendingDropped(self.tracer.now(), parked.facts.dmq_id, name, "wait_expired"))
 
     async def prune(self) -> None:
-        """Adapters drop state past retention, each in its own transaction; pending waits end."""
+        """Adapters drop state past retention, each in its own transaction; pending waits end.
+
+        An adapter that tells when it next has something to prune (``next_prune(view)``, a
+        time or None) is skipped until then: no transaction and no thread hop on an idle node.
+        """
         now = self.validator.clock.now()
         self.expire_pending(now)
+        pruned = False
         async with self.lock:
             for name, adapter in self.adapters.items():
+                if not self._prune_due(name, adapter, now):
+                    continue
+                pruned = True
                 with Contained(self.tracer, "housekeeping", f"{name} prune") as guard:
                     await trio.to_thread.run_sync(self.dbs.write, name, lambda txn, a=adapter: a.prune(now, txn))
                 if guard.failure is not None:
                     adapter.discard_caches()
-        # Pruning may add to subscribers' queues (UPSYCLE gap notices): readers look again.
-        self.hub.wake()
+        if pruned:
+            # Pruning may add to subscribers' queues (UPSYCLE gap notices): readers look again.
+            self.hub.wake()
+
+    def _prune_due(self, name: str, adapter: TopicAdapter, now: float) -> bool:
+        """Whether ``adapter`` may have something to prune at ``now`` (yes when it cannot tell)."""
+        next_prune = getattr(adapter, "next_prune", None)
+        if next_prune is None:
+            return True
+        with Contained(self.tracer, "housekeeping", f"{name} next prune") as guard:
+            with self.dbs.reading(name) as view:
+                when = next_prune(view)
+        return guard.failure is not None or (when is not None and when <= now)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
                   interval: float = PRUNE_INTERVAL) -> None:
         task_status.started()
+        ticker = Ticker(interval)  # on the timer grid, with the due publications' tick
         while True:
-            await trio.sleep(interval)
+            await ticker.wait()
             await self.prune()

@@ -15,6 +15,7 @@ import trio
 
 from dmq.clock import Clock
 from dmq.mempool import DurableMempool
+from dmq.timer_grid import Ticker
 from dmq.trace import Tracer
 from dmq.validation import ReactionPolicy, Validator
 
@@ -45,6 +46,8 @@ class TopicService:
         #: Read when :meth:`run` starts, so a test can shorten them on a built node.
         self.due_interval = DUE_INTERVAL
         self.prune_interval = PRUNE_INTERVAL
+        #: Times the due loop slept with nothing scheduled, waiting for a change (tests, inspection).
+        self.due_waits = 0
         #: UPSYCLE's local operations when the instance carries it (protocol 1000 reaches them).
         self.upsycle: Any = None
         adapter = ingress.adapters.get("upsycle")
@@ -99,16 +102,42 @@ class TopicService:
 
     async def _measure_disk_forever(self) -> None:
         """The database's size against its disk share, measured in the event loop (never in
-        a commit, :mod:`topics.disk`)."""
+        a commit, :mod:`topics.disk`); on the node's timer grid, with the other ticks."""
         disk = self.hub.disk
+        ticker = Ticker(max(disk.interval, 0.1))
         while True:
-            await trio.sleep(max(disk.interval, 0.1))
+            await ticker.wait()
             disk.measure_if_due()
 
     async def _publish_due_forever(self, nursery: trio.Nursery) -> None:
+        """Ask the adapters for due publications every ``due_interval``, on the ticks of the
+        node's timer grid (``dmq.timer_grid``): the prune, the disk measurement and the heap
+        trim due in the same second share the wake.
+
+        While no adapter has anything scheduled (:meth:`nothing_scheduled`) the loop sleeps
+        without a timer until the adapters' state changes: every change that can schedule a
+        publication (a commit of an adapter's message, a prune, a local operation) ends with
+        the subscription hub's wake, and the next tick after it asks again."""
+        ticker = Ticker(self.due_interval)
         while True:
-            await trio.sleep(self.due_interval)
+            changed = self.hub.next_change()
+            if self.nothing_scheduled():
+                self.due_waits += 1
+                await changed.wait()
+            await ticker.wait()
             self.publish_due(nursery)
+
+    def nothing_scheduled(self) -> bool:
+        """Whether no adapter can have a publication come due before its state changes: each
+        with ``due_publications`` says so by ``publications_scheduled()`` (one without that
+        hook is asked every tick)."""
+        for adapter in self.ingress.adapters.values():
+            if getattr(adapter, "due_publications", None) is None:
+                continue
+            scheduled = getattr(adapter, "publications_scheduled", None)
+            if scheduled is None or scheduled():
+                return False
+        return True
 
     def publish_due(self, nursery: trio.Nursery) -> int:
         """Hand every adapter's due publications (``due_publications(view, now)``) to the

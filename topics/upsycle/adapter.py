@@ -9,6 +9,8 @@ transaction the caller opens.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -342,10 +344,27 @@ class UpsycleAdapter(TopicAdapter):
         """Bodies this node should publish now (pull requests, answers)."""
         return self.recovery.due_publications(view, now)
 
+    def publications_scheduled(self) -> bool:
+        """Whether :meth:`due_publications` may return something before the state changes."""
+        return self.recovery.publications_scheduled()
+
     # -- retention ---------------------------------------------------------------------------
 
     def prune(self, now: float, txn: AdapterTxn) -> None:
         self.prune_and_notify(now, txn)
+
+    def next_prune(self, view: StoreView) -> int | None:
+        """The first whole second at which :meth:`prune_and_notify` has something to do, read
+        from the time indexes it walks (None: nothing held that expires or comes due): the
+        node skips the prune's transaction, and its thread hop, until then."""
+        state = self.state
+        times = [t + 1 for t in (state.soonest(view, db) for db in ("q", "msg", "seen", "ad")) if t is not None]
+        requested = state.soonest(view, "req")
+        if requested is not None:
+            times.append(requested + self.params.request_window + 1)
+        soonest = min(times, default=math.inf)
+        soonest = self.recovery.next_gap_change(view, soonest)
+        return None if soonest == math.inf else int(soonest)
 
     def prune_and_notify(self, now: float, txn: AdapterTxn) -> list[GapNotice]:
         """Drop everything past its deadline, then emit the gap notices that are due."""

@@ -89,6 +89,26 @@ class Recovery:
             self.request(group, ids, now)
         return notices
 
+    def next_gap_change(self, view: StoreView, bound: float) -> float:
+        """The first whole second before ``bound`` at which :meth:`check_gaps` changes something
+        (the same rules, read without writing), else ``bound``. Candidates are read oldest first
+        and only while one could still come due before ``bound``."""
+        soonest = bound
+        params = self.params
+        for opened, group, ident in self.state.gaps_opened_before(view, int(min(bound, 2**63)) - params.gap_delay):
+            found = self.state.gap(view, group, ident)
+            if found is None:
+                continue
+            if self.state.seen_until(view, ident) is not None or not self.state.has_members(view, group) \
+                    or not found[1]:
+                due = opened + params.gap_delay  # closed or notified at the first check
+            else:
+                due = opened + params.max_network_lifetime  # notified already: forgotten then
+            soonest = min(soonest, due)
+            if opened + params.gap_delay >= soonest:
+                break
+        return soonest
+
     # -- requests ----------------------------------------------------------------------------
 
     def request(self, group: bytes, ids: list[bytes], now: float) -> bool:
@@ -114,6 +134,11 @@ class Recovery:
                 self._answers.append(_ScheduledAnswer(due, request, ident))
                 planned += 1
         return planned
+
+    def publications_scheduled(self) -> bool:
+        """Whether requests or answers wait to be published: otherwise only a commit, a prune
+        or a local pull (each followed by the hub's wake) can schedule one."""
+        return bool(self._requests or self._answers)
 
     def due_publications(self, view: StoreView, now: float) -> list[bytes]:
         """Bodies to publish now: queued requests, and answers whose delay has passed and

@@ -303,6 +303,11 @@ class UpsycleState:
 
     # -- pruning by time index ---------------------------------------------------------------
 
+    def soonest(self, view: StoreView, db: str) -> int | None:
+        """The earliest time in ``db``'s time index (``t`` u64 ...); None when it is empty."""
+        first = next(view.scan(db, b"t"), None)
+        return None if first is None else _read_u64(first[0][1:9])
+
     def due(self, view: StoreView, db: str, now: int) -> list[bytes]:
         """Index keys (``t`` u64 ...) of ``db`` whose time is before ``now``."""
         keys = []

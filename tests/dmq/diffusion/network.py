@@ -24,6 +24,7 @@ from dmq.codec import build_message
 from dmq.config import read_config
 from dmq.diffusion import BackoffPolicy, DiffusionPolicy
 from dmq.kes import KesSigningKey
+from dmq.mempool import DEFAULT_EXPIRY_INTERVAL
 from dmq.message import DmqMessage, pool_id_of
 from dmq.cli.wiring import assemble_node
 from dmq.node import Node
@@ -177,7 +178,10 @@ class Network:
         if config_overrides:
             config = replace(config, **config_overrides)
         tracer = Tracer(self.clock.now)
-        node = assemble_node(config, topology, clock=self.clock, tracer=tracer, diffusion_policy=policy or self.policy)
+        # The manual clock jumps while the purge sleeps toward the soonest expiry in real time:
+        # it looks every 50 ms at most instead, so a test waits briefly for it after a jump.
+        node = assemble_node(config, topology, clock=self.clock, tracer=tracer, diffusion_policy=policy or self.policy,
+                             expiry_max_sleep=DEFAULT_EXPIRY_INTERVAL)
         test_node = RunningNode(name, self.root / name, node)
         tracer.add_sink(test_node.events.append)
 

@@ -138,7 +138,7 @@ async def test_limit_must_be_positive():
 
 async def test_background_expiry_purges_on_its_own():
     clock = ManualClock(now=NOW)
-    mempool = Mempool(clock, expiry_interval=0.001)
+    mempool = Mempool(clock, expiry_interval=0.001, expiry_max_sleep=0.01)  # the clock jumps
     mempool.append([make_message(1, NOW + 1), make_message(2, NOW + 100)])
     async with trio.open_nursery() as nursery:
         await nursery.start(mempool.run)

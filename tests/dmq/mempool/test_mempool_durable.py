@@ -125,7 +125,8 @@ def test_the_id_index_is_not_written_and_an_old_one_is_dropped(tmp_path):
 
 async def test_background_expiry_deletes_from_lmdb_while_running(tmp_path):
     clock = ManualClock(now=NOW)
-    async with open_durable_mempool(tmp_path, clock, decode=decode, expiry_interval=0.001) as mempool:
+    async with open_durable_mempool(tmp_path, clock, decode=decode, expiry_interval=0.001,
+                                     expiry_max_sleep=0.01) as mempool:  # the clock jumps
         await mempool.submit([make_message(i, NOW + 5 + i) for i in range(4)])
         clock.advance(6)
         with trio.fail_after(5):

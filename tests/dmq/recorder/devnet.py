@@ -18,6 +18,7 @@ from dmq.clock import ManualClock
 from dmq.codec import build_message
 from dmq.config import read_config
 from dmq.keyfiles import read_bulk_credentials
+from dmq.mempool import DEFAULT_EXPIRY_INTERVAL
 from dmq.cli.wiring import assemble_node
 from dmq.node import Node
 from handshake.driver import connect_and_handshake
@@ -122,7 +123,10 @@ async def record_devnet_run(directory: Path, rounds: int = 6) -> DevnetRun:
     creds = credentials()
     clock = ManualClock(now=NOW)
     run = DevnetRun(directory / "recording")
-    node = assemble_node(devnet_config(directory, run.recording), None, clock=clock)
+    # The manual clock jumps while the purge sleeps toward the soonest expiry in real time:
+    # it looks every 50 ms at most instead.
+    node = assemble_node(devnet_config(directory, run.recording), None, clock=clock,
+                         expiry_max_sleep=DEFAULT_EXPIRY_INTERVAL)
     socket_path = directory / "dmq.socket"
 
     def account(client: LocalClient) -> None:

@@ -87,16 +87,60 @@ def test_missed_message_recovered_through_request_and_answer(make_driver) -> Non
         node.offer(routed_body(later))
     for node in (holder, requester):
         node.clock.advance(UpsycleParams().gap_delay)
+    # Nothing scheduled before the gap is noticed: the node's due loop would not even ask.
+    assert not requester.adapter.publications_scheduled() and not holder.adapter.publications_scheduled()
     notices = requester.prune()
     assert [n.ids for n in notices] == [(missed.id,)]
+    assert requester.adapter.publications_scheduled()  # the request the prune queued
     [request_body] = requester.due()
+    assert not requester.adapter.publications_scheduled()
     request = requester.offer(request_body, pool=2)
     assert request.accepted
     holder.offer(request_body, pool=2)
+    assert holder.adapter.publications_scheduled()  # the answer, after its random delay
     holder.clock.advance(5)
     [answer_body] = holder.due()
+    assert not holder.adapter.publications_scheduled()
     assert requester.offer(answer_body, pool=1).accepted
     ids = inner_ids(requester.read(member))
     assert ids == [later.id, missed.id]
     gap_items = [i.body[1] for i in requester.read(member) if i.body[0] == 2]
     assert gap_items == [{0: group.public, 1: [missed.id]}]
+
+
+def _content(driver) -> dict:
+    """Every database of the adapter, for comparing before and after a prune."""
+    with driver.store.read() as view:
+        return {db: list(view.scan(db)) for db in driver.adapter.databases}
+
+
+def _next_prune(driver):
+    with driver.store.read() as view:
+        return driver.adapter.next_prune(view)
+
+
+def test_no_prune_before_next_prune_changes_anything(make_driver) -> None:
+    """Skipping the prune until ``next_prune`` loses nothing; once everything is gone it is None."""
+    driver = make_driver(can_publish=True, seed=1)
+    assert _next_prune(driver) is None  # nothing held: the node never needs to prune
+    group, member = key(1), key(2)
+    driver.join(member, group)
+    missed = multicast(group, b"missed", exp=exp_minutes(NOW + 600))
+    driver.offer(routed_body(multicast(group, b"later", seen=(missed.id,), exp=exp_minutes(NOW + 600))))
+    driver.offer(routed_body(unicast(key(3), member.public, b"direct", ttl=120, exp=exp_minutes(NOW + 900))))
+    assert driver.offer(pull_body(group.public, [missed.id]), pool=2, expires_at=NOW + 100).accepted
+    checked = 0
+    for _ in range(200):
+        when = _next_prune(driver)
+        if when is None:
+            break
+        if when > driver.now + 1:
+            driver.clock.advance(when - 1 - driver.now)
+            before = _content(driver)
+            driver.prune()
+            assert _content(driver) == before, f"the prune at {driver.now} changed something before {when}"
+            checked += 1
+        driver.clock.advance(max(when, driver.now + 1) - driver.now)
+        driver.prune()
+    assert _next_prune(driver) is None
+    assert checked >= 2
