@@ -126,7 +126,7 @@ class Ingress:
         allow_legacy: bool = False,
         reactions: ReactionPolicy = ReactionPolicy(),
         stages: IngressStages | None = None,
-        intern_received: Callable[[bytes], bytes] | None = None,
+        decode_received: Callable[[bytes, Callable[[bytes], DmqMessage]], DmqMessage] | None = None,
     ) -> None:
         self.mempool = mempool
         self.validator = validator
@@ -134,11 +134,12 @@ class Ingress:
         self.allow_legacy = allow_legacy
         self.reactions = reactions
         self.stages = stages if stages is not None else IngressStages(mempool, validator)
-        #: The bytes object a peer's message is kept as: the received one itself (None) in a node.
-        #: A simulated network of thousands of nodes in one process passes one shared table, so
-        #: that the equal bytes every node received, decodes, stores and serves are held once
-        #: (docs/network-scale.md, "Simulated time").
-        self.intern_received = intern_received
+        #: How a peer's message bytes become a message, ``decode_received(raw, self.decode)``: this
+        #: ingress's own decode of the received bytes (None) in a node. A simulated network of
+        #: thousands of nodes in one process passes one shared table, so that the equal bytes every
+        #: node receives are decoded once into one immutable message (its bytes included) that each
+        #: node validates, stores and serves as its own (docs/network-scale.md, "Simulated time").
+        self.decode_received = decode_received
 
     def decode(self, raw: bytes) -> DmqMessage:
         """Strict decode (docs/protocol/message.md 5.2); a failure is a protocol error for the caller."""
@@ -160,8 +161,8 @@ class Ingress:
         disconnect; accepted messages of the batch are kept either way. A peer replaying a
         pool's history passes check 3 at any pace (:mod:`dmq.validation.rate`).
         """
-        intern = self.intern_received
-        messages = [self.decode(raw if intern is None else intern(raw)) for raw in raws]
+        decode, shared = self.decode, self.decode_received
+        messages = [decode(raw) for raw in raws] if shared is None else [shared(raw, decode) for raw in raws]
         outcomes = await self.admit(messages, origin=peer)
         disconnect = None
         for outcome in outcomes:
