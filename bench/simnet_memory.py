@@ -11,7 +11,9 @@ frame that is (``dmq/``, ``lab/``, ``topics/``, ``apps/``).
 
     PYTHONHASHSEED=0 nice -n 10 .venv/bin/python bench/simnet_memory.py --nodes 30 --pools 3000 --duration 20
 
-tracemalloc slows the run several times; the figures are bytes, not time.
+tracemalloc slows the run several times; the figures are bytes, not time. ``--frames 0`` runs
+without it and gives only the process's own heap (``RssAnon``) at the two points: what the
+allocator really holds, fragmentation included, over the same deliveries.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import os
 import tracemalloc
 from pathlib import Path
 
@@ -28,6 +31,7 @@ import trio  # noqa: E402
 
 from dmq.cli.wiring import assemble_node  # noqa: E402
 from dmq.trace import MessageAccepted  # noqa: E402
+from lab.netlab.resources import read_memory_bytes  # noqa: E402
 from lab.simnet import Simnet, SimnetOptions  # noqa: E402
 from lab.simnet.run import run_on_virtual_clock  # noqa: E402
 
@@ -42,7 +46,8 @@ class MeasuredSimnet(Simnet):
         super().__init__(*args, **kwargs)
         self.points = points
         self.delivered = 0
-        self.snapshots: list[tuple[tracemalloc.Snapshot, int]] = []
+        self.snapshots: list[tuple[tracemalloc.Snapshot | None, int]] = []
+        self.heap: list[int] = []
 
     def _sink(self, index: int):
         inner = super()._sink(index)
@@ -60,7 +65,9 @@ class MeasuredSimnet(Simnet):
     async def _snapshots(self, started: float) -> None:
         for fraction in self.points:
             await trio.sleep_until(started + fraction * self.options.duration)
-            self.snapshots.append((tracemalloc.take_snapshot(), self.delivered))
+            self.snapshots.append((tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None,
+                                   self.delivered))
+            self.heap.append((read_memory_bytes(os.getpid()) or {}).get("RssAnon", 0))
 
 
 def _site(traceback) -> str:
@@ -83,7 +90,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--from", type=float, default=0.25, dest="start", help="first snapshot, a fraction of publishing")
     parser.add_argument("--to", type=float, default=1.0, help="second snapshot, a fraction of publishing")
-    parser.add_argument("--frames", type=int, default=10, help="frames kept per allocation")
+    parser.add_argument("--frames", type=int, default=10, help="frames kept per allocation; 0: no tracemalloc")
     parser.add_argument("--top", type=int, default=30, help="sites printed")
     parser.add_argument("--output", type=Path, default=None, help="write the figures here as JSON")
     args = parser.parse_args()
@@ -92,11 +99,23 @@ def main() -> int:
                             seed=args.seed, active_peers=args.active_peers, flood=False)
     simnet = MeasuredSimnet(options, assemble_node, say=lambda text: print(text, flush=True),
                             points=(args.start, args.to))
-    tracemalloc.start(args.frames)
+    if args.frames:
+        tracemalloc.start(args.frames)
     report = run_on_virtual_clock(simnet)
     tracemalloc.stop()
     (first, delivered_first), (second, delivered_second) = simnet.snapshots
     deliveries = delivered_second - delivered_first
+    heap = simnet.heap[1] - simnet.heap[0]
+    print(f"\n{options.nodes} nodes, {report.accepted} messages accepted; {deliveries:,} deliveries between the "
+          f"snapshots at {args.start:g} and {args.to:g} of publishing")
+    print(f"process heap (RssAnon): {heap / 2**20:,.1f} MiB more, {heap / max(1, deliveries):,.0f} bytes per "
+          f"message per node")
+    if first is None or second is None:
+        if args.output is not None:
+            args.output.write_text(json.dumps({"nodes": options.nodes, "deliveries": deliveries, "heap_bytes": heap,
+                                               "heap_bytes_per_delivery": round(heap / max(1, deliveries), 1)},
+                                              indent=2) + "\n")
+        return 0 if report.complete else 1
     sites: dict[str, list[int]] = {}
     for stat in second.compare_to(first, "traceback"):
         site = _site(stat.traceback)
@@ -105,14 +124,12 @@ def main() -> int:
         held[1] += stat.count_diff
     total = sum(size for size, _ in sites.values())
     ranked = sorted(sites.items(), key=lambda item: -item[1][0])
-    print(f"\n{options.nodes} nodes, {report.accepted} messages accepted; {deliveries:,} deliveries between the "
-          f"snapshots at {args.start:g} and {args.to:g} of publishing")
-    print(f"held: {total / 2**20:,.1f} MiB, {total / max(1, deliveries):,.0f} bytes per message per node")
+    print(f"held (tracemalloc): {total / 2**20:,.1f} MiB, {total / max(1, deliveries):,.0f} bytes per message per node")
     for site, (size, count) in ranked[:args.top]:
         print(f"{size / max(1, deliveries):8.1f} B {count / max(1, deliveries):6.2f} blocks  {site}")
     if args.output is not None:
         args.output.write_text(json.dumps({
-            "nodes": options.nodes, "deliveries": deliveries, "bytes": total,
+            "nodes": options.nodes, "deliveries": deliveries, "heap_bytes": heap, "bytes": total,
             "bytes_per_delivery": round(total / max(1, deliveries), 1),
             "sites": [{"site": site, "bytes_per_delivery": round(size / max(1, deliveries), 1),
                        "blocks_per_delivery": round(count / max(1, deliveries), 3)} for site, (size, count) in ranked
