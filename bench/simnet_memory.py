@@ -108,8 +108,9 @@ def main() -> int:
     heap = simnet.heap[1] - simnet.heap[0]
     print(f"\n{options.nodes} nodes, {report.accepted} messages accepted; {deliveries:,} deliveries between the "
           f"snapshots at {args.start:g} and {args.to:g} of publishing")
-    print(f"process heap (RssAnon): {heap / 2**20:,.1f} MiB more, {heap / max(1, deliveries):,.0f} bytes per "
-          f"message per node")
+    traced = " (tracemalloc's own traces included)" if first is not None else ""
+    print(f"process heap (RssAnon){traced}: {heap / 2**20:,.1f} MiB more, {heap / max(1, deliveries):,.0f} bytes "
+          f"per message per node")
     if first is None or second is None:
         if args.output is not None:
             args.output.write_text(json.dumps({"nodes": options.nodes, "deliveries": deliveries, "heap_bytes": heap,
