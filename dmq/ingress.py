@@ -146,7 +146,7 @@ class Ingress:
         allow_legacy: bool = False,
         reactions: ReactionPolicy = ReactionPolicy(),
         stages: IngressStages | None = None,
-        intern_received: Callable[[bytes], bytes] | None = None,
+        decode_received: Callable[[bytes, Callable[[bytes], DmqMessage]], DmqMessage] | None = None,
     ) -> None:
         self.mempool = mempool
         self.validator = validator
@@ -159,11 +159,12 @@ class Ingress:
         #: rounds, a lock or a commit of their own (a topic instance) go through :meth:`admit`.
         self.relays_now = (self.stages.round_size is None and self.stages.lock is None
                            and type(self.stages).commit is IngressStages.commit)
-        #: The bytes object a peer's message is kept as: the received one itself (None) in a node.
-        #: A simulated network of thousands of nodes in one process passes one shared table, so
-        #: that the equal bytes every node received, decodes, stores and serves are held once
-        #: (docs/network-scale.md, "Simulated time").
-        self.intern_received = intern_received
+        #: How a peer's message bytes become a message, ``decode_received(raw, self.decode)``: this
+        #: ingress's own decode of the received bytes (None) in a node. A simulated network of
+        #: thousands of nodes in one process passes one shared table, so that the equal bytes every
+        #: node receives are decoded once into one immutable message (its bytes included) that each
+        #: node validates, stores and serves as its own (docs/network-scale.md, "Simulated time").
+        self.decode_received = decode_received
 
     def decode(self, raw: bytes) -> DmqMessage:
         """Strict decode (docs/protocol/message.md 5.2); a failure is a protocol error for the caller."""
@@ -199,8 +200,8 @@ class Ingress:
         return self._verdict(outcomes)
 
     def _decode_batch(self, raws: Sequence[bytes]) -> list[DmqMessage]:
-        intern = self.intern_received
-        return [self.decode(raw if intern is None else intern(raw)) for raw in raws]
+        decode, shared = self.decode, self.decode_received
+        return [decode(raw) for raw in raws] if shared is None else [shared(raw, decode) for raw in raws]
 
     def _verdict(self, outcomes: list[Outcome]) -> BatchVerdict:
         disconnect = None

@@ -39,6 +39,7 @@ from dmq.local_service import LocalService
 from dmq.mempool import DurableMempool
 from dmq.mempool.memory import DEFAULT_EXPIRY_INTERVAL, EXPIRY_MAX_SLEEP
 from dmq.mempool.integrity import DamagedDatabase, check_readable
+from dmq.message import DmqMessage
 from dmq.metrics import NodeMetrics
 from dmq.node import Node, NodeStartError
 from dmq.recorder import node_label
@@ -109,18 +110,19 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
                   expiry_interval: float | None = None,
                   expiry_max_sleep: float | None = None,
                   registration_verifier: Callable[..., Any] | None = None,
-                  intern_received: Callable[[bytes], bytes] | None = None) -> Node:
+                  decode_received: Callable[[bytes, Callable[[bytes], DmqMessage]], DmqMessage] | None = None
+                  ) -> Node:
     """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
 
     ``transport``, ``run_blocking`` (how the mempool and the Mithril registration application
     run their blocking work), ``kes_verifier``, ``opcert_verifier`` (check 9's Ed25519 check,
     behind the node's own cache), ``expiry_interval`` and ``expiry_max_sleep`` (the shortest and
     longest sleep of the mempool's purge), ``registration_verifier`` (the application's
-    ``verify_registration``) and ``intern_received`` (the bytes object a peer's message is kept
-    as, ``Ingress.intern_received``) are what a simulated network or a test on a jumping clock
+    ``verify_registration``) and ``decode_received`` (how a peer's message bytes are decoded,
+    ``Ingress.decode_received``) are what a simulated network or a test on a jumping clock
     replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker thread, the
     Sum6KES and Ed25519 verifiers, a purge at each expiry, at least 50 ms and at most 1 s apart,
-    Mithril's checks, the received bytes.
+    Mithril's checks, the ingress's own decode.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.
@@ -173,7 +175,7 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
             validator = Validator(stake_view, clock, min_sig_delay=config.min_sig_delay, state=state,
                                   kes_verifier=kes_verifier, opcert_verifier=opcert_verifier)
             ingress = Ingress(mempool, validator, tracer, allow_legacy=config.legacy_message_format,
-                              reactions=reactions, intern_received=intern_received)
+                              reactions=reactions, decode_received=decode_received)
             local_service = LocalService(ingress, mempool, tracer, config.network_magic, recorder=recorder,
                                          legacy_reject_text=config.legacy_reject_text,
                                          idle_timeout=config.local_idle_timeout)

@@ -21,8 +21,9 @@
   registrations an epoch at 100 nodes would be 20 CPU minutes an epoch of one check, so the
   verdict is computed once per distinct registration and KES period and remembered. What a
   registration costs a real node is measured by ``bench/mithril_registration_verify.py``.
-* :class:`SharedBytes`: the message bytes every node received and keeps are held once (equal
-  bytes, one object); memory, not CPU: see the class.
+* :class:`SharedDecodes`: the message bytes every node receives are decoded once, and the
+  decoded message (the bytes and the fields sliced out of them) held once for every node;
+  memory, not CPU: see the class.
 * :func:`run_inline`: the mempool's blocking commit in the loop's own thread. A worker
   thread would let the virtual clock jump while the commit runs, by however long the
   thread happened to take, and a run would not follow from its seed.
@@ -49,12 +50,12 @@ from apps.mithril_registration.errors import RegistrationRefused
 from apps.mithril_registration.message import SignerRegistration
 from apps.mithril_registration.verify import VerifiedSigner, verify_registration
 from dmq.kes import kes_verify
-from dmq.message import OperationalCertificate
+from dmq.message import DmqMessage, OperationalCertificate
 from dmq.opcert import verify_opcert
 from dmq.validation.opcert_cache import OpcertCache
 
 __all__ = ["SharedVerdicts", "SharedKesChecks", "SharedOpcertChecks", "SharedRegistrationVerdicts",
-           "SharedBytes", "run_inline", "deterministic_scheduling", "VirtualClock"]
+           "SharedDecodes", "run_inline", "deterministic_scheduling", "VirtualClock"]
 
 
 class SharedVerdicts:
@@ -138,27 +139,40 @@ class SharedRegistrationVerdicts:
         return {"verified": self.verified, "remembered": self.remembered}
 
 
-class SharedBytes:
-    """``Ingress.intern_received`` for every node of a run: equal received message bytes are held
-    as one ``bytes`` object (the first node's), whichever node received them.
+class SharedDecodes:
+    """``Ingress.decode_received`` for every node of a run: equal received message bytes are
+    decoded once, and every node that receives them gets that one message (its ``raw`` the first
+    node's bytes object).
 
-    Each node still receives its own copy over its links, decodes it, journals it in its own
-    store and serves it from there; only the immutable object its mempool keeps is shared. A
-    thousand nodes each holding its own copy of every message of 10 simulated minutes at
-    mainnet's rate would hold 15 million copies of 1.1 KB, more memory than the machine has.
-    The table keeps every distinct message of the run (a message lives 30 minutes in a node).
+    A decoded :class:`~dmq.message.DmqMessage` is immutable (a frozen dataclass of ``bytes``,
+    ``int`` and a frozen certificate), and equal bytes decode to equal messages, so a node cannot
+    tell its own decode from the shared one. Each node still receives the bytes over its links,
+    validates the message, journals it in its own store, holds it in its own log and serves it;
+    only the immutable objects are shared: the bytes, and the fields sliced out of them (id,
+    signed payload, body, signatures, keys, pool id) that the node keeps in its log's index, its
+    pools' state and its certificate cache. A thousand nodes each holding their own of every
+    message of 10 simulated minutes at mainnet's rate would hold 15 million copies of 1.1 KB of
+    bytes and about 0.3 KB of fields kept from the decode: more memory than the machine has.
+
+    The first node's decoder decodes (``decode(raw)``): every node of a run decodes by the same
+    rules (one configuration, legacy layout refused). Bytes that do not decode are not kept;
+    each node raises its own error. The table keeps every distinct message of the run (a message
+    lives 30 minutes in a node).
     """
 
     def __init__(self) -> None:
-        self._held: dict[bytes, bytes] = {}
-        self.interned = 0
+        self._held: dict[bytes, DmqMessage] = {}
+        self.decoded = 0
 
-    def __call__(self, raw: bytes) -> bytes:
-        self.interned += 1
-        return self._held.setdefault(raw, raw)
+    def __call__(self, raw: bytes, decode: Callable[[bytes], DmqMessage]) -> DmqMessage:
+        self.decoded += 1
+        message = self._held.get(raw)
+        if message is None:
+            message = self._held[raw] = decode(raw)
+        return message
 
     def stats(self) -> dict[str, int]:
-        return {"distinct": len(self._held), "interned": self.interned}
+        return {"distinct": len(self._held), "decoded": self.decoded}
 
 
 async def run_inline(function: Callable[..., Any], *args: Any) -> Any:

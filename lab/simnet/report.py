@@ -59,7 +59,7 @@ class SimnetReport:
     rejections: dict[str, int] = field(default_factory=dict)
     kes_checks: dict[str, int] = field(default_factory=dict)
     opcert_checks: dict[str, int] = field(default_factory=dict)
-    #: Message bytes received from peers, and how many distinct ones all the nodes kept (``SharedBytes``).
+    #: Messages received from peers and decoded, and how many distinct ones all the nodes kept (``SharedDecodes``).
     received_messages: dict[str, int] = field(default_factory=dict)
     regions: dict[str, int] = field(default_factory=dict)
     #: Up to ten missing deliveries (node, message, its home node, publication time), for a diagnosis.

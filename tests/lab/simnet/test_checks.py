@@ -1,12 +1,20 @@
-"""The simulation's shared verdicts: each distinct input checked once, the same answer for every node."""
+"""The simulation's shared verdicts and decodes: each distinct input checked or decoded once, the same
+answer for every node."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
+from dmq.codec import MessageDecodeError, decode_message
+from dmq.ingress import Ingress
+from dmq.mempool import Mempool
 from dmq.opcert import verify_opcert
-from lab.simnet.checks import SharedBytes, SharedOpcertChecks
+from dmq.trace import Tracer
+from lab.simnet.checks import SharedDecodes, SharedOpcertChecks
 from lab.simnet.workload import make_pools
+from tests.dmq.validation.support import pool, validator_for
 
 
 def test_an_opcert_verdict_is_computed_once_per_certificate_and_cold_key_and_a_forgery_stays_refused():
@@ -26,13 +34,47 @@ def test_an_opcert_verdict_is_computed_once_per_certificate_and_cold_key_and_a_f
     assert shared.stats() == {"verified": 4, "remembered": 3}
 
 
-def test_equal_received_bytes_are_kept_as_the_first_copy_and_different_bytes_apart():
-    shared = SharedBytes()
-    first = bytes(range(200))
+def test_equal_received_bytes_are_decoded_once_and_different_bytes_apart():
+    shared = SharedDecodes()
+    first, second = (message.raw for message in (pool(1).message(), pool(2).message()))
     again = bytes(bytearray(first))  # the same content, received by another node: another object
-    other = bytes(reversed(first))
     assert again is not first
-    assert shared(first) is first
-    assert shared(again) is first
-    assert shared(other) is other
-    assert shared.stats() == {"distinct": 2, "interned": 3}
+    decoded = shared(first, decode_message)
+    assert shared(again, decode_message) is decoded
+    assert decoded.raw is first and decoded == decode_message(again)
+    assert shared(second, decode_message).raw is second
+    assert shared.stats() == {"distinct": 2, "decoded": 3}
+
+
+def test_bytes_that_do_not_decode_raise_at_every_node_and_are_not_kept():
+    shared = SharedDecodes()
+    for _ in range(2):
+        with pytest.raises(MessageDecodeError):
+            shared(b"\x85not a message", decode_message)
+    assert shared.stats() == {"distinct": 0, "decoded": 2}
+
+
+def _node(**hook) -> Ingress:
+    validator, clock = validator_for(pool(1), min_sig_delay=0)
+    return Ingress(Mempool(clock), validator, Tracer(), **hook)
+
+
+async def test_nodes_given_equal_bytes_hold_one_decoded_message_and_a_node_without_the_hook_its_own():
+    shared = SharedDecodes()
+    sharing = [_node(decode_received=shared), _node(decode_received=shared)]
+    alone = _node()
+    sent = pool(1).message()
+    held = []
+    for node in [*sharing, alone]:
+        received = bytes(bytearray(sent.raw))  # each node's own copy off its links
+        verdict = await node.submit_from_peer([received], peer="10.0.0.9:3001")
+        assert verdict.accepted == 1 and verdict.disconnect is None
+        held.append((verdict.outcomes[0].message, node.mempool.get(sent.message_id)))
+    (first, first_entry), (second, second_entry), (own, own_entry) = held
+    assert second is first                      # one decode for the two nodes that share
+    assert second_entry is not first_entry      # each node's own entry in its own log...
+    assert second_entry.raw is first_entry.raw is first.raw            # ...of the same bytes
+    assert second_entry.message_id is first_entry.message_id is first.message_id
+    assert own is not first and own == first    # the node on its own decoded its own copy
+    assert own_entry.raw is not first.raw and own_entry.raw == first.raw
+    assert shared.stats() == {"distinct": 1, "decoded": 2}
