@@ -24,8 +24,9 @@ __all__ = ["GRID", "PHASE", "on_grid", "Ticker"]
 
 #: The grid's step, seconds.
 GRID = 1.0
-#: This process's offset of the grid on trio's clock, in [0, GRID).
-PHASE = random.random() * GRID
+#: This process's offset of the grid on trio's clock, in [0, GRID), from a generator of its own
+#: (drawing from the module-level one at import would shift any sequence seeded before it).
+PHASE = random.Random().random() * GRID
 
 
 def on_grid(deadline: float, grid: float = GRID, phase: float = PHASE) -> float:

@@ -121,8 +121,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
     ``verify_registration``) and ``decode_received`` (how a peer's message bytes are decoded,
     ``Ingress.decode_received``) are what a simulated network or a test on a jumping clock
     replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker thread, the
-    Sum6KES and Ed25519 verifiers, a purge at each expiry, at least 50 ms and at most 1 s apart,
-    Mithril's checks, the ingress's own decode.
+    Sum6KES and Ed25519 verifiers, a purge at each expiry, at least 50 ms and, while messages
+    are held, at most 60 s apart, Mithril's checks, the ingress's own decode.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.

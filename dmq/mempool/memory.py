@@ -231,11 +231,11 @@ class Mempool:
             await trio.sleep_until(passed + shortest)
 
     def _publish(self, upto: int) -> None:
-        soonest = self._log.soonest_expiry()
+        log = self._log
+        soonest = log.soonest_expiry()
         if soonest is not None and soonest < self._purge_at:
             self._purge_at = -math.inf  # told once; the purge looks again when it wakes
             self._purge_wake.set()
-        log = self._log
         after = log.visible_upto
         if log.publish(upto):
             if self._published_taken:
