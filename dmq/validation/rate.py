@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -92,7 +92,10 @@ class Schedule:
         """Fold the times more than :data:`FOLD_MARGIN` before ``now`` into the level: no message
         signed before now can come any more (check 1), unless the wall clock steps back."""
         times = self.times
-        count = bisect.bisect_left(times, now - FOLD_MARGIN)
+        horizon = now - FOLD_MARGIN
+        if not times or times[0] >= horizon:
+            return                            # the usual case: nothing settled since the last fold
+        count = bisect.bisect_left(times, horizon)
         for t in times[:count]:
             self.tokens = self._level(policy, self.tokens, self.at, t) - 1.0
             self.at = t
@@ -100,14 +103,24 @@ class Schedule:
 
     def _first_short(self, policy: BucketPolicy, x: float) -> float | None:
         """Simulate the bucket over the times with ``x`` added: the first time short of a token, or None."""
-        if self.at is not None and x < self.at:
-            x = self.at                       # the wall clock stepped back past a fold
         tokens, at = self.tokens, self.at
+        if at is not None and x < at:
+            x = at                            # the wall clock stepped back past a fold
         times = self.times
+        # The bucket's level at each time in signed order, ``x`` among them (``_level`` inlined:
+        # this runs for every message of a pool that has a schedule).
+        capacity, refill = float(policy.capacity), policy.refill
+        short = 1.0 - _EPSILON
         where = bisect.bisect_right(times, x)
-        for t in _merged(times, where, x):
-            level = self._level(policy, tokens, at, t)
-            if level < 1.0 - _EPSILON:
+        for i in range(len(times) + 1):
+            t = times[i] if i < where else (x if i == where else times[i - 1])
+            if tokens is None or at is None:
+                level = capacity
+            else:
+                level = tokens + (t - at) / refill if t > at else tokens
+                if level > capacity:
+                    level = capacity
+            if level < short:
                 return t
             tokens, at = level - 1.0, t
         return None
@@ -177,12 +190,6 @@ class Schedule:
                    sorted(float(t) for t in times))
 
 
-def _merged(times: list[float], where: int, x: float) -> Iterator[float]:
-    yield from times[:where]
-    yield x
-    yield from times[where:]
-
-
 #: Schedules kept before the idle ones are dropped (they equal a key never seen).
 _FORGET_ABOVE = 4 * 65536
 
@@ -209,15 +216,22 @@ class SignedBudgets:
         return schedule
 
     def admits(self, key: Hashable, signed: float, now: float) -> bool:
-        schedule = self._folded(key, now)
-        return schedule is None or schedule.admits(self.policy_of(key), signed)
+        schedule = self._schedules.get(key)
+        if schedule is None:
+            return True                       # a key never seen, or forgotten idle: a full bucket
+        policy = self.policy_of(key)
+        schedule.fold(policy, now)
+        return schedule.admits(policy, signed)
 
     def charge(self, key: Hashable, signed: float, now: float) -> None:
         """Record a message of ``key`` signed at ``signed`` (checked by :meth:`admits`)."""
-        schedule = self._folded(key, now)
+        policy = self.policy_of(key)
+        schedule = self._schedules.get(key)
         if schedule is None:
             schedule = self._schedules[key] = Schedule()
-        schedule.add(self.policy_of(key), signed)
+        else:
+            schedule.fold(policy, now)
+        schedule.add(policy, signed)
         if len(self._schedules) > _FORGET_ABOVE:
             self._forget_idle(now)
 

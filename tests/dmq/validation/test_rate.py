@@ -95,3 +95,62 @@ def test_idle_schedules_are_forgotten_only_when_they_equal_a_key_never_seen():
     late = Schedule(tokens=0.0, at=100.0)
     assert not late.idle(BURST, 105.0)                 # one token still refilling
     assert late.idle(BURST, 130.0)
+
+
+def _reference_first_short(schedule: Schedule, policy: BucketPolicy, x: float) -> float | None:
+    """The bucket simulated the plain way: every kept time and ``x`` merged in signed order, the
+    level after each ``min(capacity, tokens + max(0, t - at) / refill)``. The schedule's own
+    simulation (``Schedule._first_short``, on every message of a pool with a schedule) must give
+    the same first time short of a token."""
+    if schedule.at is not None and x < schedule.at:
+        x = schedule.at
+    tokens, at = schedule.tokens, schedule.at
+    for t in sorted([*schedule.times, x]):
+        level = (float(policy.capacity) if tokens is None or at is None
+                 else min(float(policy.capacity), tokens + max(0.0, t - at) / policy.refill))
+        if level < 1.0 - 1e-9:
+            return t
+        tokens, at = level - 1.0, t
+    return None
+
+
+_POLICIES = st.builds(BucketPolicy, st.integers(1, 4), st.sampled_from([1.0, 2.5, 10.0, 60.0]))
+_STEPS = st.lists(st.tuples(st.sampled_from(["admit", "fold"]), st.integers(0, 4000), st.integers(-1900, 4000)),
+                  max_size=40)
+
+
+@given(_POLICIES, _STEPS, st.lists(st.integers(-100, 4200), min_size=1, max_size=8))
+def test_the_schedule_simulates_the_bucket_as_the_plain_simulation(policy, steps, queries):
+    """Through any history of accepted messages, folds (clocks stepped back included) and queries,
+    the schedule's verdict and first short time equal the plain simulation's, and the budgets
+    (which fold only when a key has a schedule, and skip a fold that has nothing to settle) give the
+    verdict of a fold followed by the plain simulation."""
+    budgets = SignedBudgets(lambda _key: policy)
+    for action, signed, now in steps:
+        schedule = budgets.schedule("k")
+        if action == "fold" and schedule is not None:
+            kept = (schedule.tokens, schedule.at, list(schedule.times))
+            schedule.fold(policy, float(now))
+            plain = Schedule(*kept[:2], kept[2])
+            count = sum(1 for t in kept[2] if t < now - FOLD_MARGIN)
+            for t in kept[2][:count]:
+                level = (float(policy.capacity) if plain.tokens is None or plain.at is None
+                         else min(float(policy.capacity), plain.tokens + max(0.0, t - plain.at) / policy.refill))
+                plain.tokens, plain.at = level - 1.0, t
+            del plain.times[:count]
+            assert schedule.export() == plain.export()
+        elif action == "admit":
+            expected = schedule is None or _reference_first_short(schedule, policy, float(signed)) is None
+            if schedule is not None:
+                # What admits sees: the schedule folded at ``now`` first.
+                probe = Schedule.restore(schedule.export())
+                probe.fold(policy, float(now))
+                expected = _reference_first_short(probe, policy, float(signed)) is None
+            assert budgets.admits("k", float(signed), float(now)) == expected
+            if expected:
+                budgets.charge("k", float(signed), float(now))
+        schedule = budgets.schedule("k")
+        if schedule is not None:
+            near = [t + d for t in schedule.times for d in (-61.0, -30.0, -1.0, 0.0, 1.0, 9.0, 30.0, 61.0)]
+            for x in [*map(float, queries), *near]:
+                assert schedule._first_short(policy, x) == _reference_first_short(schedule, policy, x)
