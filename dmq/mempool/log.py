@@ -26,7 +26,7 @@ structure serves the node, the tests and simulated time alike.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from .entry import StoredMessage
@@ -54,6 +54,11 @@ class MessageLog:
         self._next_index = next_index
         self._visible_upto = next_index - 1
         self._by_id: dict[bytes, StoredMessage] = {}
+        #: Whether the id is in the duplicate set (held, visible or not yet): the id index's own
+        #: membership test, asked several times per message (ingress, every pulling peer).
+        self.contains: Callable[[bytes], bool] = self._by_id.__contains__
+        #: The held entry with this id (None if none), visible or not, expired or not.
+        self.get: Callable[[bytes], StoredMessage | None] = self._by_id.get
         #: ``_order[i]`` is the held entry with index ``_base + i``, or None.
         self._order: list[StoredMessage | None] = []
         self._base = next_index
@@ -82,14 +87,6 @@ class MessageLog:
     def bytes_held(self) -> int:
         """Sum of ``len(raw)`` over held messages (the wire bytes the mempool keeps)."""
         return self._bytes
-
-    def contains(self, message_id: bytes) -> bool:
-        """Whether the id is in the duplicate set (held, visible or not yet)."""
-        return message_id in self._by_id
-
-    def get(self, message_id: bytes) -> StoredMessage | None:
-        """The held entry with this id, whether or not it is visible or expired."""
-        return self._by_id.get(message_id)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -196,6 +193,8 @@ class MessageLog:
 
     def ids_after(self, position: int, limit: int, now: float) -> list[tuple[int, bytes, int]]:
         """``(index, id, size)`` of what :meth:`messages_after` would return (for announcements)."""
+        if position >= self._visible_upto or limit <= 0:
+            return []                         # a serving peer that is up to date: nothing to scan
         return [(e.index, e.message_id, len(e.raw)) for e in self.messages_after(position, limit, now)]
 
     def has_unexpired_after(self, position: int, now: float) -> bool:

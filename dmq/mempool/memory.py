@@ -52,6 +52,11 @@ class Mempool:
                  expiry_max_sleep: float = EXPIRY_MAX_SLEEP) -> None:
         self._clock = clock
         self._log = MessageLog()
+        #: Whether the id is in the duplicate set (docs/protocol/validation.md 6.1 step 2): the
+        #: log's id index itself, with no method of the mempool's around it.
+        self.contains: Callable[[bytes], bool] = self._log.contains
+        #: The held entry with this id (even one that expired but was not purged yet), or None.
+        self.get: Callable[[bytes], StoredMessage | None] = self._log.get
         self._expiry_interval = expiry_interval
         #: The purge's longest sleep. A clock that jumps (a test's scaled clock) is followed at
         #: most this late, since the sleep toward the soonest expiry runs in real time.
@@ -87,14 +92,6 @@ class Mempool:
     @property
     def next_index(self) -> int:
         return self._log.next_index
-
-    def contains(self, message_id: bytes) -> bool:
-        """Whether the id is in the duplicate set (docs/protocol/validation.md 6.1 step 2)."""
-        return self._log.contains(message_id)
-
-    def get(self, message_id: bytes) -> StoredMessage | None:
-        """The held entry with this id (even one that expired but was not purged yet)."""
-        return self._log.get(message_id)
 
     # -- writing ----------------------------------------------------------------------------
 
