@@ -6,9 +6,12 @@ import os
 import threading
 from contextlib import contextmanager
 
+import cbor2
 import lmdb
 import pytest
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dmq.clock import ManualClock
 from dmq.mempool import (
@@ -573,3 +576,31 @@ async def test_the_reader_horizon_is_the_oldest_unwritten_local_submission_whate
     mempool.close()
     assert mempool.published  # the checked publish ran
     assert [upto for upto, _ in mempool.published] == [scanned for _, scanned in mempool.published]
+
+
+_STATE_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=8)
+    | st.binary(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.text(min_size=1, max_size=8) | st.binary(min_size=1, max_size=8), _STATE_VALUES,
+                       min_size=1, max_size=6))
+def test_pool_state_is_stored_as_canonical_cbor_whatever_was_encoded_before(tmp_path_factory, items):
+    """The store keeps one encoder for pool state between writes: each key and value is stored
+    as the bytes ``cbor2.dumps(..., canonical=True)`` gives, also right after a value that
+    could not be encoded (and a value of None deletes its key)."""
+    store = MempoolStore(tmp_path_factory.mktemp("poolstate"))
+    try:
+        with pytest.raises(cbor2.CBOREncodeError):
+            store.save_pool_state({"broken": [1, {"x": object()}]})
+        store.save_pool_state(items)
+        with store.env.begin() as txn:
+            stored = dict(txn.cursor(db=store.env.open_db(b"poolstate", txn=txn)))
+    finally:
+        store.close()
+    expected = {cbor2.dumps(key, canonical=True): cbor2.dumps(value, canonical=True)
+                for key, value in items.items() if value is not None}      # None deletes
+    assert stored == expected
