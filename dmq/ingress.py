@@ -263,18 +263,24 @@ class Ingress:
 def trace_outcomes(tracer: Tracer, reactions: ReactionPolicy, outcomes: Sequence[Outcome], origin: str,
                    verify_ns: int) -> None:
     """The trace of each outcome accepted or refused (a deferred one is neither yet), with the
-    reaction its origin gets: a reject reason for a local sender, the peer reaction otherwise."""
+    reaction its origin gets: a reject reason for a local sender, the peer reaction otherwise.
+    An event no sink wants is not built (``Tracer.wants``)."""
+    accepted, rejected = tracer.wants(MessageAccepted), tracer.wants(MessageRejected)
+    if not (accepted or rejected):
+        return
     now = tracer.now()
+    emit = tracer.emit
     for outcome in outcomes:
         if outcome.deferred:
             continue
         m = outcome.message
-        if outcome.error is None:
-            tracer.emit(MessageAccepted(now, m.message_id, m.pool_id, m.size, origin, verify_ns))
-        else:
-            reaction = "reject" if origin in LOCAL_ORIGINS else reactions.peer_reaction(outcome.error).value
-            tracer.emit(MessageRejected(now, m.message_id, m.pool_id, m.size, origin,
-                                        outcome.error.show(), reaction))
+        error = outcome.error
+        if error is None:
+            if accepted:
+                emit(MessageAccepted(now, m.message_id, m.pool_id, len(m.raw), origin, verify_ns))
+        elif rejected:
+            reaction = "reject" if origin in LOCAL_ORIGINS else reactions.peer_reaction(error).value
+            emit(MessageRejected(now, m.message_id, m.pool_id, len(m.raw), origin, error.show(), reaction))
 
 
 # Re-exported for callers that catch decode failures without importing the codec.

@@ -119,9 +119,10 @@ class _CursorSource:
                 entries, has_more = await self._cursor.next_batch(blocking, limit)
                 entries = [entry for entry in entries if self._keep(entry.raw)]
         raws = [entry.raw for entry in entries]
-        if raws:
-            self._tracer.emit(MessageNotified(self._tracer.now(), len(raws), sum(map(len, raws)), self._client,
-                                              tuple(entry.message_id for entry in entries), has_more))
+        tracer = self._tracer
+        if raws and tracer.wants(MessageNotified):
+            tracer.emit(MessageNotified(tracer.now(), len(raws), sum(map(len, raws)), self._client,
+                                        tuple(entry.message_id for entry in entries), has_more))
         # The mempool's messages were decoded strictly when accepted: no walk again per reply.
         return CheckedItems(raws), has_more
 

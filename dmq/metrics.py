@@ -216,6 +216,10 @@ class NodeMetrics(Collector):
         if update is not None:
             update(event)
 
+    def handler_for(self, cls: type) -> Callable[[Any], None] | None:
+        """The update for events of ``cls``, None for a class no series counts (``Tracer``)."""
+        return self._updates.get(cls)
+
     # One update per event class, looked up by type (the trace stream is per message).
     def _on_accepted(self, event: MessageAccepted) -> None:
         if event.origin == "local":

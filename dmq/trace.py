@@ -187,22 +187,56 @@ class PrometheusSimpleStart(TraceEvent):
 Sink = Callable[[TraceEvent], None]
 
 
+def _handler(sink: Sink, cls: type) -> Sink | None:
+    """What ``sink`` does with events of class ``cls``: its ``handler_for(cls)`` if it has one
+    (None: it ignores them), else the sink itself, called with every event."""
+    handler_for = getattr(sink, "handler_for", None)
+    return sink if handler_for is None else handler_for(cls)
+
+
 class Tracer:
-    """Fan events out to the registered sinks. A failing sink never breaks the node."""
+    """Fan events out to the registered sinks. A failing sink never breaks the node.
+
+    A sink is any callable taking an event. A sink that has ``handler_for(cls)`` is asked once
+    per event class what it does with events of that class: its handler (a callable taking the
+    event) or None, when it ignores them. The tracer keeps each class's handlers, so an event
+    goes straight to the handlers that want it, and :meth:`wants` says whether any does: code
+    that would build an event per message asks it first, so that no object is built that no
+    sink reads.
+    """
 
     def __init__(self, clock_now: Callable[[], float] = time.time) -> None:
         self._sinks: list[Sink] = []
+        #: Event class -> the handlers of the sinks that want its events (built on first use).
+        self._handlers: dict[type, tuple[Sink, ...]] = {}
         self.now = clock_now
 
     def add_sink(self, sink: Sink) -> None:
         self._sinks.append(sink)
+        self._handlers.clear()
+
+    def handlers(self, cls: type) -> tuple[Sink, ...]:
+        """The handlers events of class ``cls`` go to (empty: no sink wants them)."""
+        found = self._handlers.get(cls)
+        if found is None:
+            found = self._handlers[cls] = tuple(
+                handler for handler in (_handler(sink, cls) for sink in self._sinks) if handler is not None)
+        return found
+
+    def wants(self, cls: type) -> bool:
+        """Whether any sink wants events of class ``cls``."""
+        found = self._handlers.get(cls)
+        return bool(found if found is not None else self.handlers(cls))
 
     def emit(self, event: TraceEvent) -> None:
-        for sink in self._sinks:
+        handlers = self._handlers.get(type(event))
+        if handlers is None:
+            handlers = self.handlers(type(event))
+        for handler in handlers:
             try:
-                sink(event)
+                handler(event)
             except Exception as exc:  # a broken sink must not take a connection down
-                print(f"dmq-node: trace sink {sink!r} failed: {exc}", file=sys.stderr)
+                print(f"dmq-node: trace sink {handler!r} failed: {exc}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -399,6 +433,42 @@ class LogSink:
         if line is not None:
             self._stream.write(line)
             self._stream.flush()
+
+    def handler_for(self, cls: type) -> Callable[[TraceEvent], None] | None:
+        """What the log does with events of ``cls`` (:class:`Tracer`): nothing when the class has
+        one target and the severity filter drops it; that target's writer when it passes; when
+        the target depends on the event, the event's target's writer (each compiled once), what
+        :meth:`__call__` does without the look-ups by class name."""
+        route = ROUTES.get(cls.__name__)
+        if callable(route):
+            return self._routed_handler(cls, route)
+        writer = self._writers.get(cls, _MISSING)
+        if writer is _MISSING:
+            writer = self._writers[cls] = self._compile(cls, route or ("Node." + cls.__name__, "Info"))
+        if writer is None:
+            return None
+        stream = self._stream
+
+        def write(event: TraceEvent) -> None:
+            stream.write(writer(event))
+            stream.flush()
+
+        return write
+
+    def _routed_handler(self, cls: type, route: Callable[[Any], Target]) -> Callable[[TraceEvent], None]:
+        """The handler of a class whose target depends on the event: one writer per target."""
+        writers, stream, compile_ = self._writers, self._stream, self._compile
+
+        def write(event: TraceEvent) -> None:
+            target = route(event)
+            writer = writers.get((cls, target), _MISSING)
+            if writer is _MISSING:
+                writer = writers[cls, target] = compile_(cls, target)
+            if writer is not None:
+                stream.write(writer(event))
+                stream.flush()
+
+        return write
 
     def format(self, event: TraceEvent) -> str | None:
         """The line ``event`` is logged as, or ``None`` when the severity filter drops it."""

@@ -140,6 +140,10 @@ class TrafficRecorder:
         """Where the node samples read the mempool's message count and bytes held."""
         self._held_messages, self._held_bytes = messages, size
 
+    def handler_for(self, cls: type) -> Callable[[Any], None] | None:
+        """Trace sink: only message events are recorded (``Tracer``)."""
+        return self.__call__ if cls.__name__ in EVENT_KINDS else None
+
     def __call__(self, event: Any) -> None:
         """Trace sink: record the event if it is a message event."""
         kind = EVENT_KINDS.get(type(event).__name__)

@@ -27,7 +27,9 @@ from dmq.trace import (
     MessageRejected,
     NodeListening,
     NodeStopped,
+    PrometheusSimpleStart,
     StakeViewUpdated,
+    Tracer,
     read_log,
     read_log_line,
     route_of,
@@ -328,3 +330,63 @@ def test_connection_manager_and_peer_selection_series_follow_the_reference():
         "RootPeers": 2, "KnownPeers": 3, "Cold": 2, "Warm": 0, "Hot": 1, "EstablishedPeers": 1, "ActivePeers": 1,
         "KnownLocalRootPeers": 2, "ActiveLocalRootPeers": 1, "KnownNonRootPeers": 1}
     assert types["dmq_node_peerSelection_RootPeers_int"] == "gauge"
+
+
+def _through_tracer(sinks, events) -> None:
+    tracer = Tracer()
+    for sink in sinks:
+        tracer.add_sink(sink)
+    for event in events:
+        tracer.emit(event)
+
+
+@pytest.mark.parametrize("severities", [None, {"": "Debug"}, {"": "Warning"}, {"Net": "Error", "Mempool": "Debug"}])
+@pytest.mark.parametrize("backend", [MACHINE, HUMAN])
+def test_the_tracer_hands_the_log_and_the_metrics_what_calling_them_with_every_event_gives(severities, backend):
+    """Sinks with ``handler_for`` get each event class's handler once, through the tracer; what
+    they write and count is what calling the sink itself with every event gives."""
+    events = EVENTS + REFERENCE_CASES + [PrometheusSimpleStart(9.0, "127.0.0.1", 9100)]
+    direct, handed = io.StringIO(), io.StringIO()
+    direct_log = LogSink(direct, severities=severities, backend=backend, host="h")
+    direct_metrics = NodeMetrics()
+    for event in events:
+        direct_log(event)
+        direct_metrics(event)
+    metrics = NodeMetrics()
+    _through_tracer([LogSink(handed, severities=severities, backend=backend, host="h"), metrics], events)
+    assert handed.getvalue() == direct.getvalue()
+    assert samples(metrics) == samples(direct_metrics)
+
+
+def test_a_class_no_sink_wants_is_not_wanted_and_reaches_no_sink():
+    seen: list = []
+
+    class Picky:
+        def handler_for(self, cls):
+            return seen.append if cls is MessageExpired else None
+
+    tracer = Tracer()
+    tracer.add_sink(Picky())
+    tracer.add_sink(LogSink(io.StringIO(), severities={"": "Warning"}, host="h"))
+    stake = StakeViewUpdated(1.0, "file", 1, 2, 3)                 # logged at Info, below Warning
+    assert tracer.wants(MessageExpired) and not tracer.wants(StakeViewUpdated)
+    assert tracer.wants(NodeListening)               # its target depends on the link: the log judges each one
+    tracer.emit(stake)
+    tracer.emit(MessageExpired(1.0, b"", 0))
+    assert seen == [MessageExpired(1.0, b"", 0)]
+    tracer.add_sink(seen.append)                     # a plain callable takes every event, from now on
+    assert tracer.wants(StakeViewUpdated)
+    tracer.emit(stake)
+    assert seen[-1] is stake
+
+
+def test_a_failing_handler_does_not_stop_the_others(capsys):
+    class Broken:
+        def handler_for(self, cls):
+            def fail(event):
+                raise RuntimeError("boom")
+            return fail
+
+    seen: list = []
+    _through_tracer([Broken(), seen.append], [NodeStopped(1.0, "x")])
+    assert seen == [NodeStopped(1.0, "x")] and "boom" in capsys.readouterr().err
