@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 
 import trio
 
@@ -55,7 +56,7 @@ class BatchVerdict:
 
     @property
     def accepted(self) -> int:
-        return sum(1 for o in self.outcomes if o.accepted)
+        return [o.error for o in self.outcomes].count(None)
 
 
 class RoundGuard:
@@ -115,18 +116,18 @@ class IngressStages:
         """
         if origin not in LOCAL_ORIGINS:
             return self.commit_relayed(outcomes)
-        accepted = [o.message for o in outcomes if o.accepted]
+        accepted = [o.message for o in outcomes if o.error is None]
         if accepted:
-            updates = self.validator.state.updates(m.pool_id for m in accepted)
+            updates = self.validator.state.updates([m.pool_id for m in accepted])
             await self.mempool.submit(accepted, pool_state_updates=updates)
         return outcomes
 
     def commit_relayed(self, outcomes: list[Outcome]) -> list[Outcome]:
         """Step 4 for a peer's messages, without waiting: nothing waits for relayed messages
         (``Mempool.submit_relayed``), so a pulled batch is admitted in the connection's reader."""
-        accepted = [o.message for o in outcomes if o.accepted]
+        accepted = [o.message for o in outcomes if o.error is None]
         if accepted:
-            self.mempool.submit_relayed(accepted, self.validator.state.updates(m.pool_id for m in accepted))
+            self.mempool.submit_relayed(accepted, self.validator.state.updates([m.pool_id for m in accepted]))
         return outcomes
 
     def failed(self, message: DmqMessage, failure: str) -> Outcome:
@@ -165,10 +166,10 @@ class Ingress:
         #: node receives are decoded once into one immutable message (its bytes included) that each
         #: node validates, stores and serves as its own (docs/network-scale.md, "Simulated time").
         self.decode_received = decode_received
-
-    def decode(self, raw: bytes) -> DmqMessage:
-        """Strict decode (docs/protocol/message.md 5.2); a failure is a protocol error for the caller."""
-        return decode_message(raw, allow_legacy=self.allow_legacy)
+        #: Strict decode (docs/protocol/message.md 5.2) of one message's bytes; a failure is a
+        #: protocol error for the caller. The codec's own function, bound to this ingress's
+        #: legacy setting (no method around it: it runs once per message).
+        self.decode: Callable[[bytes], DmqMessage] = partial(decode_message, allow_legacy=allow_legacy)
 
     async def submit_local(self, raw: bytes) -> SigValidationError | None:
         """One local submission: None when accepted and durable, else the error.
@@ -201,7 +202,7 @@ class Ingress:
 
     def _decode_batch(self, raws: Sequence[bytes]) -> list[DmqMessage]:
         decode, shared = self.decode, self.decode_received
-        return [decode(raw) for raw in raws] if shared is None else [shared(raw, decode) for raw in raws]
+        return list(map(decode, raws)) if shared is None else [shared(raw, decode) for raw in raws]
 
     def _verdict(self, outcomes: list[Outcome]) -> BatchVerdict:
         disconnect = None

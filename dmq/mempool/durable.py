@@ -204,7 +204,8 @@ class DurableMempool(Mempool):
         What ``submit(..., relayed=True)`` does, without a coroutine or a checkpoint, so the
         node-to-node ingress can run in the connection's reader. Duplicates raise at once.
         """
-        self._check_running()
+        if self._closed or not self._writer_running:
+            self._check_running()
         entries = self._log.append(messages)
         if not entries and not pool_state_updates:
             return []

@@ -248,9 +248,12 @@ class Validator:
         becomes the pool's. Called by :meth:`process_batch`, or by an ingress's commit when a
         later stage could still refuse the message.
         """
-        now = self.clock.now()
+        self._accept(msg, rate or self.spacing, self.clock.now(), charged)
+
+    def _accept(self, msg: DmqMessage, rate: RateRule, now: float, charged: bool = False) -> None:
+        """:meth:`accept` at the wall time ``now`` (a batch's one reading of the clock)."""
         if not charged:
-            (rate or self.spacing).charge(msg, now)
+            rate.charge(msg, now)
         self.state.record_accepted(msg.pool_id, msg.opcert.issue_number, self.clock.monotonic(), now)
 
     def process_batch(self, msgs: Iterable[DmqMessage], is_known: Callable[[bytes], bool], *,
@@ -279,7 +282,7 @@ class Validator:
             seen.add(message_id)
             error = self._first_failure(msg, now, rule)
             if error is None and record:
-                self.accept(msg, rate=rule)
+                self._accept(msg, rule, now)
             outcomes.append(Outcome(msg, error))
         return outcomes
 

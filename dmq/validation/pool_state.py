@@ -61,7 +61,7 @@ class PoolState:
 
     def export_pool(self, pool_id: bytes) -> dict[str, Any] | None:
         """One pool's state as plain values, None if the pool has none."""
-        if pool_id not in self:
+        if pool_id not in self._last_monotonic and pool_id not in self._counters:
             return None
         record: dict[str, Any] = {
             "last_accepted_wall": self._last_wall.get(pool_id),

@@ -83,6 +83,26 @@ def test_a_batch_reads_the_clock_once():
     assert all(o.accepted for o in outcomes)  # the second would expire a moment later; same "now"
 
 
+def test_a_batch_records_its_acceptances_at_its_one_reading_of_the_clock():
+    """The pools accepted in a batch are recorded at the wall time the batch was checked at,
+    however long the batch takes: a clock that moves on every reading shows it."""
+
+    readings: list[float] = []
+
+    class Moving(ManualClock):
+        def now(self) -> float:
+            readings.append(super().now())
+            self.advance(1.0)
+            return readings[-1]
+
+    clock = Moving(NOW, MONO)
+    validator = Validator(ready_view(P, Q, clock=clock), clock)
+    readings.clear()
+    outcomes = validator.process_batch([P.message(nonce=1), Q.message(nonce=1)], never_known)
+    assert all(o.accepted for o in outcomes)
+    assert validator.state.last_accepted_wall(P.pool_id) == validator.state.last_accepted_wall(Q.pool_id) == readings[0]
+
+
 def test_check_is_pure():
     validator, _ = validator_for(P)
     msg = P.message(issue=5)
