@@ -159,7 +159,10 @@ class Mempool:
         For outbound sig-submission peers, which keep their own position and announce ids in
         mempool order from the start (docs/protocol/node-to-node.md 9.3, 9.7).
         """
-        return self._log.ids_after(position, limit, self._clock.now())
+        log = self._log
+        if position >= log.visible_upto:
+            return []                         # the usual ask of an up-to-date peer: no clock read
+        return log.ids_after(position, limit, self._clock.now())
 
     def lookup_unexpired(self, message_id: bytes) -> StoredMessage | None:
         """The message to send for a requested id, or None if it expired or is not held."""
