@@ -15,12 +15,16 @@ Two cases, each over ``--messages`` messages:
   relayed ones queued before it into its group commit);
 * **local**: every message from a local client, each awaiting its group commit.
 
+A third case, **hop**, measures the one thread hop of each group commit: a call that does nothing,
+awaited ``--messages`` times through ``trio.to_thread.run_sync`` and through the mempool's own
+commit thread (``dmq.mempool.durable.CommitThread``), CPU per hop.
+
 Figures per message: CPU of the whole process (every thread: the event loop and the LMDB
 commits) and of the event loop's thread alone, best of ``--rounds`` runs; then one run under
 cProfile, giving Python function calls per message by package (robust on a busy machine; the
 profiler's own cost is left out of the CPU figures, which come from runs without it).
 
-    .venv/bin/python bench/ingress_cost.py [--messages 1800] [--rounds 3] [--cases mix,local] [--top 0]
+    .venv/bin/python bench/ingress_cost.py [--messages 1800] [--rounds 3] [--cases mix,local,hop] [--top 0]
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from dmq.clock import SystemClock  # noqa: E402
 from dmq.ingress import Ingress  # noqa: E402
 from dmq.local_service import LocalService  # noqa: E402
 from dmq.mempool import open_durable_mempool  # noqa: E402
+from dmq.mempool.durable import CommitThread  # noqa: E402
 from dmq.metrics import NodeMetrics  # noqa: E402
 from dmq.stake import PoolStake, StakeView  # noqa: E402
 from dmq.trace import LogSink, Tracer  # noqa: E402
@@ -105,6 +110,23 @@ def run_case(case: str, raws: list[bytes], keys: list, profile: cProfile.Profile
         return (time.process_time() - process) / len(raws), loop_cpu / len(raws)
 
 
+def _nothing() -> None:
+    return None
+
+
+async def _hops(runner: str, count: int) -> float:
+    """Process CPU seconds per hop, over ``count`` hops through ``runner``."""
+    thread = CommitThread()
+    run_sync = trio.to_thread.run_sync if runner == "to_thread" else thread.run_sync
+    try:
+        started = time.process_time()
+        for _ in range(count):
+            await run_sync(_nothing)
+        return (time.process_time() - started) / count
+    finally:
+        thread.close()
+
+
 def calls_by_package(profile: cProfile.Profile, messages: int, top: int) -> tuple[float, dict[str, float]]:
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     by_package: collections.Counter = collections.Counter()
@@ -130,6 +152,12 @@ def main() -> None:
     raws = [m.raw for m in messages]
     print(f"{len(raws)} messages of {len(raws[0])} bytes from {POOLS} pools; load average {load[0]:.2f} at the start")
     for case in cases:
+        if case == "hop":
+            for runner in ("to_thread", "commit thread"):
+                hops = [trio.run(_hops, runner, len(raws)) for _ in range(args.rounds)]
+                print(f"  hop  : {runner:<13} CPU per hop {min(hops) * 1e6:5.1f} µs (runs: "
+                      + ", ".join(f"{h * 1e6:.1f}" for h in hops) + ")")
+            continue
         runs = [run_case(case, raws, keys) for _ in range(args.rounds)]
         process, loop = min(r[0] for r in runs), min(r[1] for r in runs)
         profile = cProfile.Profile()

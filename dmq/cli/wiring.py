@@ -77,7 +77,7 @@ def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., 
         # Stored messages are read back with the decoder that accepted them: with
         # LegacyMessageFormat on, acknowledged legacy messages survive a restart too.
         decode = partial(decode_message, allow_legacy=config.legacy_message_format)
-        return DurableMempool(path, clock, decode=decode, run_blocking=run_blocking or trio.to_thread.run_sync,
+        return DurableMempool(path, clock, decode=decode, run_blocking=run_blocking,
                               expiry_interval=expiry_interval or DEFAULT_EXPIRY_INTERVAL,
                               expiry_max_sleep=expiry_max_sleep or EXPIRY_MAX_SLEEP)
     except OSError as exc:

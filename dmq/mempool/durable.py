@@ -14,9 +14,10 @@ rate one transaction, one fsync and one thread hop per interval instead of per m
 crash may lose the relayed messages of the last interval; the peers that offered them offer
 them again (docs/architecture.md principle 5).
 
-The blocking commit runs in a worker thread (``trio.to_thread.run_sync``): LMDB's fsync
-blocks, and that must not stall the event loop. Only the writer task ever dispatches
-writes, so there is exactly one writer at a time. A simulated network on trio's virtual
+The blocking commit runs in a worker thread: LMDB's fsync blocks, and that must not stall
+the event loop. Only the writer task ever dispatches writes, so there is exactly one writer
+at a time, and it has one thread of its own (:class:`CommitThread`), started at its first
+commit and ended when the mempool closes. A simulated network on trio's virtual
 clock runs the commit in the loop's own thread instead (``run_blocking``): a worker thread
 would let virtual time jump while the commit runs, by however long the thread happened to
 take, and the run would no longer follow from its seed.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import collections
 import os
+import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -53,7 +55,7 @@ from .log import AppendableMessage
 from .memory import DEFAULT_EXPIRY_INTERVAL, EXPIRY_MAX_SLEEP, Mempool
 from .store import DEFAULT_MAP_SIZE, InTxn, LoadReport, MempoolStore
 
-__all__ = ["DurableMempool", "open_durable_mempool", "DEFAULT_COMMIT_WINDOW", "DEFAULT_RELAY_COMMIT_INTERVAL"]
+__all__ = ["DurableMempool", "CommitThread", "open_durable_mempool", "DEFAULT_COMMIT_WINDOW", "DEFAULT_RELAY_COMMIT_INTERVAL"]
 
 #: How long the writer lingers after the first submission of a group before committing.
 #: Zero still lets every submitter that is ready in the same scheduler pass join, and every
@@ -62,6 +64,72 @@ DEFAULT_COMMIT_WINDOW = 0.0
 #: How long relayed messages may wait in memory for their commit, at most: what a crash can
 #: lose of them, and what bounds the fsyncs and thread hops they cost to one per interval.
 DEFAULT_RELAY_COMMIT_INTERVAL = 1.0
+
+
+class _Job:
+    """One blocking call handed to the commit thread, and what came of it."""
+
+    __slots__ = ("call", "args", "token", "task", "result", "error")
+
+    def __init__(self, call: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.call, self.args = call, args
+        self.token = trio.lowlevel.current_trio_token()
+        self.task = trio.lowlevel.current_task()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+def _cannot_abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.FAILED
+
+
+class CommitThread:
+    """One long-lived thread that runs the writer's blocking calls (commits, deletions), one at a time.
+
+    ``await run_sync(fn, *args)`` is ``trio.to_thread.run_sync(fn, *args)`` for one caller that
+    waits for each call to finish in a shielded scope, which is what the writer is: so there is
+    no capacity limiter to pass, no thread to find in the cache, no context to copy. That halves
+    the CPU of each hop (``bench/ingress_cost.py --cases hop``: about 25 against 55 µs on a
+    small VM), which a local submission pays once per group commit. All of a mempool's
+    commits run in this one thread, so the copies ``_write_own_copies`` makes land in one heap.
+    The waiting caller cannot be cancelled (the writer's scope is shielded): the call always
+    finishes, and its answer or exception is handed back.
+    """
+
+    def __init__(self, name: str = "dmq-mempool-commit") -> None:
+        self._name = name
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    async def run_sync(self, call: Callable[..., Any], *args: Any) -> Any:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
+            self._thread.start()
+        job = _Job(call, args)
+        self._jobs.put(job)
+        await trio.lowlevel.wait_task_rescheduled(_cannot_abort)
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _serve(self) -> None:
+        jobs = self._jobs
+        while (job := jobs.get()) is not None:
+            try:
+                job.result = job.call(*job.args)
+            except BaseException as exc:  # handed to the caller, like trio.to_thread.run_sync
+                job.error = exc
+            try:
+                job.token.run_sync_soon(trio.lowlevel.reschedule, job.task)
+            except trio.RunFinishedError:  # pragma: no cover - the caller waits in a shielded scope
+                pass
+
+    def close(self) -> None:
+        """End the thread once the call in progress, if any, is done (idempotent)."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._jobs.put(None)
+            thread.join()
 
 
 class _PendingAppend:
@@ -93,10 +161,12 @@ class DurableMempool(Mempool):
         relay_commit_interval: float = DEFAULT_RELAY_COMMIT_INTERVAL,
         expiry_interval: float = DEFAULT_EXPIRY_INTERVAL,
         expiry_max_sleep: float = EXPIRY_MAX_SLEEP,
-        run_blocking: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
+        run_blocking: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         super().__init__(clock, expiry_interval=expiry_interval, expiry_max_sleep=expiry_max_sleep)
-        self._run_blocking = run_blocking
+        #: The writer's own thread, unless ``run_blocking`` says where the blocking calls run.
+        self._commit_thread = CommitThread() if run_blocking is None else None
+        self._run_blocking = run_blocking if run_blocking is not None else self._commit_thread.run_sync
         self._store = MempoolStore(path, map_size=map_size)
         try:
             loaded = self._store.load(decode or default_decoder(), clock.now(), into=self._log)
@@ -376,6 +446,8 @@ class DurableMempool(Mempool):
             raise RuntimeError("close() while the writer runs: cancel DurableMempool.run() first")
         self._drain_sync()
         self._closed = True
+        if self._commit_thread is not None:
+            self._commit_thread.close()
         self._store.close()
 
 

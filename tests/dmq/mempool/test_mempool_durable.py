@@ -26,6 +26,7 @@ from dmq.mempool import (
     open_durable_mempool,
 )
 
+from dmq.mempool.durable import CommitThread
 from dmq.mempool.record import seal
 
 from .messages import decode, make_message
@@ -604,3 +605,35 @@ def test_pool_state_is_stored_as_canonical_cbor_whatever_was_encoded_before(tmp_
     expected = {cbor2.dumps(key, canonical=True): cbor2.dumps(value, canonical=True)
                 for key, value in items.items() if value is not None}      # None deletes
     assert stored == expected
+
+
+def _commit_threads() -> int:
+    return sum(1 for thread in threading.enumerate() if thread.name == "dmq-mempool-commit" and thread.is_alive())
+
+
+def _refuse() -> None:
+    raise ValueError("refused in the commit thread")
+
+
+async def test_the_commit_thread_hands_back_answers_and_errors_from_one_thread_of_its_own():
+    thread = CommitThread()
+    try:
+        assert await thread.run_sync(lambda a, b: a + b, 2, 3) == 5
+        with pytest.raises(ValueError, match="refused in the commit thread"):
+            await thread.run_sync(_refuse)
+        idents = {await thread.run_sync(threading.get_ident) for _ in range(5)}
+        assert len(idents) == 1 and threading.get_ident() not in idents
+    finally:
+        thread.close()
+    assert idents.isdisjoint(t.ident for t in threading.enumerate())      # ended at close
+    thread.close()                                                          # idempotent
+
+
+async def test_a_mempool_commits_in_its_own_thread_and_ends_it_when_it_closes(tmp_path):
+    before = _commit_threads()
+    clock = ManualClock(now=NOW)
+    async with open_durable_mempool(tmp_path, clock, decode=decode) as mempool:
+        await mempool.submit([make_message(1, NOW + 600)])
+        assert _commit_threads() == before + 1
+        assert mempool.store.append_transactions == 1
+    assert _commit_threads() == before
