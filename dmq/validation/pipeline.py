@@ -9,7 +9,7 @@ stale or unknown-pool messages costs no cryptography.
 
 A batch (one local submission, or one node-to-node reply) is processed against one reading
 of the clocks, like the reference's validation context. Per-pool state changes only when a
-message passes every check (:meth:`Validator.accept`, the one place that records it), and a
+message passes every check (:meth:`Validator._accept`, the one place that records it), and a
 later message of the same batch sees the change.
 
 Check 3 is a :class:`~dmq.validation.rate.RateRule` over the times the pool *signed*
@@ -241,7 +241,7 @@ class Validator:
         return self._first_failure(msg, self.clock.now(), rate or self.spacing)
 
     def accept(self, msg: DmqMessage, *, rate: RateRule | None = None, charged: bool = False) -> None:
-        """Record that ``msg`` passed every check and is accepted: the one place a pool's state changes.
+        """Record that ``msg`` passed every check and is accepted (:meth:`_accept`, at the clock's reading now).
 
         Its signed time counts against its pool under ``rate`` (check 3's rule; not again when
         ``charged``, a topic message charged when it was parked) and its opcert counter
@@ -251,7 +251,8 @@ class Validator:
         self._accept(msg, rate or self.spacing, self.clock.now(), charged)
 
     def _accept(self, msg: DmqMessage, rate: RateRule, now: float, charged: bool = False) -> None:
-        """:meth:`accept` at the wall time ``now`` (a batch's one reading of the clock)."""
+        """:meth:`accept` at the wall time ``now`` (a batch's one reading of the clock): the one place
+        a pool's state changes."""
         if not charged:
             rate.charge(msg, now)
         self.state.record_accepted(msg.pool_id, msg.opcert.issue_number, self.clock.monotonic(), now)
