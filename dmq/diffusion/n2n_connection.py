@@ -98,13 +98,17 @@ class N2NContext:
     #: is closed (the reference's ``ProtocolIdleTimeout``): a peer that demoted us to warm and
     #: promotes us again within it finds its responders ready to start again.
     protocol_idle_timeout: float
+    #: Draws the keep-alive cookies: the diffusion's one generator (seeded when the policy has a
+    #: seed). Required, not made here: a cookie is on the wire, in the ping and in the peer's echo,
+    #: and its CBOR width (1 to 3 bytes) follows its value, so a context with a fresh unseeded
+    #: generator (a simulated peer that forgot to pass one) makes two runs of one seed send
+    #: different bytes.
+    rng: random.Random
     #: Wraps each running connection: ``watch(peer, mux, link)`` (the traffic recorder samples its mux).
     watch: Callable[[str, Mux, str], AbstractContextManager] = field(default=lambda peer, mux, link: nullcontext())
     #: The traffic recorder's sink for offered and sent messages, and its clock (None: not recording).
     record: Callable[[TraceEvent], None] | None = None
     now: Callable[[], float] = time.time
-    #: Draws the keep-alive cookies (the diffusion's seeded generator when the policy has a seed).
-    rng: random.Random = field(default_factory=random.Random)
 
 
 async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeResult, stats: PeerStats, *,
