@@ -53,11 +53,17 @@ def _serve_ready(sock: socket.socket) -> bool:
     return True
 
 
-def _echo_plain(socks: list[socket.socket]) -> int:
+def _poller(socks: list[socket.socket]) -> tuple[select.epoll, dict[int, socket.socket]]:
+    """A level-triggered epoll watching every socket for input, and the sockets by descriptor."""
     poller = select.epoll()
     by_fd = {sock.fileno(): sock for sock in socks}
     for fd in by_fd:
         poller.register(fd, select.EPOLLIN)
+    return poller, by_fd
+
+
+def _echo_plain(socks: list[socket.socket]) -> int:
+    poller, by_fd = _poller(socks)
     live, events = len(socks), 0
     while live:
         for fd, _ in poller.poll():
@@ -86,10 +92,7 @@ async def _echo_trio(socks: list[socket.socket]) -> int:
 
 
 async def _echo_trio_epoll(socks: list[socket.socket]) -> int:
-    poller = select.epoll()
-    by_fd = {sock.fileno(): sock for sock in socks}
-    for fd in by_fd:
-        poller.register(fd, select.EPOLLIN)
+    poller, by_fd = _poller(socks)
     live, events = len(socks), 0
     while live:
         await trio.lowlevel.wait_readable(poller.fileno())
