@@ -132,7 +132,8 @@ class Bearer:
 
         ``word`` is the second header word as sent, ``M << 15 | protocol_num``, which the
         mux uses directly as its dispatch key; the timestamp is dropped. ``payload`` is a
-        read-only view into the socket read (no copy per SDU). This is the mux's hot path
+        read-only view into the socket read (no copy per SDU), or the payload's bytes when the
+        read held exactly one SDU (a round's request or reply). This is the mux's hot path
         (one await for a whole socket read's worth of SDUs); the errors are those of :meth:`read_sdu`, an SDU after which the stream is
         bad is returned before the error is raised on the next call.
         """
@@ -163,7 +164,19 @@ class Bearer:
                         pass
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise _bearer_closed(exc, "reading") from exc
-            self._drained = len(data) < _RECEIVE_SIZE
+            size = len(data)
+            self._drained = size < _RECEIVE_SIZE
+            if size > SDU_HEADER_SIZE:
+                _, word, length = _unpack_header(data)
+                if size == SDU_HEADER_SIZE + length:
+                    # Exactly one whole SDU, the usual read of a request/reply round: its payload
+                    # is copied out (the copy the framer makes of a message it returns whole),
+                    # and nothing stays buffered.
+                    self._rbuf = b""
+                    self._rpos = 0
+                    self.sdus_in += 1
+                    self.bytes_in += size
+                    return [(word, data[SDU_HEADER_SIZE:])]
             self._append(data, None)
             frames = self._take_frames()
             if frames:
