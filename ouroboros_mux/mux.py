@@ -28,6 +28,7 @@ import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -241,6 +242,18 @@ class MuxChannel:
         if framer.buffered < framer.wanted and (max_size is None or framer.buffered <= max_size):
             return None
         return framer.next_message(max_size)
+
+    def take_decoded(self, decode: Callable[[Any, bytes], tuple[Any, int] | None], context: Any,
+                     max_size: int | None = None) -> tuple[bytes, Any] | None:
+        """:meth:`take_message`, the bytes first offered to ``decode(context, buf)``, which may frame
+        its messages itself (:meth:`CborFramer.next_decoded`): None when no item is complete, else
+        ``(raw, message)``, ``message`` None when ``decode`` did not read it."""
+        if self._closed is not None:
+            raise self._closed_error()
+        framer = self._framer
+        if framer.buffered < framer.wanted and (max_size is None or framer.buffered <= max_size):
+            return None
+        return framer.next_decoded(decode, context, max_size)
 
     def send_nowait(self, data: bytes) -> bool:
         """Queue ``data`` as :meth:`send` does if the send buffer has room now; False (nothing queued) if not.

@@ -53,6 +53,13 @@ class OnDemandChannel:
             return first
         return self.channel.take_message(max_size)
 
+    def take_decoded(self, decode, context, max_size: int | None = None) -> tuple[bytes, object] | None:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first, None
+        return self.channel.take_decoded(decode, context, max_size)
+
     def send_nowait(self, data: bytes) -> bool:
         return self.channel.send_nowait(data)
 

@@ -4,7 +4,7 @@ Dispatch on ``(length, tag)`` as the reference does; every V1 message decodes in
 state and the driver judges where it is allowed, except that an empty ids reply is a
 decoder failure in the blocking ids state (the reference codec's own rule). Note that
 ``8106`` is ``MsgInit`` here but ``MsgDone`` in V2: the negotiated version picks the codec.
-``decode_framed`` reads the round messages in their usual form directly, as V2's does.
+``decode_framed`` and ``decode_prefix`` read the round messages in their usual form directly, as V2's do.
 """
 
 from __future__ import annotations
@@ -85,3 +85,8 @@ class SigSubmissionV1Codec:
         """:meth:`decode` for one framed message: the round messages in their usual form read directly."""
         message = self._usual.read(raw, state is SigSubmissionV1State.TX_IDS_BLOCKING)
         return self.decode(state, raw) if message is None else message
+
+    def decode_prefix(self, state: enum.Enum, buf: bytes) -> tuple[SigSubmissionV1Message, int] | None:
+        """The round message in its usual form at the start of ``buf`` and where it ends; None for
+        anything else (the channel then frames it and :meth:`decode_framed` reads it)."""
+        return self._usual.read_prefix(buf, state is SigSubmissionV1State.TX_IDS_BLOCKING)

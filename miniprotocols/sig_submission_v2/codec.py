@@ -7,7 +7,9 @@ ids state (a blocking reply is a non-empty list by type there) and valid elsewhe
 Lists are indefinite both ways; messages inside ``[5, ...]`` stay the exact received
 spans and must have a message's outer shape. ``decode_framed``, which the driver uses, reads
 the round messages written the usual way straight from their bytes
-(:mod:`miniprotocols.sig_submission.usual`) and anything else as ``decode`` does.
+(:mod:`miniprotocols.sig_submission.usual`) and anything else as ``decode`` does;
+``decode_prefix`` reads them the same way at the start of a channel's received bytes, telling
+where they end, so the channel need not walk them to frame them.
 """
 
 from __future__ import annotations
@@ -88,3 +90,8 @@ class SigSubmissionV2Codec:
         """:meth:`decode` for one framed message: the round messages in their usual form read directly."""
         message = self._usual.read(raw, state is SigSubmissionV2State.SIG_IDS_BLOCKING)
         return self.decode(state, raw) if message is None else message
+
+    def decode_prefix(self, state: enum.Enum, buf: bytes) -> tuple[SigSubmissionV2Message, int] | None:
+        """The round message in its usual form at the start of ``buf`` and where it ends; None for
+        anything else (the channel then frames it and :meth:`decode_framed` reads it)."""
+        return self._usual.read_prefix(buf, state is SigSubmissionV2State.SIG_IDS_BLOCKING)
