@@ -168,7 +168,10 @@ class Driver:
         so in a state with a time limit the caller keeps the limit (:meth:`time_limit`).
         """
         spec = self.spec
-        state = self.machine.receiving_state()
+        machine = self.machine
+        state = machine.receiving
+        if state is None:
+            state = machine.receiving_state()  # raises: this peer expects nothing now
         limit = spec.states[state].byte_limit
         try:
             if self._take_decoded is not None:
@@ -191,7 +194,9 @@ class Driver:
 
     def time_limit(self) -> tuple[enum.Enum, float | None]:
         """The state the next message is received in, and the seconds it may take (None: no limit)."""
-        state = self.machine.receiving_state()
+        state = self.machine.receiving
+        if state is None:
+            state = self.machine.receiving_state()  # raises: this peer expects nothing now
         return state, self.spec.states[state].time_limit
 
     def _accept(self, state: enum.Enum, raw: bytes) -> Any:

@@ -240,6 +240,46 @@ def test_pipelining_preserves_order_for_any_interleaving(ops):
         assert server.state is S.IDLE
 
 
+_MESSAGES = [Ping(0), Pong(0), Ask(), Yes(), No(), Stop()]
+
+
+@given(st.lists(st.one_of(st.tuples(st.just("send"), st.booleans(), st.sampled_from(_MESSAGES), st.booleans()),
+                          st.tuples(st.just("deliver"), st.booleans())), max_size=60))
+def test_the_receiving_state_kept_by_sends_and_receives_is_the_one_worked_out_afresh(ops):
+    """``ProtocolMachine.receiving`` (kept by every send and receive, read by the driver for every
+    message it takes) is at every step what the state and the outstanding replies say, and
+    ``receiving_state`` returns it, or raises where it is None; refused sends change nothing."""
+    client, server = ProtocolMachine(TOY, Role.CLIENT), ProtocolMachine(TOY, Role.SERVER)
+    queues = {client: [], server: []}  # sent to each machine and not yet received by it
+
+    def afresh(machine):
+        if machine.outstanding:
+            return machine.outstanding[0]
+        return machine.state if TOY.agency(machine.state) is machine.role.peer.agency else None
+
+    for op in ops:
+        if op[0] == "send":
+            _, by_client, message, pipelined = op
+            sender, receiver = (client, server) if by_client else (server, client)
+            try:
+                sender.on_send(message, pipelined=pipelined)
+            except ProtocolViolation:
+                pass
+            else:
+                queues[receiver].append(message)
+        else:
+            receiver = client if op[1] else server
+            if queues[receiver]:
+                receiver.on_receive(queues[receiver].pop(0))
+        for machine in (client, server):
+            assert machine.receiving is afresh(machine)
+            if machine.receiving is None:
+                with pytest.raises(ProtocolViolation):
+                    machine.receiving_state()
+            else:
+                assert machine.receiving_state() is machine.receiving
+
+
 # -- driver -----------------------------------------------------------------------------
 async def test_driver_round_trip_and_trace():
     events = []
