@@ -198,6 +198,12 @@ class CborFramer:
         self._drop_front(end)
         return item
 
+    def unread(self, item: bytes) -> None:
+        """Put back ``item``, the last complete item returned, in front of what is buffered."""
+        self._chunks.insert(0, item)
+        self.buffered += len(item)
+        self.wanted = 1
+
     def _incomplete(self, needed: int, max_size: int | None) -> None:
         self.wanted = needed
         self._check_limit(max_size)

@@ -220,6 +220,15 @@ class MuxChannel:
             self._receiving = False
             self._recv_max = None
 
+    async def wait_message(self, max_size: int | None = None) -> None:
+        """Wait until a complete message is here, and leave it queued: the next receive returns it.
+
+        For a protocol started on demand (docs/protocol/mux.md 2.5), which waits without a time
+        limit for its peer's first message and then runs over this channel as it is. The errors
+        are those of :meth:`recv_message`.
+        """
+        self._framer.unread(await self.recv_message(max_size))
+
     # -- answering from the reader -------------------------------------------------
     def on_bytes(self, consume: Callable[[], None] | None) -> None:
         """Call ``consume`` in the reader, without a task switch, whenever bytes arrive (None: stop).

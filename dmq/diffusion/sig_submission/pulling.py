@@ -116,7 +116,7 @@ class PullingPeer:
         if self.dialect.init is not None:
             await self.driver.recv()  # MsgInit: the table allows nothing else first
         channel = self.driver.channel
-        if hasattr(getattr(channel, "channel", channel), "on_bytes"):
+        if hasattr(channel, "on_bytes"):
             await self._run_from_reader(channel)
         else:
             await self._run_in_task()

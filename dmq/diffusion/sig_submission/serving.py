@@ -103,7 +103,7 @@ class ServingPeer:
         if dialect.init is not None:
             await driver.send(dialect.init())
         channel = driver.channel
-        from_reader = hasattr(getattr(channel, "channel", channel), "on_bytes") and \
+        from_reader = hasattr(channel, "on_bytes") and \
             driver.spec.states[driver.machine.receiving_state()].time_limit is None
         checked = False
         while True:
