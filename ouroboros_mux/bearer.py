@@ -91,6 +91,11 @@ class Bearer:
         #: Seconds an SDU may take to arrive once its first byte is here (and a write to go out).
         self.sdu_timeout = sdu_timeout
         self._timestamp = timestamp
+        #: The transmission time to stamp on SDUs written now (low 32 bits): a function, the
+        #: default clock itself (it keeps only those bits) when no other was given, so that the
+        #: mux's stamp for a write is one call.
+        self.timestamp: Callable[[], int] = timestamp if timestamp is monotonic_timestamp else \
+            (lambda: timestamp() & 0xFFFFFFFF)
         self._rbuf = b""
         self._rpos = 0
         # Whether the last socket read took less than it asked for: the socket's receive buffer
@@ -331,7 +336,7 @@ class Bearer:
 
     async def write_many(self, sdus: Iterable[SDU]) -> None:
         """Send several SDUs in one socket write (all stamped with the same time)."""
-        stamp = self._timestamp() & 0xFFFFFFFF
+        stamp = self.timestamp()
         parts = []
         count = 0
         for sdu in sdus:
@@ -442,10 +447,6 @@ class Bearer:
         if sent == total:
             self.sdus_out += sdu_count
         return sent
-
-    def timestamp(self) -> int:
-        """The transmission time to stamp on SDUs written now."""
-        return self._timestamp() & 0xFFFFFFFF
 
     # -- closing -------------------------------------------------------------------
     def close_now(self) -> bool:
