@@ -212,10 +212,11 @@ class ServingPeer:
         else:
             entries = published if len(published) <= req else published[:req]
         known = self._known
-        if known is None or not known:
+        if known is None or not known.ids:
             return entries
         while entries:
-            kept = [entry for entry in entries if entry[1] not in known]
+            held = known.ids
+            kept = [entry for entry in entries if entry[1] not in held]
             if kept:
                 return kept
             for entry in entries:
