@@ -61,6 +61,19 @@ def test_a_passed_deadline_wakes_the_task_at_that_deadline():
     run(main)
 
 
+def test_wake_after_is_wake_by_that_many_seconds_from_now_on_trios_clock():
+    async def main():
+        handoff, _, _ = _handoff()
+        await trio.sleep(3)
+        start = trio.current_time()
+        handoff.wake_after(10)
+        assert handoff.deadline == start + 10
+        assert await handoff.wait() is None
+        assert trio.current_time() == start + 10
+
+    run(main)
+
+
 def test_what_is_handed_over_wakes_the_task_at_once_and_the_deadline_then_does_nothing():
     async def main():
         handoff, channel, box = _handoff()

@@ -236,7 +236,7 @@ class ServingPeer:
         """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""
         self._parked = request
         if self.blocking_timeout is not None:
-            self._handoff.wake_by(trio.current_time() + self.blocking_timeout)
+            self._handoff.wake_after(self.blocking_timeout)
         self._hook()
 
     def _hook(self) -> None:
