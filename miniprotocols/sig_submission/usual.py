@@ -26,6 +26,7 @@ each body as its exact received bytes, its outer shape checked as
 
 from __future__ import annotations
 
+import enum
 import struct
 from collections.abc import Callable
 
@@ -57,12 +58,18 @@ class UsualReader:
 
     Each is given as ``(tag, build)``: ``build`` makes the message from its fields, unchecked
     (the codec's :func:`~miniprotocols.framework.decoded.decoded_builder` of its class).
+    ``blocking_state`` is the version's blocking ids state, where an empty ids reply is a
+    decoder failure (left to the strict reading to report). The reading methods take the
+    state a message is received in first, as a codec's ``decode`` does, so that a codec can
+    offer them as its own (``decode_prefix = _usual.read_prefix``: no call in between).
     """
 
-    __slots__ = ("_request_ids_tag", "_request_ids", "_lists", "_reply_ids_tag")
+    __slots__ = ("_request_ids_tag", "_request_ids", "_lists", "_reply_ids_tag", "_blocking_state")
 
     def __init__(self, request_ids: tuple[int, Callable], reply_ids: tuple[int, Callable],
-                 request_bodies: tuple[int, Callable], reply_bodies: tuple[int, Callable]) -> None:
+                 request_bodies: tuple[int, Callable], reply_bodies: tuple[int, Callable],
+                 blocking_state: enum.Enum) -> None:
+        self._blocking_state = blocking_state
         self._request_ids_tag, self._request_ids = request_ids
         self._reply_ids_tag = reply_ids[0]
         # The list-carrying messages by tag: the builder, and whether the list holds (id, size)
@@ -73,18 +80,17 @@ class UsualReader:
             reply_bodies[0]: (reply_bodies[1], None),
         }
 
-    def read(self, raw: bytes, empty_ids_refused: bool) -> object | None:
-        """The message ``raw`` holds if it is one of the four in the usual form, else None.
+    def read(self, state: enum.Enum, raw: bytes) -> object | None:
+        """The message ``raw``, received in ``state``, holds if it is one of the four in the usual form, else None.
 
         ``raw`` must be one whole well-formed CBOR item (what the channel's framing returns).
-        ``empty_ids_refused``: the state is the blocking ids state, where an empty ids reply
-        is a decoder failure (left to the strict reading to report).
         """
-        read = self.read_prefix(raw, empty_ids_refused)
+        read = self.read_prefix(state, raw)
         return read[0] if read is not None and read[1] == len(raw) else None
 
-    def read_prefix(self, buf: bytes, empty_ids_refused: bool) -> tuple[object, int] | None:
-        """``(message, end)`` if ``buf`` starts with one of the four in the usual form, ending at ``end``; else None.
+    def read_prefix(self, state: enum.Enum, buf: bytes) -> tuple[object, int] | None:
+        """``(message, end)`` if ``buf``, received in ``state``, starts with one of the four in the usual
+        form, ending at ``end``; else None.
 
         What follows the message, if anything, is not looked at, and ``buf`` may end inside it
         (then None). Every byte up to ``end`` is checked (heads, sizes, ranges, each body walked
@@ -104,7 +110,7 @@ class UsualReader:
                 if read is None:
                     return None
                 items, end = read
-                if not items and empty_ids_refused and tag == self._reply_ids_tag:
+                if not items and state is self._blocking_state and tag == self._reply_ids_tag:
                     return None
                 return build(items), end
             if first == _ARRAY_4 and tag == self._request_ids_tag:

@@ -51,7 +51,7 @@ class SigSubmissionV1Codec:
         MsgDone: lambda message: _DONE,
     }
     _usual = UsualReader((0, _build_request_ids), (1, _build_reply_ids), (2, _build_request_bodies),
-                         (3, _build_reply_bodies))
+                         (3, _build_reply_bodies), SigSubmissionV1State.TX_IDS_BLOCKING)
 
     def encode(self, message: SigSubmissionV1Message) -> bytes:
         encode = self._encoders.get(type(message))
@@ -83,10 +83,10 @@ class SigSubmissionV1Codec:
 
     def decode_framed(self, state: enum.Enum, raw: bytes) -> SigSubmissionV1Message:
         """:meth:`decode` for one framed message: the round messages in their usual form read directly."""
-        message = self._usual.read(raw, state is SigSubmissionV1State.TX_IDS_BLOCKING)
+        message = self._usual.read(state, raw)
         return self.decode(state, raw) if message is None else message
 
-    def decode_prefix(self, state: enum.Enum, buf: bytes) -> tuple[SigSubmissionV1Message, int] | None:
-        """The round message in its usual form at the start of ``buf`` and where it ends; None for
-        anything else (the channel then frames it and :meth:`decode_framed` reads it)."""
-        return self._usual.read_prefix(buf, state is SigSubmissionV1State.TX_IDS_BLOCKING)
+    #: ``decode_prefix(state, buf)``: the round message in its usual form at the start of ``buf``
+    #: and where it ends; None for anything else (the channel then frames it and
+    #: :meth:`decode_framed` reads it). The reader's own method, so that no call stands between.
+    decode_prefix = _usual.read_prefix

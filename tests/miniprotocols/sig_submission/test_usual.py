@@ -68,8 +68,7 @@ def test_the_usual_form_is_read_directly_and_gives_the_strict_reading(version):
     assert len(cases) > 100
     for state, message in cases:
         raw = codec.encode(message)
-        blocking = state in (S1.TX_IDS_BLOCKING, S2.SIG_IDS_BLOCKING)
-        direct = codec._usual.read(raw, blocking)
+        direct = codec._usual.read(state, raw)
         assert direct is not None, (message, raw.hex())  # read directly, not by the fallback
         assert type(direct) is type(message)
         assert direct == message == codec.decode(state, raw) == codec.decode_framed(state, raw)
@@ -80,7 +79,7 @@ def test_a_blocking_ids_reply_that_is_empty_is_the_strict_readings_failure(versi
     codec, _, reply_ids, *_ = VERSIONS[version]
     state = S1.TX_IDS_BLOCKING if codec is V1 else S2.SIG_IDS_BLOCKING
     raw = codec.encode(reply_ids(()))
-    assert codec._usual.read(raw, True) is None
+    assert codec._usual.read(state, raw) is None and codec.decode_prefix(state, raw) is None
     failure = outcome(codec.decode_framed, state, raw)
     assert failure[0] == "error" and "empty list not permitted" in failure[2]
     assert failure == outcome(codec.decode, state, raw)
