@@ -80,8 +80,9 @@ class ProtocolMachine:
             spec.check_agency(state, self.role, message)
             spec.next_state(state, message)
         target, chosen = known
-        if chosen:
-            target = spec.chosen_target(state, target, message)
+        if chosen:  # the target is a function of the message; one outside the table is the spec's to report
+            choice = target(message)
+            target = choice if choice in spec.states else spec.chosen_target(state, target, message)
         if not pipelined:
             if self._outstanding:
                 raise ProtocolViolation(spec.name, state, message,
@@ -148,7 +149,8 @@ class ProtocolMachine:
                 spec.next_state(state, message)
             target, chosen = known
             if chosen:
-                target = spec.chosen_target(state, target, message)
+                choice = target(message)
+                target = choice if choice in spec.states else spec.chosen_target(state, target, message)
         except ProtocolViolation as exc:
             raise ProtocolViolation(spec.name, state, message, exc.reason, raw) from None
         outstanding = self._outstanding

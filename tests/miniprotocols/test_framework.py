@@ -143,6 +143,25 @@ def test_spec_refuses_inconsistent_tables():
         StateSpec(Agency.SERVER, time_limit=-1)
 
 
+def test_a_target_chosen_by_the_message_is_followed_and_one_outside_the_table_is_refused():
+    """A transition whose target is a function of the message: the machine follows the state it
+    chooses, on both ends, and one it chooses outside the spec's states is the spec's error."""
+    choose = {1: S.BUSY, 2: S.DONE, 3: "elsewhere"}
+    spec = ProtocolSpec("chosen", STATES, S.IDLE, {**TRANSITIONS, (S.IDLE, Ping): lambda ping: choose[ping.n]},
+                        ToyCodec())
+    for n, expected in ((1, S.BUSY), (2, S.DONE)):
+        client, server = ProtocolMachine(spec, Role.CLIENT), ProtocolMachine(spec, Role.SERVER)
+        client.on_send(Ping(n))
+        server.on_receive(Ping(n))
+        assert client.state is server.state is expected
+    client, server = ProtocolMachine(spec, Role.CLIENT), ProtocolMachine(spec, Role.SERVER)
+    with pytest.raises(ValueError, match="chose unknown state elsewhere"):
+        client.on_send(Ping(3))
+    with pytest.raises(ValueError, match="chose unknown state elsewhere"):
+        server.on_receive(Ping(3))
+    assert client.state is server.state is S.IDLE
+
+
 def test_next_state_is_pure_and_names_the_valid_messages():
     assert TOY.next_state(S.IDLE, Ping(1)) is S.BUSY
     assert TOY.next_state(S.ASKED, No()) is S.DONE
