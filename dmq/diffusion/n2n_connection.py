@@ -16,7 +16,7 @@ The plan (:mod:`.plan`) says which instances exist; this module says what each r
 * peer sharing (13): the responder answers with the governor's shareable peers, the
   initiator asks when the governor wants more.
 
-Responder instances start on demand (:class:`OnDemandChannel`), and start again on demand
+Responder instances start on demand (:func:`started_on_demand`), and start again on demand
 after a clean finish, each run a new instance with fresh state (a sig-submission server
 announces the mempool from its start again, as the reference's). Every error of any
 instance, or of the mux, ends the connection through :func:`dmq.connection.run_connection`.
@@ -47,7 +47,7 @@ from dmq.mempool import Mempool
 from dmq.trace import TraceEvent
 
 from .mempool_source import MempoolSigSource, RecordedSigSource
-from .on_demand import OnDemandChannel
+from .on_demand import started_on_demand
 from .peers import PeerStats
 from .plan import Instance, Protocol, connection_plan
 from .sig_submission import (
@@ -138,9 +138,8 @@ def _runner(ctx: N2NContext, instance: Instance, channel: MuxChannel, dialect: D
     async def run() -> None:
         target: MessageChannel = channel
         if instance.on_demand:
-            target = OnDemandChannel(channel)
             spec = dialect.spec if instance.protocol is Protocol.SIG_SUBMISSION else _SPECS[instance.protocol]
-            await target.wait_for_start(spec)
+            target = await started_on_demand(channel, spec)
         if instance.protocol is Protocol.SIG_SUBMISSION:
             await _sig_submission(ctx, target, dialect, dialect.side_of(instance.initiator), stats, claim_key, known)
         elif instance.protocol is Protocol.KEEP_ALIVE:

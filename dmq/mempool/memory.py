@@ -162,7 +162,12 @@ class Mempool:
         For outbound sig-submission peers, which keep their own position and announce ids in
         mempool order from the start (docs/protocol/node-to-node.md 9.3, 9.7).
         """
-        return self._log.ids_after(position, limit, self._clock.now())
+        log = self._log
+        if position >= log.visible_upto:
+            # Nothing visible after it (the usual answer to a serving peer that is up to date,
+            # whose blocking request is then parked): no clock read, no scan.
+            return []
+        return log.ids_after(position, limit, self._clock.now())
 
     def lookup_unexpired(self, message_id: bytes) -> StoredMessage | None:
         """The message to send for a requested id, or None if it expired or is not held."""

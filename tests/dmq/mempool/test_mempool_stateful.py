@@ -119,8 +119,9 @@ class MempoolMachine(RuleBasedStateMachine):
         assert [e.index for e in self.mempool] == sorted(self.held)
         for message in self.held.values():
             assert self.mempool.contains(message.message_id)
-        unexpired = self.unexpired_after(-1)
-        assert [i for i, _, _ in self.mempool.ids_after(-1, 10_000)] == unexpired
+        for position in range(-1, self.next_index + 1):  # from every position, the horizon's and past it
+            unexpired = self.unexpired_after(position)
+            assert [i for i, _, _ in self.mempool.ids_after(position, 10_000)] == unexpired
         assert self.mempool.next_index == self.next_index
 
 
