@@ -8,9 +8,12 @@ one id in ``--want-every`` is fetched (a body request and reply), as a node of t
 process's CPU time over the rounds, after a warm-up, per round: the cost of the protocol rounds
 alone, without validation, storage or other nodes sharing the cores, so it moves little with
 the machine's load. ``--tree PATH`` (repeatable) runs another checkout's peers, each tree in a
-process of its own, alternated ``--repeat`` times.
+process of its own, alternated ``--repeat`` times. ``--cprofile`` runs the measured rounds under
+cProfile and prints the Python function calls per round, by package (as
+``bench/diffusion_cost.py --cprofile`` counts them per message per node): a count that does not
+depend on the machine's load, while the CPU figures under the profiler mean nothing.
 
-    .venv/bin/python bench/sig_submission_rounds.py [--rounds 3000] [--repeat 5] [--tree PATH ...]
+    .venv/bin/python bench/sig_submission_rounds.py [--rounds 3000] [--repeat 5] [--tree PATH ...] [--cprofile]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,8 +31,13 @@ ROOT = Path(__file__).resolve().parent.parent
 WARMUP = 100
 
 
-def measure(rounds: int, want_every: int) -> float:
-    """Seconds of CPU per round in this process (the tree is whatever is first on the path)."""
+def measure(rounds: int, want_every: int, profile_to: str | None = None) -> float:
+    """Seconds of CPU per round in this process (the tree is whatever is first on the path).
+
+    ``profile_to``: run the measured rounds under cProfile and write its statistics there.
+    """
+    import cProfile
+
     import trio
     import trio.testing
 
@@ -107,6 +116,7 @@ def measure(rounds: int, want_every: int) -> float:
         serving_channel = serving_mux.register(PROTOCOL_NUM, Mode.RESPONDER, INGRESS_LIMIT)
         source, sink = Source(), Sink()
         messages = [make_message(n, 1000) for n in range(WARMUP + rounds)]
+        profiler = cProfile.Profile() if profile_to is not None else None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pulling_mux.run)
             nursery.start_soon(serving_mux.run)
@@ -116,11 +126,16 @@ def measure(rounds: int, want_every: int) -> float:
             for n, raw in enumerate(messages):
                 if n == WARMUP:
                     started = time.process_time()
+                    if profiler is not None:
+                        profiler.enable()
                 source.append(raw)
                 while sink.settled <= n:
                     sink.changed = trio.Event()
                     await sink.changed.wait()
             cpu = time.process_time() - started
+            if profiler is not None:
+                profiler.disable()
+                profiler.dump_stats(profile_to)
             nursery.cancel_scope.cancel()
         for listener in listeners:
             await listener.aclose()
@@ -136,23 +151,44 @@ def main() -> None:
     parser.add_argument("--want-every", type=int, default=5, help="one id in this many is fetched")
     parser.add_argument("--tree", action="append", default=None, metavar="PATH",
                         help="checkout whose peers to run (repeat for a before/after; default: this one)")
+    parser.add_argument("--cprofile", action="store_true",
+                        help="the measured rounds under cProfile: Python calls per round, by package")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-to", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        print(measure(args.rounds, args.want_every))
+        print(measure(args.rounds, args.want_every, args.profile_to))
         return
+    if args.cprofile:
+        # The nodes' count of bench/diffusion_cost.py (per message there, per round here), by package.
+        sys.path.insert(0, str(ROOT))
+        from bench.diffusion_cost import PACKAGES, call_counts
     trees = [str(Path(t).resolve()) for t in args.tree] if args.tree else [str(ROOT)]
     results: dict[str, list[float]] = {tree: [] for tree in trees}
-    for _ in range(args.repeat):
-        for tree in trees:
-            # The tree first on the path, then this checkout (for the test helpers the bench uses).
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, str(ROOT)]))
-            out = subprocess.run([sys.executable, __file__, "--child", tree, "--rounds", str(args.rounds),
-                                  "--want-every", str(args.want_every)],
-                                 env=env, check=True, capture_output=True, text=True, cwd=tree)
-            results[tree].append(float(out.stdout.strip().splitlines()[-1]) * 1e6)
+    calls: dict[str, list[dict]] = {tree: [] for tree in trees}
+    with tempfile.TemporaryDirectory() as scratch:
+        profile_to = str(Path(scratch) / "rounds.pstats")
+        for _ in range(args.repeat):
+            for tree in trees:
+                # The tree first on the path, then this checkout (for the test helpers the bench uses).
+                env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, str(ROOT)]))
+                command = [sys.executable, __file__, "--child", tree, "--rounds", str(args.rounds),
+                           "--want-every", str(args.want_every)]
+                if args.cprofile:
+                    command += ["--profile-to", profile_to]
+                out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=tree)
+                results[tree].append(float(out.stdout.strip().splitlines()[-1]) * 1e6)
+                if args.cprofile:
+                    calls[tree].append(call_counts(Path(profile_to), args.rounds))
     print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} rounds per run, one id in {args.want_every} fetched")
     for tree, runs in results.items():
+        if args.cprofile:
+            print(f"  {tree}, under cProfile, per round (CPU figures inflated):")
+            print("        Python function calls: " + ", ".join(f"{c['calls']:.1f}" for c in calls[tree]))
+            for package in PACKAGES + ("other",):
+                print(f"          in {package:<16}: "
+                      + ", ".join(f"{c['by_package'].get(package, 0):.1f}" for c in calls[tree]))
+            continue
         print(f"  {tree}: µs of CPU per round " + ", ".join(f"{r:.0f}" for r in runs)
               + f"  (min {min(runs):.0f}, median {statistics.median(runs):.0f})")
 

@@ -91,6 +91,11 @@ class Bearer:
         #: Seconds an SDU may take to arrive once its first byte is here (and a write to go out).
         self.sdu_timeout = sdu_timeout
         self._timestamp = timestamp
+        #: The transmission time to stamp on SDUs written now (low 32 bits): a function, the
+        #: default clock itself (it keeps only those bits) when no other was given, so that the
+        #: mux's stamp for a write is one call.
+        self.timestamp: Callable[[], int] = timestamp if timestamp is monotonic_timestamp else \
+            (lambda: timestamp() & 0xFFFFFFFF)
         self._rbuf = b""
         self._rpos = 0
         # Whether the last socket read took less than it asked for: the socket's receive buffer
@@ -132,7 +137,8 @@ class Bearer:
 
         ``word`` is the second header word as sent, ``M << 15 | protocol_num``, which the
         mux uses directly as its dispatch key; the timestamp is dropped. ``payload`` is a
-        read-only view into the socket read (no copy per SDU). This is the mux's hot path
+        read-only view into the socket read (no copy per SDU), or the payload's bytes when the
+        read held exactly one SDU (a round's request or reply). This is the mux's hot path
         (one await for a whole socket read's worth of SDUs); the errors are those of :meth:`read_sdu`, an SDU after which the stream is
         bad is returned before the error is raised on the next call.
         """
@@ -163,7 +169,19 @@ class Bearer:
                         pass
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise _bearer_closed(exc, "reading") from exc
-            self._drained = len(data) < _RECEIVE_SIZE
+            size = len(data)
+            self._drained = size < _RECEIVE_SIZE
+            if size > SDU_HEADER_SIZE:
+                _, word, length = _unpack_header(data)
+                if size == SDU_HEADER_SIZE + length:
+                    # Exactly one whole SDU, the usual read of a request/reply round: its payload
+                    # is copied out (the copy the framer makes of a message it returns whole),
+                    # and nothing stays buffered.
+                    self._rbuf = b""
+                    self._rpos = 0
+                    self.sdus_in += 1
+                    self.bytes_in += size
+                    return [(word, data[SDU_HEADER_SIZE:])]
             self._append(data, None)
             frames = self._take_frames()
             if frames:
@@ -318,7 +336,7 @@ class Bearer:
 
     async def write_many(self, sdus: Iterable[SDU]) -> None:
         """Send several SDUs in one socket write (all stamped with the same time)."""
-        stamp = self._timestamp() & 0xFFFFFFFF
+        stamp = self.timestamp()
         parts = []
         count = 0
         for sdu in sdus:
@@ -429,10 +447,6 @@ class Bearer:
         if sent == total:
             self.sdus_out += sdu_count
         return sent
-
-    def timestamp(self) -> int:
-        """The transmission time to stamp on SDUs written now."""
-        return self._timestamp() & 0xFFFFFFFF
 
     # -- closing -------------------------------------------------------------------
     def close_now(self) -> bool:

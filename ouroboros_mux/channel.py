@@ -9,7 +9,8 @@ touches sockets.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 import trio
 
@@ -149,13 +150,46 @@ class CborFramer:
                 raise MalformedMessage(str(exc)) from None
         except CborError as exc:
             raise MalformedMessage(str(exc)) from None
+        return self._take(buf, end, max_size)
+
+    def next_decoded(self, decode: Callable[[Any, bytes], tuple[Any, int] | None], context: Any,
+                     max_size: int | None = None) -> tuple[bytes, Any] | None:
+        """:meth:`next_message`, with the bytes first offered to a reader that can frame its messages itself.
+
+        ``decode(context, buf)`` returns ``(message, end)`` only when ``buf[:end]`` is exactly one
+        well-formed CBOR item it has read to its last byte (what follows is not its concern), and
+        None otherwise. It is offered everything buffered when that is one piece (the usual: an
+        SDU holding one message), and the item is then framed by its ``end`` without walking it.
+        Returns None when no item is complete, else ``(raw, message)``: the item's exact bytes,
+        and what ``decode`` read, or None when it declined or was not asked (the caller decodes
+        ``raw`` itself). The limits and errors are those of :meth:`next_message`.
+        """
+        n = self.buffered
+        if n < self.wanted:
+            self._check_limit(max_size)
+            return None
+        chunks = self._chunks
+        if len(chunks) == 1:
+            buf = chunks[0]
+            if type(buf) is not bytes:
+                buf = chunks[0] = bytes(buf)
+            read = decode(context, buf)
+            if read is not None:
+                message, end = read
+                return self._take(buf, end, max_size), message
+        item = self.next_message(max_size)
+        return None if item is None else (item, None)
+
+    def _take(self, buf, end: int, max_size: int | None) -> bytes:
+        """The complete item ``buf[:end]`` (``buf`` holds the first buffered bytes), within ``max_size``,
+        taken off the buffer."""
         if max_size is not None and end > max_size:
             raise MessageTooLarge(max_size, end)
         self.wanted = 1
-        if end == n:
+        if end == self.buffered:
             # The item is everything buffered (the usual case: an SDU holding one message), so
             # ``buf`` holds all of it: nothing is left to keep.
-            chunks.clear()
+            self._chunks.clear()
             self.buffered = 0
             self._pinned = 0
             self._last_buffer = None
@@ -163,6 +197,12 @@ class CborFramer:
         item = buf if end == len(buf) and type(buf) is bytes else bytes(memoryview(buf)[:end])
         self._drop_front(end)
         return item
+
+    def unread(self, item: bytes) -> None:
+        """Put back ``item``, the last complete item returned, in front of what is buffered."""
+        self._chunks.insert(0, item)
+        self.buffered += len(item)
+        self.wanted = 1
 
     def _incomplete(self, needed: int, max_size: int | None) -> None:
         self.wanted = needed

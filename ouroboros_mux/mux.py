@@ -28,6 +28,7 @@ import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -219,6 +220,15 @@ class MuxChannel:
             self._receiving = False
             self._recv_max = None
 
+    async def wait_message(self, max_size: int | None = None) -> None:
+        """Wait until a complete message is here, and leave it queued: the next receive returns it.
+
+        For a protocol started on demand (docs/protocol/mux.md 2.5), which waits without a time
+        limit for its peer's first message and then runs over this channel as it is. The errors
+        are those of :meth:`recv_message`.
+        """
+        self._framer.unread(await self.recv_message(max_size))
+
     # -- answering from the reader -------------------------------------------------
     def on_bytes(self, consume: Callable[[], None] | None) -> None:
         """Call ``consume`` in the reader, without a task switch, whenever bytes arrive (None: stop).
@@ -241,6 +251,18 @@ class MuxChannel:
         if framer.buffered < framer.wanted and (max_size is None or framer.buffered <= max_size):
             return None
         return framer.next_message(max_size)
+
+    def take_decoded(self, decode: Callable[[Any, bytes], tuple[Any, int] | None], context: Any,
+                     max_size: int | None = None) -> tuple[bytes, Any] | None:
+        """:meth:`take_message`, the bytes first offered to ``decode(context, buf)``, which may frame
+        its messages itself (:meth:`CborFramer.next_decoded`): None when no item is complete, else
+        ``(raw, message)``, ``message`` None when ``decode`` did not read it."""
+        if self._closed is not None:
+            raise self._closed_error()
+        framer = self._framer
+        if framer.buffered < framer.wanted and (max_size is None or framer.buffered <= max_size):
+            return None
+        return framer.next_decoded(decode, context, max_size)
 
     def send_nowait(self, data: bytes) -> bool:
         """Queue ``data`` as :meth:`send` does if the send buffer has room now; False (nothing queued) if not.

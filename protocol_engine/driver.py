@@ -67,6 +67,10 @@ class Driver:
         self._trace = trace
         # What the channel hands over is one whole CBOR item: the codec may rely on it.
         self._decode = getattr(spec.codec, "decode_framed", spec.codec.decode)
+        # A codec that can frame its usual messages itself, over a channel that offers it
+        # (``MuxChannel.take_decoded``): a message taken without waiting is then read once.
+        self._decode_prefix = getattr(spec.codec, "decode_prefix", None)
+        self._take_decoded = None if self._decode_prefix is None else getattr(channel, "take_decoded", None)
         #: The scope of :meth:`run` while it runs, and the state of the receive its deadline is for.
         self._scope: trio.CancelScope | None = None
         self._timed: tuple[enum.Enum, float] | None = None
@@ -164,33 +168,50 @@ class Driver:
         so in a state with a time limit the caller keeps the limit (:meth:`time_limit`).
         """
         spec = self.spec
-        state = self.machine.receiving_state()
-        limits = spec.states[state]
+        machine = self.machine
+        state = machine.receiving
+        if state is None:
+            state = machine.receiving_state()  # raises: this peer expects nothing now
+        limit = spec.states[state].byte_limit
         try:
-            raw = self.channel.take_message(limits.byte_limit)
+            if self._take_decoded is not None:
+                taken = self._take_decoded(self._decode_prefix, state, limit)
+                if taken is None:
+                    return None
+                raw, message = taken
+            else:
+                raw = self.channel.take_message(limit)
+                if raw is None:
+                    return None
+                message = None
         except MessageTooLarge as exc:
             raise ExceededSizeLimit(spec.name, state, exc.limit, exc.buffered) from None
         except MalformedMessage as exc:
             raise DecoderFailure(spec.name, state, None, f"not CBOR: {exc}") from None
-        if raw is None:
-            return None
-        return self._accept(state, raw)
+        if message is None:
+            return self._accept(state, raw)
+        return self._check(state, raw, message)
 
     def time_limit(self) -> tuple[enum.Enum, float | None]:
         """The state the next message is received in, and the seconds it may take (None: no limit)."""
-        state = self.machine.receiving_state()
+        state = self.machine.receiving
+        if state is None:
+            state = self.machine.receiving_state()  # raises: this peer expects nothing now
         return state, self.spec.states[state].time_limit
 
     def _accept(self, state: enum.Enum, raw: bytes) -> Any:
         """Decode and check ``raw``, received in ``state``."""
-        spec = self.spec
         try:
             message = self._decode(state, raw)
         except ValueError as exc:
-            raise DecoderFailure(spec.name, state, raw, str(exc)) from None
+            raise DecoderFailure(self.spec.name, state, raw, str(exc)) from None
+        return self._check(state, raw, message)
+
+    def _check(self, state: enum.Enum, raw: bytes, message: Any) -> Any:
+        """Check ``message``, decoded from ``raw``, received in ``state``."""
         self.machine.on_receive(message, raw, state)
         if self._trace is not None:
-            self._trace(DriverEvent(spec.name, Direction.RECEIVED, state, message, raw))
+            self._trace(DriverEvent(self.spec.name, Direction.RECEIVED, state, message, raw))
         return message
 
 

@@ -95,35 +95,42 @@ class Handoff:
     raise: what it cannot handle it passes to :meth:`hand_over`.
     """
 
-    __slots__ = ("_channel", "_consume", "_handed", "_lot", "_sleeping", "_filed", "_timer", "deadline",
-                 "__weakref__")
+    __slots__ = ("_channel", "_consume", "_handed", "handed", "_lot", "_sleeping", "_filed", "_timer", "_clock",
+                 "deadline", "__weakref__")
 
     def __init__(self, channel: Any, consume: Callable[[], None]) -> None:
         self._channel = channel
         self._consume = consume
         self._handed: tuple[Any, Any] | None = None
+        #: Whether something waits for the task (the reader then has nothing more to do): a plain
+        #: attribute, as ``consume`` asks it on every call.
+        self.handed = False
         self._lot = trio.lowlevel.ParkingLot()
         self._sleeping = False
         # When this handoff's live entry in the timer comes due (inf: none).
         self._filed = math.inf
         self._timer: _Timer | None = None
+        # Trio's clock, read directly by wake_after (trio.current_time() is two wrappers around it).
+        self._clock = trio.lowlevel.current_clock()
         #: When the sleeping task must wake although nothing was handed over (trio's clock).
         self.deadline = math.inf
-
-    @property
-    def handed(self) -> bool:
-        """Whether something waits for the task (the reader then has nothing more to do)."""
-        return self._handed is not None
 
     def hand_over(self, kind: Any, value: Any) -> None:
         """Give ``(kind, value)`` to the task and stop running ``consume`` until it waits again."""
         self._handed = (kind, value)
+        self.handed = True
         self._channel.on_bytes(None)
         self._lot.unpark_all()
 
     def wake_by(self, deadline: float) -> None:
         """Set :attr:`deadline`; the timer is told only when its entry would wake the task too late."""
         self.deadline = deadline
+        if self._sleeping and deadline < self._filed:
+            self._file(deadline)
+
+    def wake_after(self, seconds: float) -> None:
+        """:meth:`wake_by` ``seconds`` from now (the peers set a reply's time limit so on every round)."""
+        deadline = self.deadline = self._clock.current_time() + seconds
         if self._sleeping and deadline < self._filed:
             self._file(deadline)
 
@@ -152,6 +159,7 @@ class Handoff:
         finally:
             channel.on_bytes(None)
         handed, self._handed = self._handed, None
+        self.handed = False
         return handed
 
     def _file(self, deadline: float) -> None:

@@ -31,7 +31,7 @@ __all__ = ["ProtocolMachine"]
 class ProtocolMachine:
     """One peer's view of a protocol instance."""
 
-    __slots__ = ("spec", "role", "_state", "_outstanding", "_sends", "_receives")
+    __slots__ = ("spec", "role", "_state", "_outstanding", "_sends", "_receives", "receiving")
 
     def __init__(self, spec: ProtocolSpec, role: Role, state: enum.Enum | None = None) -> None:
         self.spec = spec
@@ -43,6 +43,9 @@ class ProtocolMachine:
         # and the spec's own checks then say why.
         self._sends = spec.moves_of(role.agency)
         self._receives = spec.moves_of(role.peer.agency)
+        #: What :meth:`receiving_state` returns, kept up to date by every send and receive (the
+        #: driver reads it for every message it takes); None where that raises.
+        self.receiving: enum.Enum | None = self._state if self._state in self._receives else None
 
     @property
     def state(self) -> enum.Enum:
@@ -77,8 +80,9 @@ class ProtocolMachine:
             spec.check_agency(state, self.role, message)
             spec.next_state(state, message)
         target, chosen = known
-        if chosen:
-            target = spec.chosen_target(state, target, message)
+        if chosen:  # the target is a function of the message; one outside the table is the spec's to report
+            choice = target(message)
+            target = choice if choice in spec.states else spec.chosen_target(state, target, message)
         if not pipelined:
             if self._outstanding:
                 raise ProtocolViolation(spec.name, state, message,
@@ -104,9 +108,11 @@ class ProtocolMachine:
         return the state it was sent in."""
         sent_in = self._state
         next_state, awaited = checked
+        outstanding = self._outstanding
         if awaited is not None:
-            self._outstanding.append(awaited)
+            outstanding.append(awaited)
         self._state = next_state
+        self.receiving = outstanding[0] if outstanding else next_state if next_state in self._receives else None
         return sent_in
 
     # -- receiving -----------------------------------------------------------------
@@ -116,11 +122,10 @@ class ProtocolMachine:
         Raises ProtocolViolation when this peer expects nothing: it holds agency itself
         (with nothing outstanding) or the protocol has terminated.
         """
-        if self._outstanding:
-            return self._outstanding[0]
-        state = self._state
-        if state in self._receives:
+        state = self.receiving
+        if state is not None:
             return state
+        state = self._state
         agency = self.spec.agency(state)
         if agency is not self.role.peer.agency:
             holder = "nobody" if agency is Agency.NOBODY else f"the {agency.value}"
@@ -144,15 +149,19 @@ class ProtocolMachine:
                 spec.next_state(state, message)
             target, chosen = known
             if chosen:
-                target = spec.chosen_target(state, target, message)
+                choice = target(message)
+                target = choice if choice in spec.states else spec.chosen_target(state, target, message)
         except ProtocolViolation as exc:
             raise ProtocolViolation(spec.name, state, message, exc.reason, raw) from None
-        if self._outstanding:
+        outstanding = self._outstanding
+        if outstanding:
             expected = spec.reply_state(state)
             if target != expected:
                 raise ProtocolViolation(spec.name, state, message,
                                         f"a pipelined reply must lead to {expected.name}, not {target.name}", raw)
-            self._outstanding.popleft()
+            outstanding.popleft()
         else:
             self._state = target
+        now = self._state
+        self.receiving = outstanding[0] if outstanding else now if now in self._receives else None
         return state

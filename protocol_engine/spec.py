@@ -59,6 +59,13 @@ class Codec(Protocol):
     item (the channel's framing walked it to find its end). A message whose last field is
     a raw span can then take the rest of the envelope as that span instead of walking its
     bytes a second time.
+
+    And ``decode_prefix(state, buf)``, for the messages it can frame itself: ``(message,
+    end)`` when ``buf`` starts with a message that ``decode`` would give for ``buf[:end]``,
+    every byte up to ``end`` read and checked (so that span is exactly one well-formed CBOR
+    item), None for anything else, never an error. A driver taking messages without waiting
+    from a channel that offers it (``MuxChannel.take_decoded``) then has the channel frame
+    such a message by that end: the message is read once, not walked by the framing first.
     """
 
     def encode(self, message: Any) -> bytes: ...

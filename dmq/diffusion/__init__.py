@@ -12,7 +12,7 @@ from .governor import Address, Governor, KnownPeer, PeerSource, Verdict
 from .inbound import InboundServer, soft_limit_delay
 from .mempool_source import MempoolSigSource
 from .n2n_connection import DIALECTS, N2NContext, run_n2n_connection
-from .on_demand import OnDemandChannel
+from .on_demand import OnDemandChannel, started_on_demand
 from .outbound import OutboundGovernor
 from .peers import PeerState, PeerStats, PeerTable
 from .plan import INGRESS_LIMITS, Instance, Protocol, connection_plan
@@ -43,6 +43,7 @@ __all__ = [
     "INGRESS_LIMITS",
     "MempoolSigSource",
     "OnDemandChannel",
+    "started_on_demand",
     "PeerTable",
     "PeerStats",
     "PeerState",

@@ -16,7 +16,7 @@ The plan (:mod:`.plan`) says which instances exist; this module says what each r
 * peer sharing (13): the responder answers with the governor's shareable peers, the
   initiator asks when the governor wants more.
 
-Responder instances start on demand (:class:`OnDemandChannel`), and start again on demand
+Responder instances start on demand (:func:`started_on_demand`), and start again on demand
 after a clean finish, each run a new instance with fresh state (a sig-submission server
 announces the mempool from its start again, as the reference's). Every error of any
 instance, or of the mux, ends the connection through :func:`dmq.connection.run_connection`.
@@ -47,7 +47,7 @@ from dmq.mempool import Mempool
 from dmq.trace import TraceEvent
 
 from .mempool_source import MempoolSigSource, RecordedSigSource
-from .on_demand import OnDemandChannel
+from .on_demand import started_on_demand
 from .peers import PeerStats
 from .plan import Instance, Protocol, connection_plan
 from .sig_submission import (
@@ -98,13 +98,17 @@ class N2NContext:
     #: is closed (the reference's ``ProtocolIdleTimeout``): a peer that demoted us to warm and
     #: promotes us again within it finds its responders ready to start again.
     protocol_idle_timeout: float
+    #: Draws the keep-alive cookies: the diffusion's one generator (seeded when the policy has a
+    #: seed). Required, not made here: a cookie is on the wire, in the ping and in the peer's echo,
+    #: and its CBOR width (1 to 3 bytes) follows its value, so a context with a fresh unseeded
+    #: generator (a simulated peer that forgot to pass one) makes two runs of one seed send
+    #: different bytes.
+    rng: random.Random
     #: Wraps each running connection: ``watch(peer, mux, link)`` (the traffic recorder samples its mux).
     watch: Callable[[str, Mux, str], AbstractContextManager] = field(default=lambda peer, mux, link: nullcontext())
     #: The traffic recorder's sink for offered and sent messages, and its clock (None: not recording).
     record: Callable[[TraceEvent], None] | None = None
     now: Callable[[], float] = time.time
-    #: Draws the keep-alive cookies (the diffusion's seeded generator when the policy has a seed).
-    rng: random.Random = field(default_factory=random.Random)
 
 
 async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeResult, stats: PeerStats, *,
@@ -134,9 +138,8 @@ def _runner(ctx: N2NContext, instance: Instance, channel: MuxChannel, dialect: D
     async def run() -> None:
         target: MessageChannel = channel
         if instance.on_demand:
-            target = OnDemandChannel(channel)
             spec = dialect.spec if instance.protocol is Protocol.SIG_SUBMISSION else _SPECS[instance.protocol]
-            await target.wait_for_start(spec)
+            target = await started_on_demand(channel, spec)
         if instance.protocol is Protocol.SIG_SUBMISSION:
             await _sig_submission(ctx, target, dialect, dialect.side_of(instance.initiator), stats, claim_key, known)
         elif instance.protocol is Protocol.KEEP_ALIVE:

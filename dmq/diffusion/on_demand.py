@@ -7,9 +7,11 @@ that never starts keep-alive on a connection (its governor keeps it warm, or it 
 initiator instance on our inbound connection) must not be cut off 97 s after the
 handshake. The connection starts the instance's task when the peer's first bytes arrive
 (``ProtocolTask.on_demand``), and again on its next bytes after each clean finish;
-:class:`OnDemandChannel` then waits, without a time limit, for the first complete message
-(within the byte limit of the protocol's initial state) and hands it to the driver as if it
-had just arrived; from then on the driver's limits apply as usual.
+:func:`started_on_demand` then waits, without a time limit, for the first complete message
+(within the byte limit of the protocol's initial state), which the driver then receives as if
+it had just arrived; from then on the driver's limits apply as usual. A mux channel keeps that
+message queued meanwhile (``MuxChannel.wait_message``) and the protocol runs over the channel
+itself; over any other channel an :class:`OnDemandChannel` holds it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,23 @@ from ouroboros_mux.channel import MessageChannel
 
 from miniprotocols.framework import ProtocolSpec
 
-__all__ = ["OnDemandChannel"]
+__all__ = ["OnDemandChannel", "started_on_demand"]
+
+
+async def started_on_demand(channel: MessageChannel, spec: ProtocolSpec) -> MessageChannel:
+    """Wait, without a time limit, for the peer's first message of ``spec``; return the channel to run it over.
+
+    A channel that can wait for a message and leave it queued (``MuxChannel.wait_message``) is
+    returned as it is, so that the protocol's every message goes to it directly; any other is
+    wrapped in an :class:`OnDemandChannel` holding the first message.
+    """
+    wait_message = getattr(channel, "wait_message", None)
+    if wait_message is None:
+        started = OnDemandChannel(channel)
+        await started.wait_for_start(spec)
+        return started
+    await wait_message(spec.states[spec.initial].byte_limit)
+    return channel
 
 
 class OnDemandChannel:
@@ -43,18 +61,3 @@ class OnDemandChannel:
             self._first = None
             return first
         return await self.channel.recv_message(max_size)
-
-
-    # What a peer answering from the reader uses (``MuxChannel.on_bytes``), when the channel beneath offers it.
-    def take_message(self, max_size: int | None = None) -> bytes | None:
-        first = self._first
-        if first is not None:
-            self._first = None
-            return first
-        return self.channel.take_message(max_size)
-
-    def send_nowait(self, data: bytes) -> bool:
-        return self.channel.send_nowait(data)
-
-    def on_bytes(self, consume) -> None:
-        self.channel.on_bytes(consume)

@@ -161,7 +161,9 @@ class Mempool:
         """
         log = self._log
         if position >= log.visible_upto:
-            return []                         # the usual ask of an up-to-date peer: no clock read
+            # Nothing visible after it (the usual answer to a serving peer that is up to date,
+            # whose blocking request is then parked): no clock read, no scan.
+            return []
         return log.ids_after(position, limit, self._clock.now())
 
     def lookup_unexpired(self, message_id: bytes) -> StoredMessage | None:

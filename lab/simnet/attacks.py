@@ -16,6 +16,7 @@ serves (:class:`FloodSource`) and what it does with what it pulls (nothing) are 
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,11 +99,16 @@ class _Discard:
 
 
 class Flooder:
-    """Dials ``host:port`` from network index ``index`` and floods it until ``length`` seconds pass."""
+    """Dials ``host:port`` from network index ``index`` and floods it until ``length`` seconds pass.
+
+    ``rng`` draws its keep-alive cookies, which the victim echoes: seeded from the run's seed,
+    so that the victim's bytes sent follow from the seed like everything else.
+    """
 
     def __init__(self, net: SimNetwork, index: int, host: str, port: int, magic: int, pool: SimPool,
-                 clock: Clock, *, pause: float = 0.5) -> None:
+                 clock: Clock, *, rng: random.Random, pause: float = 0.5) -> None:
         self.transport = net.transport(index)
+        self.rng = rng
         self.host, self.port, self.magic, self.pause = host, port, magic, pause
         self.source = FloodSource(pool, clock)
         self.record = AttackRecord("flood", host, "a peer offering messages with a bad KES signature, "
@@ -121,7 +127,8 @@ class Flooder:
                           learn_peers=lambda source, addresses: None, wait_peers_wanted=never,
                           keep_alive_interval=policy.keep_alive_interval,
                           blocking_reply_timeout=policy.blocking_reply_timeout,
-                          peer_share_interval=policy.peer_share_interval, protocol_idle_timeout=5.0)
+                          peer_share_interval=policy.peer_share_interval, protocol_idle_timeout=5.0,
+                          rng=self.rng)
 
     async def _once(self, ctx: N2NContext, peers: PeerTable) -> None:
         bearer = await self.transport.connect(self.host, self.port)

@@ -413,7 +413,8 @@ class Simnet:
                     if options.flood:
                         victim = self._eclipse_victim(plan)
                         flooder = Flooder(self.net, len(self.hosts) - 1, self.hosts[victim], NODE_PORT,
-                                          DEVNET.dmq, pools[options.pools], self.clock)
+                                          DEVNET.dmq, pools[options.pools], self.clock,
+                                          rng=random.Random(f"dmq-simnet-flooder/{options.seed}"))
                         self.attacks.append(flooder.record)
                         nursery.start_soon(flooder.run, started + 0.3 * options.duration, 0.2 * options.duration)
                     if attackers:

@@ -11,17 +11,22 @@ node's) writes them with shortest heads, so their bytes are nearly fixed:
 * body request: ``82 tag 9f (5820 <id>)* ff``;
 * body reply:  ``82 tag 9f (85 5820 <id> <payload array> ...)* ff``.
 
-:class:`UsualReader` reads a framed message (exactly one well-formed CBOR item, as the mux
-hands it over) of that form by comparing bytes, and returns the message built by the codec's
-builders (:func:`~miniprotocols.framework.decoded.decoded_builder`); for anything else it returns None and the
-codec reads the message strictly. It accepts only what the strict reading accepts, and
-gives the same message: the same ranges (word16 counts, word32 sizes, 32-byte ids), the
-same refusal of an empty ids reply to a blocking request, and each body as its exact
-received bytes, its outer shape checked as :func:`~.sig_message.read_message` checks it.
+:class:`UsualReader` reads a message of that form by comparing bytes, and returns the message
+built by the codec's builders (:func:`~miniprotocols.framework.decoded.decoded_builder`); for
+anything else it returns None and the codec reads the message strictly. It reads a framed
+message (exactly one well-formed CBOR item, as the mux hands it over: :meth:`UsualReader.read`),
+or the message at the start of a channel's received bytes, telling where it ends
+(:meth:`UsualReader.read_prefix`): what it reads it checks to the last byte, so the channel
+can frame the message by that end instead of walking its CBOR items first. It accepts only
+what the strict reading accepts, and gives the same message: the same ranges (word16 counts,
+word32 sizes, 32-byte ids), the same refusal of an empty ids reply to a blocking request, and
+each body as its exact received bytes, its outer shape checked as
+:func:`~.sig_message.read_message` checks it.
 """
 
 from __future__ import annotations
 
+import enum
 import struct
 from collections.abc import Callable
 
@@ -53,12 +58,18 @@ class UsualReader:
 
     Each is given as ``(tag, build)``: ``build`` makes the message from its fields, unchecked
     (the codec's :func:`~miniprotocols.framework.decoded.decoded_builder` of its class).
+    ``blocking_state`` is the version's blocking ids state, where an empty ids reply is a
+    decoder failure (left to the strict reading to report). The reading methods take the
+    state a message is received in first, as a codec's ``decode`` does, so that a codec can
+    offer them as its own (``decode_prefix = _usual.read_prefix``: no call in between).
     """
 
-    __slots__ = ("_request_ids_tag", "_request_ids", "_lists", "_reply_ids_tag")
+    __slots__ = ("_request_ids_tag", "_request_ids", "_lists", "_reply_ids_tag", "_blocking_state")
 
     def __init__(self, request_ids: tuple[int, Callable], reply_ids: tuple[int, Callable],
-                 request_bodies: tuple[int, Callable], reply_bodies: tuple[int, Callable]) -> None:
+                 request_bodies: tuple[int, Callable], reply_bodies: tuple[int, Callable],
+                 blocking_state: enum.Enum) -> None:
+        self._blocking_state = blocking_state
         self._request_ids_tag, self._request_ids = request_ids
         self._reply_ids_tag = reply_ids[0]
         # The list-carrying messages by tag: the builder, and whether the list holds (id, size)
@@ -69,31 +80,47 @@ class UsualReader:
             reply_bodies[0]: (reply_bodies[1], None),
         }
 
-    def read(self, raw: bytes, empty_ids_refused: bool) -> object | None:
-        """The message ``raw`` holds if it is one of the four in the usual form, else None.
+    def read(self, state: enum.Enum, raw: bytes) -> object | None:
+        """The message ``raw``, received in ``state``, holds if it is one of the four in the usual form, else None.
 
         ``raw`` must be one whole well-formed CBOR item (what the channel's framing returns).
-        ``empty_ids_refused``: the state is the blocking ids state, where an empty ids reply
-        is a decoder failure (left to the strict reading to report).
         """
-        if type(raw) is not bytes or len(raw) < 3:
+        read = self.read_prefix(state, raw)
+        return read[0] if read is not None and read[1] == len(raw) else None
+
+    def read_prefix(self, state: enum.Enum, buf: bytes) -> tuple[object, int] | None:
+        """``(message, end)`` if ``buf``, received in ``state``, starts with one of the four in the usual
+        form, ending at ``end``; else None.
+
+        What follows the message, if anything, is not looked at, and ``buf`` may end inside it
+        (then None). Every byte up to ``end`` is checked (heads, sizes, ranges, each body walked
+        as one CBOR item), so ``buf[:end]`` is exactly one well-formed CBOR item: a channel may
+        frame the message by it without walking it again (``MuxChannel.take_decoded``).
+        """
+        if type(buf) is not bytes or len(buf) < 3:
             return None
         try:
-            first, tag = raw[0], raw[1]
+            first, tag = buf[0], buf[1]
             if first == _ARRAY_2:
                 known = self._lists.get(tag)
-                if known is None or raw[2] != _INDEFINITE:
+                if known is None or buf[2] != _INDEFINITE:
                     return None
                 build, sized = known
-                items = _messages(raw) if sized is None else _id_list(raw, sized)
-                if items is None or not items and empty_ids_refused and tag == self._reply_ids_tag:
+                read = _messages(buf) if sized is None else _id_list(buf, sized)
+                if read is None:
                     return None
-                return build(items)
+                items, end = read
+                if not items and state is self._blocking_state and tag == self._reply_ids_tag:
+                    return None
+                return build(items), end
             if first == _ARRAY_4 and tag == self._request_ids_tag:
-                fields = _request_ids(raw)
-                return None if fields is None else self._request_ids(*fields)
-        except (IndexError, CborError):
-            # Not the usual form after all (only bytes that are not one framed item get here).
+                read = _request_ids(buf)
+                if read is None:
+                    return None
+                blocking, ack, req, end = read
+                return self._request_ids(blocking, ack, req), end
+        except (IndexError, struct.error, CborError):
+            # Not the usual form after all, or cut short: ``buf`` ends inside the message.
             return None
         return None
 
@@ -113,8 +140,8 @@ def _uint(raw: bytes, pos: int, maximum: int) -> tuple[int | None, int]:
     return None, pos
 
 
-def _request_ids(raw: bytes) -> tuple[bool, int, int] | None:
-    """``blocking, ack, req`` of ``84 tag f4|f5 ack req`` (the tag checked by the caller)."""
+def _request_ids(raw: bytes) -> tuple[bool, int, int, int] | None:
+    """``blocking, ack, req, end`` of ``84 tag f4|f5 ack req`` (the tag checked by the caller)."""
     flag = raw[2]
     if flag != _TRUE and flag != _FALSE:
         return None
@@ -122,14 +149,14 @@ def _request_ids(raw: bytes) -> tuple[bool, int, int] | None:
     if ack is None:
         return None
     req, pos = _uint(raw, pos, MAX_WORD16)
-    if req is None or pos != len(raw):
+    if req is None:
         return None
-    return flag == _TRUE, ack, req
+    return flag == _TRUE, ack, req, pos
 
 
-def _id_list(raw: bytes, sized: bool) -> tuple | None:
+def _id_list(raw: bytes, sized: bool) -> tuple[tuple, int] | None:
     """The ids of ``... 9f (5820 <id>)* ff``, or with ``sized`` the ``(id, size)`` pairs of
-    ``... 9f (82 5820 <id> size)* ff``, read from offset 3."""
+    ``... 9f (82 5820 <id> size)* ff``, read from offset 3, and the offset after the break."""
     start_of_item = _PAIR_START if sized else _ID_HEAD
     items = []
     pos = 3
@@ -145,11 +172,12 @@ def _id_list(raw: bytes, sized: bool) -> tuple | None:
             items.append((raw[start:start + ID_SIZE], size))
         else:
             items.append(raw[start:pos])
-    return tuple(items) if pos + 1 == len(raw) else None
+    return tuple(items), pos + 1
 
 
-def _messages(raw: bytes) -> tuple[bytes, ...] | None:
-    """The messages of ``... 9f (85 5820 <id> <payload array> ...)* ff``, each its exact bytes, read from offset 3."""
+def _messages(raw: bytes) -> tuple[tuple[bytes, ...], int] | None:
+    """The messages of ``... 9f (85 5820 <id> <payload array> ...)* ff``, each its exact bytes, read from
+    offset 3, and the offset after the break."""
     messages = []
     pos = 3
     end = len(raw)
@@ -159,4 +187,4 @@ def _messages(raw: bytes) -> tuple[bytes, ...] | None:
         stop = item_end(raw, pos, end)
         messages.append(raw[pos:stop])
         pos = stop
-    return tuple(messages) if pos + 1 == end else None
+    return tuple(messages), pos + 1

@@ -4,7 +4,7 @@ Dispatch on ``(length, tag)`` as the reference does; every V1 message decodes in
 state and the driver judges where it is allowed, except that an empty ids reply is a
 decoder failure in the blocking ids state (the reference codec's own rule). Note that
 ``8106`` is ``MsgInit`` here but ``MsgDone`` in V2: the negotiated version picks the codec.
-``decode_framed`` reads the round messages in their usual form directly, as V2's does.
+``decode_framed`` and ``decode_prefix`` read the round messages in their usual form directly, as V2's do.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class SigSubmissionV1Codec:
         MsgDone: lambda message: _DONE,
     }
     _usual = UsualReader((0, _build_request_ids), (1, _build_reply_ids), (2, _build_request_bodies),
-                         (3, _build_reply_bodies))
+                         (3, _build_reply_bodies), SigSubmissionV1State.TX_IDS_BLOCKING)
 
     def encode(self, message: SigSubmissionV1Message) -> bytes:
         encode = self._encoders.get(type(message))
@@ -83,5 +83,10 @@ class SigSubmissionV1Codec:
 
     def decode_framed(self, state: enum.Enum, raw: bytes) -> SigSubmissionV1Message:
         """:meth:`decode` for one framed message: the round messages in their usual form read directly."""
-        message = self._usual.read(raw, state is SigSubmissionV1State.TX_IDS_BLOCKING)
+        message = self._usual.read(state, raw)
         return self.decode(state, raw) if message is None else message
+
+    #: ``decode_prefix(state, buf)``: the round message in its usual form at the start of ``buf``
+    #: and where it ends; None for anything else (the channel then frames it and
+    #: :meth:`decode_framed` reads it). The reader's own method, so that no call stands between.
+    decode_prefix = _usual.read_prefix

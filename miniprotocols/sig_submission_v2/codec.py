@@ -7,7 +7,9 @@ ids state (a blocking reply is a non-empty list by type there) and valid elsewhe
 Lists are indefinite both ways; messages inside ``[5, ...]`` stay the exact received
 spans and must have a message's outer shape. ``decode_framed``, which the driver uses, reads
 the round messages written the usual way straight from their bytes
-(:mod:`miniprotocols.sig_submission.usual`) and anything else as ``decode`` does.
+(:mod:`miniprotocols.sig_submission.usual`) and anything else as ``decode`` does;
+``decode_prefix`` reads them the same way at the start of a channel's received bytes, telling
+where they end, so the channel need not walk them to frame them.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class SigSubmissionV2Codec:
         MsgDone: lambda message: _DONE,
     }
     _usual = UsualReader((1, _build_request_ids), (2, _build_reply_ids), (4, _build_request_bodies),
-                         (5, _build_reply_bodies))
+                         (5, _build_reply_bodies), SigSubmissionV2State.SIG_IDS_BLOCKING)
 
     def encode(self, message: SigSubmissionV2Message) -> bytes:
         encode = self._encoders.get(type(message))
@@ -86,5 +88,10 @@ class SigSubmissionV2Codec:
 
     def decode_framed(self, state: enum.Enum, raw: bytes) -> SigSubmissionV2Message:
         """:meth:`decode` for one framed message: the round messages in their usual form read directly."""
-        message = self._usual.read(raw, state is SigSubmissionV2State.SIG_IDS_BLOCKING)
+        message = self._usual.read(state, raw)
         return self.decode(state, raw) if message is None else message
+
+    #: ``decode_prefix(state, buf)``: the round message in its usual form at the start of ``buf``
+    #: and where it ends; None for anything else (the channel then frames it and
+    #: :meth:`decode_framed` reads it). The reader's own method, so that no call stands between.
+    decode_prefix = _usual.read_prefix

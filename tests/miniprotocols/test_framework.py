@@ -143,6 +143,25 @@ def test_spec_refuses_inconsistent_tables():
         StateSpec(Agency.SERVER, time_limit=-1)
 
 
+def test_a_target_chosen_by_the_message_is_followed_and_one_outside_the_table_is_refused():
+    """A transition whose target is a function of the message: the machine follows the state it
+    chooses, on both ends, and one it chooses outside the spec's states is the spec's error."""
+    choose = {1: S.BUSY, 2: S.DONE, 3: "elsewhere"}
+    spec = ProtocolSpec("chosen", STATES, S.IDLE, {**TRANSITIONS, (S.IDLE, Ping): lambda ping: choose[ping.n]},
+                        ToyCodec())
+    for n, expected in ((1, S.BUSY), (2, S.DONE)):
+        client, server = ProtocolMachine(spec, Role.CLIENT), ProtocolMachine(spec, Role.SERVER)
+        client.on_send(Ping(n))
+        server.on_receive(Ping(n))
+        assert client.state is server.state is expected
+    client, server = ProtocolMachine(spec, Role.CLIENT), ProtocolMachine(spec, Role.SERVER)
+    with pytest.raises(ValueError, match="chose unknown state elsewhere"):
+        client.on_send(Ping(3))
+    with pytest.raises(ValueError, match="chose unknown state elsewhere"):
+        server.on_receive(Ping(3))
+    assert client.state is server.state is S.IDLE
+
+
 def test_next_state_is_pure_and_names_the_valid_messages():
     assert TOY.next_state(S.IDLE, Ping(1)) is S.BUSY
     assert TOY.next_state(S.ASKED, No()) is S.DONE
@@ -238,6 +257,46 @@ def test_pipelining_preserves_order_for_any_interleaving(ops):
             collected += 1
         assert len(client.outstanding) == len(in_flight)
         assert server.state is S.IDLE
+
+
+_MESSAGES = [Ping(0), Pong(0), Ask(), Yes(), No(), Stop()]
+
+
+@given(st.lists(st.one_of(st.tuples(st.just("send"), st.booleans(), st.sampled_from(_MESSAGES), st.booleans()),
+                          st.tuples(st.just("deliver"), st.booleans())), max_size=60))
+def test_the_receiving_state_kept_by_sends_and_receives_is_the_one_worked_out_afresh(ops):
+    """``ProtocolMachine.receiving`` (kept by every send and receive, read by the driver for every
+    message it takes) is at every step what the state and the outstanding replies say, and
+    ``receiving_state`` returns it, or raises where it is None; refused sends change nothing."""
+    client, server = ProtocolMachine(TOY, Role.CLIENT), ProtocolMachine(TOY, Role.SERVER)
+    queues = {client: [], server: []}  # sent to each machine and not yet received by it
+
+    def afresh(machine):
+        if machine.outstanding:
+            return machine.outstanding[0]
+        return machine.state if TOY.agency(machine.state) is machine.role.peer.agency else None
+
+    for op in ops:
+        if op[0] == "send":
+            _, by_client, message, pipelined = op
+            sender, receiver = (client, server) if by_client else (server, client)
+            try:
+                sender.on_send(message, pipelined=pipelined)
+            except ProtocolViolation:
+                pass
+            else:
+                queues[receiver].append(message)
+        else:
+            receiver = client if op[1] else server
+            if queues[receiver]:
+                receiver.on_receive(queues[receiver].pop(0))
+        for machine in (client, server):
+            assert machine.receiving is afresh(machine)
+            if machine.receiving is None:
+                with pytest.raises(ProtocolViolation):
+                    machine.receiving_state()
+            else:
+                assert machine.receiving_state() is machine.receiving
 
 
 # -- driver -----------------------------------------------------------------------------

@@ -39,6 +39,7 @@ def _handoff():
     def consume():
         if box.get("pending") is not None:
             handoff.hand_over("message", box.pop("pending"))
+            assert handoff.handed  # what the reader asks before it does anything more
 
     handoff = Handoff(channel, consume)
     return handoff, channel, box
@@ -60,6 +61,19 @@ def test_a_passed_deadline_wakes_the_task_at_that_deadline():
     run(main)
 
 
+def test_wake_after_is_wake_by_that_many_seconds_from_now_on_trios_clock():
+    async def main():
+        handoff, _, _ = _handoff()
+        await trio.sleep(3)
+        start = trio.current_time()
+        handoff.wake_after(10)
+        assert handoff.deadline == start + 10
+        assert await handoff.wait() is None
+        assert trio.current_time() == start + 10
+
+    run(main)
+
+
 def test_what_is_handed_over_wakes_the_task_at_once_and_the_deadline_then_does_nothing():
     async def main():
         handoff, channel, box = _handoff()
@@ -72,7 +86,9 @@ def test_what_is_handed_over_wakes_the_task_at_once_and_the_deadline_then_does_n
 
             nursery.start_soon(deliver)
             handoff.wake_by(start + 10)
+            assert not handoff.handed
             assert await handoff.wait() == ("message", "m1")
+            assert not handoff.handed  # taken by the task
             assert trio.current_time() == start + 3
         handoff.deadline = math.inf
         # The entry filed for start + 10 comes due while nobody sleeps: nothing happens.

@@ -8,7 +8,7 @@ import trio.testing
 
 from ouroboros_mux.bearer import HANDSHAKE_SDU_TIMEOUT, Bearer, connect_tcp, connect_unix
 from ouroboros_mux.errors import BearerClosed, ConnectFailed, SDUDecodeError, SDUReadTimeout, SDUWriteTimeout
-from ouroboros_mux.sdu import MAX_SDU_PAYLOAD, SDU
+from ouroboros_mux.sdu import MAX_SDU_PAYLOAD, SDU, monotonic_timestamp
 
 from .streams import open_unix_listener, raw_sdu, tcp_stream_pair, unix_stream_pair
 
@@ -118,6 +118,14 @@ async def test_write_many_is_one_socket_write():
     assert data == (bytes.fromhex("00000007000b000a") + b"a" * 10 + bytes.fromhex("00000007800c0001") + b"b"
                     + bytes.fromhex("00000007000b0003") + b"ccc")
     assert (bearer.sdus_out, bearer.bytes_out) == (3, 38)
+
+
+def test_the_stamp_is_the_low_32_bits_of_the_clock_given_or_of_the_default_one():
+    send = trio.testing.MemorySendStream()
+    assert Bearer(send, timestamp=lambda: (5 << 32) | 0xDEADBEEF).timestamp() == 0xDEADBEEF
+    default = Bearer(send)
+    assert default.timestamp is monotonic_timestamp  # one call per write, already masked
+    assert 0 <= default.timestamp() <= 0xFFFFFFFF
 
 
 async def test_write_refuses_an_empty_payload_before_touching_the_socket():

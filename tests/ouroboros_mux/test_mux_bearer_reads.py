@@ -170,7 +170,7 @@ async def test_a_read_that_found_nothing_without_waiting_is_followed_by_a_wait()
     assert recorder.take() == [WAIT, 11]
 
 
-@pytest.mark.parametrize("cuts", [(), (3,), (8, 20), (1, 2, 3, 40, 41), (25,)])
+@pytest.mark.parametrize("cuts", [(), (3,), (8, 20), (1, 2, 3, 40, 41), (25,), (9,), (9, 47, 56)])
 @pytest.mark.parametrize(
     ("tail", "error"),
     [(b"", BearerClosed), (bytes.fromhex("00000000000d0000"), SDUDecodeError), (b"\0\0\0\0\0\x0b\0\x09ab", BearerClosed)],

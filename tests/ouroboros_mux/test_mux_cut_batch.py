@@ -4,8 +4,8 @@
 general loop; whatever mix of pieces is queued, the SDUs must be those of the rule: channels served
 round-robin in the order they got bytes, one SDU each per turn, each SDU the next at most
 ``EGRESS_SDU_SIZE`` bytes of that channel's stream, at most ``MAX_SDUS_PER_WRITE`` SDUs or about
-``MAX_BYTES_PER_WRITE`` bytes a write. ``MuxChannel.take_message``'s early "nothing complete" answer
-is held to the framer's own.
+``MAX_BYTES_PER_WRITE`` bytes a write. ``MuxChannel.take_message``'s and ``take_decoded``'s early
+"nothing complete" answer is held to the framer's own.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ouroboros_mux.cbor import CborError, item_end
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import CborFramer, MessageTooLarge
 from ouroboros_mux.mux import MAX_BYTES_PER_WRITE, MAX_SDUS_PER_WRITE, Mode, Mux, Provenance
@@ -92,12 +93,24 @@ def test_take_message_answers_as_the_framer(fed, max_size):
         except MessageTooLarge as exc:
             return "too large", exc.limit, exc.buffered
 
+    def read_pairs(context, buf):  # a reader framing the arrays of two items itself
+        if buf[0] != 0x82:
+            return None
+        try:
+            return "read", item_end(buf)
+        except CborError:
+            return None
+
     async def run():
-        mux, (channel,) = _mux(1)
-        framer = CborFramer()
+        mux, (channel, decoding) = _mux(2)
+        framer, decoding_framer = CborFramer(), CborFramer()
         for piece in (fed[:1], fed[1:]):
             framer.feed(piece)
             channel._framer.feed(piece)
+            decoding_framer.feed(piece)
+            decoding._framer.feed(piece)
             assert outcome(channel.take_message) == outcome(framer.next_message)
+            assert outcome(lambda size: decoding.take_decoded(read_pairs, None, size)) == \
+                outcome(lambda size: decoding_framer.next_decoded(read_pairs, None, size))
 
     trio.run(run)

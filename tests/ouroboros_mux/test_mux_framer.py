@@ -1,13 +1,14 @@
-"""The framer's wait-for-enough-bytes hint, which keeps reassembly of big messages linear."""
+"""The framer's wait-for-enough-bytes hint, which keeps reassembly of big messages linear, and its
+framing by a reader that frames its own messages (``next_decoded``), held to the walk's."""
 
 from __future__ import annotations
 
 import cbor2
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
-from ouroboros_mux.cbor import CborIncomplete, item_end
-from ouroboros_mux.channel import CborFramer
+from ouroboros_mux.cbor import CborError, CborIncomplete, item_end
+from ouroboros_mux.channel import CborFramer, MalformedMessage, MessageTooLarge
 
 from .cbor_messages import big_bytes, messages
 
@@ -82,3 +83,59 @@ def test_remainders_after_an_item_frame_correctly(items, data):
             out.append(item)
     assert out == items
     assert [cbor2.loads(i) for i in out] == [cbor2.loads(i) for i in items]
+
+
+def _outcome(take):
+    """What one question to a framer gives: its answer, or the error and its figures."""
+    try:
+        return "answer", take()
+    except MessageTooLarge as exc:
+        return "too large", exc.limit, exc.buffered
+    except MalformedMessage as exc:
+        return "malformed", str(exc)
+
+
+def _framing_reader(reads: set[int]):
+    """A reader that frames the items whose first byte is in ``reads`` itself, as a codec's
+    ``decode_prefix`` does: ``(what it read, end)`` when the first item of ``buf`` is whole, else None."""
+    def read(context, buf):
+        assert context == "state" and type(buf) is bytes
+        if buf[0] not in reads:
+            return None
+        try:
+            end = item_end(buf, 0, len(buf))
+        except CborError:
+            return None
+        return ("read", buf[:end]), end
+    return read
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(messages, min_size=1, max_size=4), st.data())
+def test_items_a_reader_frames_come_out_as_the_walk_frames_them(items, data):
+    """``next_decoded`` (a reader offered the bytes first, framing what it reads by its own end)
+    gives the items, the limits' errors and the malformed tail that ``next_message`` gives, at
+    the same questions, whichever items the reader takes and however the stream is cut."""
+    tail = data.draw(st.sampled_from([b"", b"\x1c", b"\x82\x01"]))  # nothing, not CBOR, an item cut short
+    stream = b"".join(items) + tail
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=6)))
+    views = data.draw(st.booleans())
+    max_size = data.draw(st.one_of(st.none(), st.integers(1, max(map(len, items)) + 2)))
+    reader = _framing_reader(set(data.draw(st.lists(st.integers(0, 255), max_size=200))))
+    walked, read = CborFramer(), CborFramer()
+    for a, b in zip([0, *cuts], [*cuts, len(stream)]):
+        piece = memoryview(stream)[a:b] if views else stream[a:b]
+        walked.feed(piece)
+        read.feed(piece)
+        while True:
+            expected = _outcome(lambda: walked.next_message(max_size))
+            got = _outcome(lambda: read.next_decoded(reader, "state", max_size))
+            if expected[0] != "answer" or expected[1] is None:
+                assert got == expected
+                break
+            raw, message = got[1]
+            assert type(raw) is bytes and raw == expected[1]
+            assert message in (None, ("read", raw))
+            assert (read.buffered, read.wanted) == (walked.buffered, walked.wanted)
+        if expected[0] != "answer":
+            break

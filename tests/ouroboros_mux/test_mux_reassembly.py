@@ -9,7 +9,7 @@ import trio.testing
 from hypothesis import given, settings, strategies as st
 
 from ouroboros_mux.bearer import Bearer
-from ouroboros_mux.channel import ChannelClosed, MalformedMessage
+from ouroboros_mux.channel import ChannelClosed, MalformedMessage, MessageTooLarge
 from ouroboros_mux.mux import Mode, Mux, Provenance
 from ouroboros_mux.sdu import MAX_SDU_PAYLOAD
 
@@ -94,6 +94,43 @@ async def test_one_sdu_holds_the_tail_of_one_message_and_the_head_of_the_next():
         nursery.start_soon(mux.run)
         assert [await channel.recv_message() for _ in range(3)] == [first, second, third]
         channel.finish()
+        mux.stop()
+
+
+async def test_waiting_for_a_message_leaves_it_queued_for_the_next_receive():
+    """``wait_message`` (a protocol started on demand waits so for its peer's first message) returns
+    once a message is whole, leaves it queued and counted, and the next receive, waiting or not,
+    returns exactly it and then what followed; a message over the limit raises as a receive would."""
+    first, second = bytes.fromhex("9f0102ff"), bytes.fromhex("820304")
+    peer, ours = trio.testing.memory_stream_pair()
+    mux = Mux(Bearer(ours), Provenance.INBOUND)
+    channel = mux.register(11, Mode.RESPONDER, 100)
+    other = mux.register(12, Mode.RESPONDER, 100)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(mux.run)
+        waited = []
+
+        async def wait():
+            await channel.wait_message(10)
+            waited.append(channel.queued_in)
+
+        nursery.start_soon(wait)
+        await peer.send_all(raw_sdu(11, False, first[:2]))
+        await trio.testing.wait_all_tasks_blocked()
+        assert waited == []  # not whole yet
+        await peer.send_all(raw_sdu(11, False, first[2:] + second[:1]))
+        await trio.testing.wait_all_tasks_blocked()
+        assert waited == [len(first) + 1]  # the message and the start of the next, still queued
+        assert channel.take_message() == first
+        await peer.send_all(raw_sdu(11, False, second[1:]))
+        await channel.wait_message()
+        assert await channel.recv_message() == second and channel.queued_in == 0
+
+        await peer.send_all(raw_sdu(12, False, bytes.fromhex("5820") + bytes(32)))
+        with pytest.raises(MessageTooLarge):
+            await other.wait_message(20)
+        with pytest.raises(MessageTooLarge):
+            await other.recv_message(20)
         mux.stop()
 
 

@@ -32,7 +32,7 @@ _SWEEP_MIN = 64
 class KnownHeld:
     """Ids the peer announced to us that the serving peer has not passed yet: ids it holds."""
 
-    __slots__ = ("capacity", "passed", "_ids", "_sweep_at")
+    __slots__ = ("capacity", "passed", "ids", "_sweep_at")
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         if capacity < 2:
@@ -40,30 +40,32 @@ class KnownHeld:
         self.capacity = capacity
         #: Whether the serving peer's position already passed an id (set by the serving peer).
         self.passed: Callable[[bytes], bool] | None = None
-        # A dict as an ordered set: insertion order says which ids are oldest.
-        self._ids: dict[bytes, None] = {}
+        #: The ids, a dict as an ordered set (insertion order says which are oldest): read-only
+        #: outside this class, and replaced by a sweep, so read it afresh (the serving peer reads
+        #: it for every request it answers, without a method call).
+        self.ids: dict[bytes, None] = {}
         self._sweep_at = _SWEEP_MIN
 
     def add(self, ids: Iterable[bytes]) -> None:
         """The peer announced ``ids``: remember those the serving peer has still to pass."""
-        known = self._ids
+        known = self.ids
         passed = self.passed
         for message_id in ids:
             if passed is None or not passed(message_id):
                 known[message_id] = None
         if len(known) > self._sweep_at or len(known) > self.capacity:
             if passed is not None:
-                known = self._ids = {i: None for i in known if not passed(i)}
+                known = self.ids = {i: None for i in known if not passed(i)}
             if len(known) > self.capacity:
-                known = self._ids = dict.fromkeys(list(known)[-(self.capacity // 2):])
+                known = self.ids = dict.fromkeys(list(known)[-(self.capacity // 2):])
             self._sweep_at = max(_SWEEP_MIN, 2 * len(known))
 
     def discard(self, message_id: bytes) -> None:
         """The serving peer passed ``message_id``: this connection will not look at it again."""
-        self._ids.pop(message_id, None)
+        self.ids.pop(message_id, None)
 
     def __contains__(self, message_id: object) -> bool:
-        return message_id in self._ids
+        return message_id in self.ids
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self.ids)

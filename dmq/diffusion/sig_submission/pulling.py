@@ -35,8 +35,6 @@ import math
 from collections import deque
 from collections.abc import Generator
 
-import trio
-
 from ouroboros_mux.channel import MessageChannel
 
 from miniprotocols.framework import Driver, ExceededTimeLimit, Handoff, as_driver
@@ -116,7 +114,7 @@ class PullingPeer:
         if self.dialect.init is not None:
             await self.driver.recv()  # MsgInit: the table allows nothing else first
         channel = self.driver.channel
-        if hasattr(getattr(channel, "channel", channel), "on_bytes"):
+        if hasattr(channel, "on_bytes"):
             await self._run_from_reader(channel)
         else:
             await self._run_in_task()
@@ -274,4 +272,4 @@ class PullingPeer:
         """The loop starts waiting for the next reply: its state's time limit starts now, as in ``Driver.recv``."""
         state, limit = self._timed = self.driver.time_limit()
         if limit is not None:
-            self._handoff.wake_by(trio.current_time() + limit)
+            self._handoff.wake_after(limit)

@@ -103,7 +103,7 @@ class ServingPeer:
         if dialect.init is not None:
             await driver.send(dialect.init())
         channel = driver.channel
-        from_reader = hasattr(getattr(channel, "channel", channel), "on_bytes") and \
+        from_reader = hasattr(channel, "on_bytes") and \
             driver.spec.states[driver.machine.receiving_state()].time_limit is None
         checked = False
         while True:
@@ -212,10 +212,11 @@ class ServingPeer:
         else:
             entries = published if len(published) <= req else published[:req]
         known = self._known
-        if known is None or not known:
+        if known is None or not known.ids:
             return entries
         while entries:
-            kept = [entry for entry in entries if entry[1] not in known]
+            held = known.ids
+            kept = [entry for entry in entries if entry[1] not in held]
             if kept:
                 return kept
             for entry in entries:
@@ -235,7 +236,7 @@ class ServingPeer:
         """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""
         self._parked = request
         if self.blocking_timeout is not None:
-            self._handoff.wake_by(trio.current_time() + self.blocking_timeout)
+            self._handoff.wake_after(self.blocking_timeout)
         self._hook()
 
     def _hook(self) -> None:

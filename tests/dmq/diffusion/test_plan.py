@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from miniprotocols import keep_alive
 from miniprotocols.keep_alive import KEEP_ALIVE, MsgKeepAlive
 from miniprotocols.framework import Driver, ExceededTimeLimit, Role
 from miniprotocols.sig_submission_v1 import DIALECT as V1
 from miniprotocols.sig_submission_v2 import DIALECT as V2
+from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import memory_channel_pair
-from ouroboros_mux.mux import Mode
+from ouroboros_mux.mux import Mode, Mux, Provenance
 
 from dmq.config import AcceptedConnectionsLimit
-from dmq.diffusion import INGRESS_LIMITS, OnDemandChannel, Protocol, connection_plan, soft_limit_delay
+from dmq.diffusion import INGRESS_LIMITS, OnDemandChannel, Protocol, connection_plan, soft_limit_delay, started_on_demand
 from miniprotocols.sig_submission import Side
 
 I, R = Mode.INITIATOR, Mode.RESPONDER
@@ -84,6 +86,43 @@ async def test_once_started_the_protocol_limits_apply(autojump_clock):
         await keep_alive.serve(channel)  # answers the first, then waits for the next one in vain
     assert (await client.recv()).cookie == 1
     assert trio.current_time() - started == pytest.approx(97.0)
+
+
+async def test_a_mux_channel_started_on_demand_runs_the_protocol_itself_from_its_first_message(autojump_clock):
+    """Over a mux channel the protocol runs on the channel itself (no wrapper between the driver
+    and the channel on every message), its first message left queued while it waited; over any
+    other channel an ``OnDemandChannel`` holds the first message. Both serve it the same."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    client_mux = Mux(Bearer(client_stream), Provenance.OUTBOUND)
+    server_mux = Mux(Bearer(server_stream), Provenance.INBOUND)
+    theirs = client_mux.register(keep_alive.PROTOCOL_NUM, Mode.INITIATOR, 1000)
+    ours = server_mux.register(keep_alive.PROTOCOL_NUM, Mode.RESPONDER, 1000)
+    mem_ours, mem_theirs = memory_channel_pair(keep_alive.PROTOCOL_NUM)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(client_mux.run)
+        nursery.start_soon(server_mux.run)
+        for channel, peer in ((ours, theirs), (mem_ours, mem_theirs)):
+            started = []
+
+            async def server(channel=channel, started=started):
+                target = await started_on_demand(channel, KEEP_ALIVE)
+                started.append(target)
+                await keep_alive.serve(target)
+
+            async with trio.open_nursery() as serving:
+                serving.start_soon(server)
+                await trio.sleep(500)  # no time limit before the first message
+                client = Driver(peer, KEEP_ALIVE, Role.CLIENT)
+                await client.send(MsgKeepAlive(7))
+                assert (await client.recv()).cookie == 7
+                if channel is ours:
+                    assert started == [ours]
+                else:
+                    assert type(started[0]) is OnDemandChannel
+                await client.send(MsgKeepAlive(8))
+                assert (await client.recv()).cookie == 8
+                serving.cancel_scope.cancel()
+        nursery.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("connections, delay", [(1, 0.0), (384, 0.0), (385, 5.0 / 128), (448, 2.5), (512, 5.0)])

@@ -119,13 +119,11 @@ class MempoolMachine(RuleBasedStateMachine):
         assert [e.index for e in self.mempool] == sorted(self.held)
         for message in self.held.values():
             assert self.mempool.contains(message.message_id)
-        unexpired = self.unexpired_after(-1)
-        assert [i for i, _, _ in self.mempool.ids_after(-1, 10_000)] == unexpired
-        # From every position, up to and past the horizon (the usual ask of an up-to-date peer).
-        for position in range(-1, self.next_index + 1):
+        for position in range(-1, self.next_index + 1):  # from every position, the horizon's and past it
+            unexpired = self.unexpired_after(position)
+            assert [i for i, _, _ in self.mempool.ids_after(position, 10_000)] == unexpired
             for limit in (0, 1, 3):
-                assert [i for i, _, _ in self.mempool.ids_after(position, limit)] == \
-                    self.unexpired_after(position)[:limit]
+                assert [i for i, _, _ in self.mempool.ids_after(position, limit)] == unexpired[:limit]
         for message in self.held.values():
             assert self.mempool.get(message.message_id).raw == message.raw
         assert self.mempool.next_index == self.next_index

@@ -9,7 +9,9 @@ from dataclasses import replace
 import pytest
 
 from dmq.cli.wiring import assemble_node
-from lab.simnet import SimnetOptions, run_simnet
+from lab.simnet import SimnetOptions, links, run_simnet
+from miniprotocols import keep_alive
+from ouroboros_mux.sdu import SDU_HEADER_SIZE, decode_header
 
 #: Figures that depend on the machine, not on the seed.
 _MACHINE = {"load_average", "wall_seconds", "wall_per_simulated_minute", "cpu_seconds", "cpu_per_simulated_minute",
@@ -91,6 +93,51 @@ def test_the_same_seed_gives_the_same_run():
     assert _seeded(first) == _seeded(second)
     other = run_simnet(replace(options, seed=6), assemble_node)
     assert _seeded(other) != _seeded(first)
+
+
+def _sdus(stream: bytes) -> list[tuple[int, bool, bytes]]:
+    """A link's bytes as its SDUs, without their timestamps (the sender's machine clock, informational)."""
+    sdus, at = [], 0
+    while at < len(stream):
+        _, protocol, from_responder, length = decode_header(stream[at:at + SDU_HEADER_SIZE])
+        at += SDU_HEADER_SIZE + length
+        sdus.append((protocol, from_responder, stream[at - length:at]))
+    return sdus
+
+
+def test_the_same_seed_sends_the_same_bytes_on_every_link(monkeypatch):
+    # Stronger than the reports' equality: a value drawn differently in two runs that keeps its
+    # encoded size (a keep-alive cookie from 256 to 65,535, three CBOR bytes) changes no figure of
+    # the report, only the bytes. With the flooder's cookies (which its victim echoes) drawn from an
+    # unseeded generator, the victim's bytes sent differed by one in the rare run whose cookie fell
+    # below 256.
+    options = SimnetOptions(nodes=8, pools=4, period=5.0, duration=10.0, active_peers=4, warmup=5.0, drain=30.0,
+                            seed=5)
+    written: dict[tuple[int, int, int], bytearray] = {}
+    put = links._Pipe.put
+
+    def recording_put(pipe, data: bytes, now: float) -> None:
+        written.setdefault((pipe.serial, pipe.src, pipe.dst), bytearray()).extend(data)
+        put(pipe, data, now)
+
+    monkeypatch.setattr(links._Pipe, "put", recording_put)
+    runs = []
+    for _ in range(2):
+        written.clear()
+        report = run_simnet(options, assemble_node)
+        assert report.attacks[0].kind == "flood" and report.attacks[0].outcome["connections"] > 0, report.attacks
+        runs.append({link: _sdus(bytes(stream)) for link, stream in written.items()})
+    first, second = runs
+    # The comparison covers the flooder's keep-alive pings (network index ``nodes``) and its victim's echoes.
+    flooder = options.nodes
+
+    def keep_alive_sdus(end: int) -> list:
+        return [sdu for (_, src, dst), sdus in first.items() if (src, dst)[end] == flooder
+                for sdu in sdus if sdu[0] == keep_alive.PROTOCOL_NUM]
+
+    assert keep_alive_sdus(0) and keep_alive_sdus(1)
+    assert first.keys() == second.keys()
+    assert [link for link in first if first[link] != second[link]] == []
 
 
 def test_a_stakeless_cluster_around_a_victim_leaves_it_complete_and_every_hop_known():

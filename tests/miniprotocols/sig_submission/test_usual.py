@@ -3,6 +3,8 @@
 What the driver decodes with is ``decode_framed``: for the usual form (shortest heads, as every encoder
 writes) it reads the bytes directly, and for anything else it must fall back to the strict reading, so
 every framed message, valid or not, must come out the same both ways: the same message, or the same error.
+The same reading at the start of a channel's bytes (``decode_prefix``) frames the message by its own end,
+which must be the end of the CBOR item, and gives what the channel's walk and the strict reading give.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 from miniprotocols import sig_submission_v1 as v1
 from miniprotocols import sig_submission_v2 as v2
 from ouroboros_mux.cbor import CborError, item_end
+from ouroboros_mux.channel import CborFramer, MalformedMessage, MessageTooLarge
 
 from .helpers import make_message, message_id
 
@@ -65,8 +68,7 @@ def test_the_usual_form_is_read_directly_and_gives_the_strict_reading(version):
     assert len(cases) > 100
     for state, message in cases:
         raw = codec.encode(message)
-        blocking = state in (S1.TX_IDS_BLOCKING, S2.SIG_IDS_BLOCKING)
-        direct = codec._usual.read(raw, blocking)
+        direct = codec._usual.read(state, raw)
         assert direct is not None, (message, raw.hex())  # read directly, not by the fallback
         assert type(direct) is type(message)
         assert direct == message == codec.decode(state, raw) == codec.decode_framed(state, raw)
@@ -77,7 +79,7 @@ def test_a_blocking_ids_reply_that_is_empty_is_the_strict_readings_failure(versi
     codec, _, reply_ids, *_ = VERSIONS[version]
     state = S1.TX_IDS_BLOCKING if codec is V1 else S2.SIG_IDS_BLOCKING
     raw = codec.encode(reply_ids(()))
-    assert codec._usual.read(raw, True) is None
+    assert codec._usual.read(state, raw) is None and codec.decode_prefix(state, raw) is None
     failure = outcome(codec.decode_framed, state, raw)
     assert failure[0] == "error" and "empty list not permitted" in failure[2]
     assert failure == outcome(codec.decode, state, raw)
@@ -138,3 +140,90 @@ def test_any_framed_mutation_of_a_usual_message_decodes_as_the_strict_reading(da
     if _framed(raw):
         for any_state in (state, *[s for s in type(state) if s is not state and s.name != "DONE"]):
             assert outcome(codec.decode_framed, any_state, raw) == outcome(codec.decode, any_state, raw)
+
+
+# -- read at the start of what a channel holds (``decode_prefix``), framed by its own end -------------
+
+def _prefix_cuts(raw: bytes) -> set[int]:
+    return {0, 1, 2, 3, 4, 5, 36, 37, 38, len(raw) // 2, len(raw) - 2, len(raw) - 1} & set(range(len(raw)))
+
+
+@pytest.mark.parametrize("version", sorted(VERSIONS))
+def test_a_usual_message_is_read_before_what_follows_it_and_not_before_its_last_byte(version):
+    codec = VERSIONS[version][0]
+    cases = list(usual_cases(version))
+    for state, message in cases:
+        raw = codec.encode(message)
+        for tail in (b"", b"\x80", b"\xff", codec.encode(cases[0][1])):
+            assert codec.decode_prefix(state, raw + tail) == (message, len(raw)), (message, tail)
+        for cut in _prefix_cuts(raw):
+            assert codec.decode_prefix(state, raw[:cut]) is None, (message, cut)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), version=st.sampled_from(sorted(VERSIONS)))
+def test_what_is_read_at_the_start_is_one_cbor_item_that_the_strict_reading_reads_alike(data, version):
+    """Whatever the bytes (a usual message mutated, anything behind it), what ``decode_prefix`` reads
+    ends where the CBOR item ends, and the strict reading of that item gives the same message."""
+    codec = VERSIONS[version][0]
+    state, message = data.draw(st.sampled_from(list(usual_cases(version))))
+    raw = bytearray(codec.encode(message))
+    for _ in range(data.draw(st.integers(0, 3))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        raw[at] = data.draw(st.integers(0, 255))
+    buf = bytes(raw[:data.draw(st.integers(1, len(raw)))]) + data.draw(st.binary(max_size=8))
+    for any_state in [s for s in type(state) if s.name != "DONE"]:
+        read = codec.decode_prefix(any_state, buf)
+        if read is None:
+            continue
+        got, end = read
+        assert item_end(buf, 0, len(buf)) == end
+        assert outcome(codec.decode, any_state, buf[:end]) == ("message", got)
+
+
+def _taken(framer: CborFramer, take) -> tuple:
+    """The next message a framer gives through ``take`` (None: nothing complete yet), or its error."""
+    try:
+        return "taken", take()
+    except (MessageTooLarge, MalformedMessage) as exc:
+        return "error", type(exc), str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), version=st.sampled_from(sorted(VERSIONS)))
+def test_messages_framed_by_their_reading_are_those_the_walk_frames_and_the_codec_reads(data, version):
+    """A channel's stream of round messages (usual, odd, mutated, cut anywhere), taken the fast way
+    (``next_decoded`` with the codec's ``decode_prefix``, the codec's ``decode_framed`` for what it
+    declines) and the general way (``next_message``, then ``decode_framed``): the same exact bytes,
+    the same messages, the same errors, at the same questions."""
+    codec = VERSIONS[version][0]
+    spec = (v1.SIG_SUBMISSION_V1 if codec is V1 else v2.SIG_SUBMISSION_V2)
+    cases = list(usual_cases(version))
+    state = data.draw(st.sampled_from([s for s in type(cases[0][0]) if s.name != "DONE"]))
+    limit = data.draw(st.sampled_from([spec.states[state].byte_limit, 40, 2000]))
+    pieces = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        raw = bytearray(codec.encode(data.draw(st.sampled_from(cases))[1]))
+        if data.draw(st.booleans()):
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        pieces.append(bytes(raw))
+    if codec is V2 and data.draw(st.booleans()):
+        pieces.append(bytes.fromhex(data.draw(st.sampled_from(ODD_V2))))
+    stream = b"".join(pieces)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=5)))
+    walked, read = CborFramer(), CborFramer()
+    for a, b in zip([0, *cuts], [*cuts, len(stream)]):
+        walked.feed(stream[a:b])
+        read.feed(memoryview(stream)[a:b] if data.draw(st.booleans()) else stream[a:b])
+        while True:
+            expected = _taken(walked, lambda: walked.next_message(limit))
+            got = _taken(read, lambda: read.next_decoded(codec.decode_prefix, state, limit))
+            if expected[0] == "error" or expected[1] is None:
+                assert got == expected
+                break
+            raw, message = got[1]
+            assert raw == expected[1] and type(raw) is bytes
+            decoded = outcome(codec.decode_framed, state, raw)
+            assert (decoded if message is None else ("message", message)) == decoded
+        if expected[0] == "error":
+            break

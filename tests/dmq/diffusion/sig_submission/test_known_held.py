@@ -192,7 +192,7 @@ async def test_the_serving_peer_keeps_only_the_ids_it_has_not_passed(dialect, nu
     await peer.ask(True, 0, 10)
     assert len(ids_of(await peer.reply())) == 2
     known.add([m.message_id for m in messages])  # the first two crossed: the peer announced them too late
-    assert list(known._ids) == [messages[2].message_id]
+    assert list(known.ids) == [messages[2].message_id]
     await peer.ask(True, 2, 10)
     assert await peer.nothing_yet()
     mempool.append([messages[2]])  # accepted here: the position passes it, leaving it out
