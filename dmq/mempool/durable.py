@@ -101,7 +101,15 @@ class CommitThread:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
+    @trio.lowlevel.enable_ki_protection
     async def run_sync(self, call: Callable[..., Any], *args: Any) -> Any:
+        """Run ``call(*args)`` in the thread and wait for its answer.
+
+        Protected from KeyboardInterrupt like trio's own ``to_thread``: a Ctrl-C raised between
+        queueing the job and parking would leave the thread to reschedule a task that is not
+        waiting, which ends the run with an internal error instead of a clean stop; protected,
+        the interrupt reaches the run's main task at its next checkpoint.
+        """
         if self._thread is None:
             self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
             self._thread.start()
