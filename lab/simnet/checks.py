@@ -251,11 +251,14 @@ class VirtualClock(trio.abc.Clock):
     def deadline_to_sleep_time(self, deadline: float) -> float:
         networks = self._networks
         for network in networks:
-            deadline = min(deadline, network.next_arrival())
+            arrival = network.next_arrival()
+            if arrival < deadline:
+                deadline = arrival
         if deadline == math.inf:
             return 86400.0  # nothing will ever wake: a deadlock, as under MockClock
-        if deadline > self._now:
-            self._now = deadline
+        now = self._now
+        if deadline > now:
+            self._now = now = deadline
         for network in networks:
-            network.deliver(self._now)
+            network.deliver(now)
         return 0.0
