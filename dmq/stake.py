@@ -238,10 +238,14 @@ class StakeView:
             if not isinstance(stake, PoolStake):
                 raise TypeError(f"stake of pool {pool_id.hex()} must be a PoolStake, got {stake!r}")
             fresh[pool_id] = stake
+        self._install(MappingProxyType(fresh), epoch)
+
+    def _install(self, pools: MappingProxyType, epoch: int | None) -> None:
+        """Install a checked, read-only snapshot (nothing else holds its dictionary for writing)."""
         if epoch is not None and (type(epoch) is not int or epoch < 0):
             raise ValueError(f"epoch must be a non-negative int or None, got {epoch!r}")
         now = self._clock.now()
-        self._pools = MappingProxyType(fresh)
+        self._pools = pools
         if epoch is not None:
             kept = {**self._by_epoch, epoch: self._pools}
             newest = max(kept)
@@ -285,13 +289,25 @@ class StakeView:
     @classmethod
     def from_json(cls, path: str | Path, clock: Clock | None = None) -> StakeView:
         """A Ready view from a plain stake file (see :func:`load_stake_file`)."""
-        stake_file = load_stake_file(path)
+        return cls.from_stake_file(load_stake_file(path), clock)
+
+    @classmethod
+    def from_stake_file(cls, stake_file: StakeFile, clock: Clock | None = None) -> StakeView:
+        """A Ready view of a parsed stake file, holding the file's own read-only pool map (no copy).
+
+        :func:`load_stake_file` has checked every entry and wraps a dictionary no one else holds, so
+        views made from one parsed file can share it: a simulated network of a thousand nodes
+        reads its 3,000-pool file once, not once per node (``lab.simnet.checks.SharedStakeFiles``).
+        """
         view = cls(
             clock,
             max_kes_evolutions=stake_file.max_kes_evolutions,
             slots_per_kes_period=stake_file.slots_per_kes_period,
         )
-        view.update(stake_file.pools, stake_file.epoch)
+        if type(stake_file.pools) is MappingProxyType:
+            view._install(stake_file.pools, stake_file.epoch)
+        else:  # made by hand, not by load_stake_file: checked and copied
+            view.update(stake_file.pools, stake_file.epoch)
         return view
 
 

@@ -44,7 +44,7 @@ from dmq.metrics import NodeMetrics
 from dmq.node import Node, NodeStartError
 from dmq.recorder import node_label
 from dmq.recorder.recorder import NO_RECORDER, NullRecorder, RecorderError, TrafficRecorder
-from dmq.stake import StakeView
+from dmq.stake import StakeFile, StakeView, load_stake_file
 from dmq.topology import Topology
 from dmq.trace import LogSink, MessageExpired, Tracer
 from dmq.validation import PoolState, ReactionPolicy, Validator
@@ -55,14 +55,16 @@ from dmq.cardano_node import CardanoNodeLink
 __all__ = ["assemble_node", "run_node", "load_stake_view"]
 
 
-def load_stake_view(config: NodeConfig, clock: Clock) -> StakeView:
-    """The stake view named by ``StakeSource``, with the KES limits of the Shelley genesis."""
+def load_stake_view(config: NodeConfig, clock: Clock,
+                    read_stake_file: Callable[[Path], StakeFile] = load_stake_file) -> StakeView:
+    """The stake view named by ``StakeSource``, with the KES limits of the Shelley genesis; a stake
+    file is read by ``read_stake_file`` (a simulated network reads each file once for every node)."""
     source = config.stake_source
     expected = config.shelley_genesis_hash.hex() if config.shelley_genesis_hash else None
     if source.kind is StakeSourceKind.GENESIS:
         return StakeView.from_shelley_genesis(config.shelley_genesis_file, clock, expected_hash=expected)
     if source.kind is StakeSourceKind.FILE:
-        return StakeView.from_json(source.path, clock)
+        return StakeView.from_stake_file(read_stake_file(source.path), clock)
     # cardano-node: the genesis gives maxKESEvolutions; the stake map comes from the link.
     return StakeView.from_shelley_genesis(config.shelley_genesis_file, clock, expected_hash=expected,
                                           with_genesis_stake=False)
@@ -110,7 +112,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
                   expiry_interval: float | None = None,
                   expiry_max_sleep: float | None = None,
                   registration_verifier: Callable[..., Any] | None = None,
-                  decode_received: Callable[[bytes, Callable[[bytes], DmqMessage]], DmqMessage] | None = None
+                  decode_received: Callable[[bytes, Callable[[bytes], DmqMessage]], DmqMessage] | None = None,
+                  read_stake_file: Callable[[Path], StakeFile] | None = None
                   ) -> Node:
     """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
 
@@ -119,17 +122,18 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
     behind the node's own cache), ``expiry_interval`` and ``expiry_max_sleep`` (the shortest and
     longest sleep of the mempool's purge), ``registration_verifier`` (the application's
     ``verify_registration``) and ``decode_received`` (how a peer's message bytes are decoded,
-    ``Ingress.decode_received``) are what a simulated network or a test on a jumping clock
-    replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker thread, the
-    Sum6KES and Ed25519 verifiers, a purge at each expiry, at least 50 ms and, while messages
-    are held, at most 60 s apart, Mithril's checks, the ingress's own decode.
+    ``Ingress.decode_received``) and ``read_stake_file`` (how a ``StakeSource`` file is read)
+    are what a simulated network or a test on a jumping clock replaces (``lab.simnet``); a
+    running node keeps the defaults: TCP, a worker thread, the Sum6KES and Ed25519 verifiers, a
+    purge at each expiry, at least 50 ms and, while messages are held, at most 60 s apart,
+    Mithril's checks, the ingress's own decode, :func:`dmq.stake.load_stake_file`.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.
     """
     clock = clock if clock is not None else SystemClock()
     tracer = tracer if tracer is not None else Tracer()
-    stake_view = load_stake_view(config, clock)
+    stake_view = load_stake_view(config, clock, read_stake_file or load_stake_file)
     endpoint = config.prometheus_endpoint
     metrics = NodeMetrics(config.trace_option_metrics_prefix, endpoint is not None and endpoint.no_suffix)
     tracer.add_sink(metrics)

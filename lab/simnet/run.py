@@ -9,7 +9,8 @@ Order of a run:
 2. every node is built by the composition root's ``assemble`` (``dmq.cli.wiring.assemble_node``,
    handed in: this package does not import the CLI) with a :class:`.links.SimTransport`, a
    :class:`dmq.clock.TrioClock`, the mempool's commits in the loop's thread and the shared
-   memos of KES and opcert checks and one table of decoded received messages (:mod:`.checks`),
+   memos of KES and opcert checks, one table of decoded received messages and one parsed stake
+   file (:mod:`.checks`),
    and started; they find each other for ``warmup`` virtual seconds;
 3. the pools publish to their home nodes through each node's local service (the code behind
    the local submission protocol), netlab's faults happen on netlab's schedule
@@ -52,8 +53,8 @@ from lab.netlab.report import FaultRecord, fault_windows
 from lab.netlab.resources import read_memory_bytes
 
 from .attacks import AttackRecord, Flooder, eclipse_topology
-from .checks import (SharedDecodes, SharedKesChecks, SharedOpcertChecks, VirtualClock, deterministic_scheduling,
-                     run_inline)
+from .checks import (SharedDecodes, SharedKesChecks, SharedOpcertChecks, SharedStakeFiles, VirtualClock,
+                     deterministic_scheduling, run_inline)
 from .collector import CollectorTime
 from .deliveries import Deliveries
 from .links import LinkModel, SimNetwork
@@ -183,6 +184,7 @@ class Simnet:
         self.checks = SharedKesChecks()
         self.opcert_checks = SharedOpcertChecks()
         self.received = SharedDecodes()
+        self.stake_files = SharedStakeFiles()
         self.clock = TrioClock(EPOCH)
         self.faults: list[FaultRecord] = []
         self.attacks: list[AttackRecord] = []
@@ -251,7 +253,8 @@ class Simnet:
         return self.assemble(self._config(sim, self._stake_file), sim.topology, clock=self.clock, tracer=tracer,
                              diffusion_policy=policy, transport=self.net.transport(sim.index),
                              run_blocking=run_inline, kes_verifier=self.checks, opcert_verifier=self.opcert_checks,
-                             decode_received=self.received, expiry_interval=EXPIRY_INTERVAL,
+                             decode_received=self.received, read_stake_file=self.stake_files,
+                             expiry_interval=EXPIRY_INTERVAL,
                              **self._assembly_options())
 
     def _assembly_options(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from dmq.stake import (
     Eligibility,
     PoolStake,
     Readiness,
+    StakeFile,
     StakeFileError,
     StakeView,
     load_shelley_genesis,
@@ -186,6 +187,24 @@ def test_stake_file(tmp_path):
     assert view.stake_of(A) == PoolStake(1, 0, 3) and view.eligibility(A) is Eligibility.NOT_ELIGIBLE
     assert view.stake_of(B) == PoolStake(25, 25, 25) and view.eligibility(B) is Eligibility.ELIGIBLE
     assert view.ready_since == 1_750_000_000.0
+
+
+def test_views_of_one_parsed_stake_file_share_its_map_and_a_new_snapshot_replaces_only_their_own(tmp_path):
+    path = tmp_path / "stake.json"
+    path.write_text(json.dumps({"epoch": 7, "pools": {A.hex(): 5, B.hex(): 0}}))
+    stake_file = load_stake_file(path)
+    clock = ManualClock(now=10.0)
+    first, second = StakeView.from_stake_file(stake_file, clock), StakeView.from_stake_file(stake_file, clock)
+    assert first.pools is stake_file.pools and second.pools is stake_file.pools
+    assert (first.epoch, first.readiness, first.eligibility(A), first.eligibility(B)) == (
+        7, Readiness.READY, Eligibility.ELIGIBLE, Eligibility.NOT_ELIGIBLE)
+    first.update({B: PoolStake(3, 3, 3)}, 8)
+    assert first.eligibility(B) is Eligibility.ELIGIBLE and first.eligibility(A) is Eligibility.UNRECOGNIZED
+    assert dict(second.pools) == dict(stake_file.pools) == {A: PoolStake(5, 5, 5), B: PoolStake(0, 0, 0)}
+    # A StakeFile made by hand around a plain dict is checked and copied, as update does.
+    by_hand = StakeFile(path="x", epoch=1, max_kes_evolutions=62, slots_per_kes_period=129_600, pools={A: 1})
+    with pytest.raises(TypeError):
+        StakeView.from_stake_file(by_hand)
 
 
 def test_stake_file_defaults_to_mainnet_kes_parameters(tmp_path):

@@ -12,8 +12,8 @@ from dmq.ingress import Ingress
 from dmq.mempool import Mempool
 from dmq.opcert import verify_opcert
 from dmq.trace import Tracer
-from lab.simnet.checks import SharedDecodes, SharedOpcertChecks
-from lab.simnet.workload import make_pools
+from lab.simnet.checks import SharedDecodes, SharedOpcertChecks, SharedStakeFiles
+from lab.simnet.workload import make_pools, write_stake_file
 from tests.dmq.validation.support import pool, validator_for
 
 
@@ -52,6 +52,17 @@ def test_bytes_that_do_not_decode_raise_at_every_node_and_are_not_kept():
         with pytest.raises(MessageDecodeError):
             shared(b"\x85not a message", decode_message)
     assert shared.stats() == {"distinct": 0, "decoded": 2}
+
+
+def test_a_stake_file_is_read_once_for_every_node_and_again_when_it_changes(tmp_path):
+    shared = SharedStakeFiles()
+    path = write_stake_file(tmp_path / "stake.json", make_pools(3, 0), 0)
+    first = shared(path)
+    assert shared(str(path)) is first and shared.reads == 1
+    assert len(first.pools) == 3
+    write_stake_file(path, make_pools(5, 0), 0)   # rewritten: another size
+    again = shared(path)
+    assert again is not first and len(again.pools) == 5 and shared.reads == 2
 
 
 def _node(**hook) -> Ingress:
