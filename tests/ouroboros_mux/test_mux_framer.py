@@ -139,3 +139,29 @@ def test_items_a_reader_frames_come_out_as_the_walk_frames_them(items, data):
             assert (read.buffered, read.wanted) == (walked.buffered, walked.wanted)
         if expected[0] != "answer":
             break
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages, st.data())
+def test_an_item_that_is_everything_buffered_is_taken_as_the_walk_takes_it(item, data):
+    """The usual read: one piece holding exactly one item the reader takes (``next_decoded``'s own
+    path for it, the framer emptied without ``_take``), under every byte limit around its size,
+    after pieces of other items or none: the same answer, error and state as ``next_message``."""
+    before = data.draw(st.lists(messages, max_size=2))
+    size = len(item)
+    max_size = data.draw(st.one_of(st.none(), st.integers(max(1, size - 2), size + 2)))
+    reader = _framing_reader(set(range(256)))
+    walked, read = CborFramer(), CborFramer()
+    for piece in (*before, item):
+        walked.feed(piece)
+        read.feed(piece)
+        while True:
+            expected = _outcome(lambda: walked.next_message(max_size))
+            got = _outcome(lambda: read.next_decoded(reader, "state", max_size))
+            if expected[0] != "answer" or expected[1] is None:
+                assert got == expected
+                break
+            assert got[1][0] == expected[1] and got[1][1] == ("read", expected[1])
+            assert (read.buffered, read.wanted, read._chunks) == (walked.buffered, walked.wanted, walked._chunks)
+        if expected[0] != "answer":
+            break
