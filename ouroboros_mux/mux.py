@@ -586,15 +586,6 @@ class Mux:
         if ready or self._writing:
             self._wake_writer()
 
-    def _flush_delivered(self) -> None:
-        """After a read's delivery: write what the consumers queued, at once if the direct path allows."""
-        if self._ended or self.error is not None:
-            return
-        if self._direct_armed and not self._writing and not self._write_directly():
-            return
-        if self._ready or self._writing:
-            self._wake_writer()
-
     def _write_directly(self) -> bool:
         """One batch from the ready channels, written without waiting; False if that was fatal."""
         self._direct_armed = False
@@ -654,8 +645,13 @@ class Mux:
                     channel._deliver(payload)
             finally:
                 self._delivering = False
-            if self._ready and not queued:
-                self._flush_delivered()
+            if self._ready and not queued and not self._ended and self.error is None:
+                # What the consumers queued goes out now, directly if nothing else is being written
+                # (in the loop, not a method of its own: this runs after most reads).
+                if self._direct_armed and not self._writing and not self._write_directly():
+                    continue  # that write ended the connection
+                if self._ready or self._writing:
+                    self._wake_writer()
 
     async def _write_loop(self) -> None:
         ready = self._ready
