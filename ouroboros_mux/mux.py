@@ -195,7 +195,7 @@ class MuxChannel:
                 await self._send_lot.park()
             finally:
                 self._send_waiting -= 1
-        self._queue(data)
+        self.send_nowait(data)  # room now, and open: it queues
 
     async def recv_message(self, max_size: int | None = None) -> bytes:
         """The exact received bytes of the next complete CBOR item on this channel.
@@ -271,12 +271,7 @@ class MuxChannel:
         if self._closed is not None or self._send_len >= SEND_BUFFER_LIMIT:
             return False
         if data:
-            self._queue(data)
-        return True
-
-    def _queue(self, data: bytes) -> None:
-        """Append ``data`` to the send buffer and have the writer take this channel's turn."""
-        if data:
+            # Appended to the send buffer, and the writer takes this channel's turn.
             if type(data) is not bytes:
                 data = bytes(data)  # the caller may reuse a mutable buffer
             self._send_chunks.append(data)
@@ -284,6 +279,7 @@ class MuxChannel:
             if not self._scheduled:
                 self._scheduled = True
                 self._mux._schedule(self)
+        return True
 
     # -- lifecycle -----------------------------------------------------------------
     def finish(self) -> None:
