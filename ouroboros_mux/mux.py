@@ -28,6 +28,7 @@ import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import trio
@@ -121,6 +122,7 @@ class MuxChannel:
         "_on_data",
         "_on_bytes",
         "_owed",
+        "take_decoded",
         "bytes_in",
         "bytes_out",
         "sdus_in",
@@ -154,6 +156,13 @@ class MuxChannel:
         # Bytes arrived since this channel last queued any: its next send answers them and
         # may go out at once (see Mux._schedule).
         self._owed = False
+        #: ``take_decoded(decode, context, max_size=None)``: :meth:`take_message`, the bytes first
+        #: offered to ``decode(context, buf)``, which may frame its messages itself: None when no item
+        #: is complete, else ``(raw, message)``, ``message`` None when ``decode`` did not read it. It
+        #: is the framer's own :meth:`CborFramer.next_decoded` while the channel is open (no method
+        #: between a driver's receive and the framer: it is asked once or twice for every message a
+        #: peer run from the reader takes), and one that reports the end once it has closed.
+        self.take_decoded = self._framer.next_decoded
         self.bytes_in = 0
         self.bytes_out = 0
         self.sdus_in = 0
@@ -186,7 +195,7 @@ class MuxChannel:
                 await self._send_lot.park()
             finally:
                 self._send_waiting -= 1
-        self._queue(data)
+        self.send_nowait(data)  # room now, and open: it queues
 
     async def recv_message(self, max_size: int | None = None) -> bytes:
         """The exact received bytes of the next complete CBOR item on this channel.
@@ -252,17 +261,6 @@ class MuxChannel:
             return None
         return framer.next_message(max_size)
 
-    def take_decoded(self, decode: Callable[[Any, bytes], tuple[Any, int] | None], context: Any,
-                     max_size: int | None = None) -> tuple[bytes, Any] | None:
-        """:meth:`take_message`, the bytes first offered to ``decode(context, buf)``, which may frame
-        its messages itself (:meth:`CborFramer.next_decoded`): None when no item is complete, else
-        ``(raw, message)``, ``message`` None when ``decode`` did not read it."""
-        if self._closed is not None:
-            raise self._closed_error()
-        framer = self._framer
-        if framer.buffered < framer.wanted and (max_size is None or framer.buffered <= max_size):
-            return None
-        return framer.next_decoded(decode, context, max_size)
 
     def send_nowait(self, data: bytes) -> bool:
         """Queue ``data`` as :meth:`send` does if the send buffer has room now; False (nothing queued) if not.
@@ -273,12 +271,7 @@ class MuxChannel:
         if self._closed is not None or self._send_len >= SEND_BUFFER_LIMIT:
             return False
         if data:
-            self._queue(data)
-        return True
-
-    def _queue(self, data: bytes) -> None:
-        """Append ``data`` to the send buffer and have the writer take this channel's turn."""
-        if data:
+            # Appended to the send buffer, and the writer takes this channel's turn.
             if type(data) is not bytes:
                 data = bytes(data)  # the caller may reuse a mutable buffer
             self._send_chunks.append(data)
@@ -286,6 +279,7 @@ class MuxChannel:
             if not self._scheduled:
                 self._scheduled = True
                 self._mux._schedule(self)
+        return True
 
     # -- lifecycle -----------------------------------------------------------------
     def finish(self) -> None:
@@ -346,7 +340,13 @@ class MuxChannel:
         if queued + size > self.ingress_limit:
             raise IngressQueueOverRun(self.protocol_num, self.mode is Mode.INITIATOR, self.ingress_limit,
                                       queued, size)
-        framer.feed(payload)
+        if type(payload) is bytes and size:
+            # A read holding one SDU hands its payload over as bytes: the framer keeps it as it
+            # is (``CborFramer.feed`` for bytes, without its call; views go through it).
+            framer._chunks.append(payload)
+            framer.buffered = queued + size
+        else:
+            framer.feed(payload)
         self._owed = True
         self.bytes_in += size + SDU_HEADER_SIZE
         self.sdus_in += 1
@@ -370,6 +370,8 @@ class MuxChannel:
     def _close(self, error: ChannelClosed) -> None:
         if self._closed is None:
             self._closed = error
+            # Not a method of this channel: that would be a reference cycle (see below).
+            self.take_decoded = partial(_take_closed, error)
         # Nothing is sent once closed (``send`` raises), and a protocol never started will
         # not be: dropping the mux and the starter (which holds the connection's nursery)
         # leaves no reference cycle, so a connection is freed as soon as it ends instead of
@@ -383,11 +385,20 @@ class MuxChannel:
         self._send_lot.unpark_all()
 
     def _closed_error(self) -> ChannelClosed:
-        # A fresh exception per raise, so tracebacks of different callers do not pile up.
-        closed = self._closed
-        error = ChannelClosed(*closed.args)
-        error.__cause__ = closed.__cause__
-        return error
+        return _fresh_closed(self._closed)
+
+
+def _fresh_closed(closed: ChannelClosed) -> ChannelClosed:
+    """A fresh copy of a channel's end, per raise, so tracebacks of different callers do not pile up."""
+    error = ChannelClosed(*closed.args)
+    error.__cause__ = closed.__cause__
+    return error
+
+
+def _take_closed(closed: ChannelClosed, decode: Callable[[Any, bytes], tuple[Any, int] | None], context: Any,
+                 max_size: int | None = None) -> tuple[bytes, Any] | None:
+    """:attr:`MuxChannel.take_decoded` once the channel has closed: the end, as ``take_message`` reports it."""
+    raise _fresh_closed(closed)
 
 
 class Mux:
@@ -571,15 +582,6 @@ class Mux:
         if ready or self._writing:
             self._wake_writer()
 
-    def _flush_delivered(self) -> None:
-        """After a read's delivery: write what the consumers queued, at once if the direct path allows."""
-        if self._ended or self.error is not None:
-            return
-        if self._direct_armed and not self._writing and not self._write_directly():
-            return
-        if self._ready or self._writing:
-            self._wake_writer()
-
     def _write_directly(self) -> bool:
         """One batch from the ready channels, written without waiting; False if that was fatal."""
         self._direct_armed = False
@@ -639,8 +641,13 @@ class Mux:
                     channel._deliver(payload)
             finally:
                 self._delivering = False
-            if self._ready and not queued:
-                self._flush_delivered()
+            if self._ready and not queued and not self._ended and self.error is None:
+                # What the consumers queued goes out now, directly if nothing else is being written
+                # (in the loop, not a method of its own: this runs after most reads).
+                if self._direct_armed and not self._writing and not self._write_directly():
+                    continue  # that write ended the connection
+                if self._ready or self._writing:
+                    self._wake_writer()
 
     async def _write_loop(self) -> None:
         ready = self._ready

@@ -69,8 +69,11 @@ class Driver:
         self._decode = getattr(spec.codec, "decode_framed", spec.codec.decode)
         # A codec that can frame its usual messages itself, over a channel that offers it
         # (``MuxChannel.take_decoded``): a message taken without waiting is then read once.
+        # (Looked up on the channel per receive: a channel may replace it, as a closed MuxChannel does.)
         self._decode_prefix = getattr(spec.codec, "decode_prefix", None)
-        self._take_decoded = None if self._decode_prefix is None else getattr(channel, "take_decoded", None)
+        self._takes_decoded = self._decode_prefix is not None and hasattr(channel, "take_decoded")
+        # The byte limit of each state, read by every receive without waiting.
+        self._byte_limits = {state: limits.byte_limit for state, limits in spec.states.items()}
         #: The scope of :meth:`run` while it runs, and the state of the receive its deadline is for.
         self._scope: trio.CancelScope | None = None
         self._timed: tuple[enum.Enum, float] | None = None
@@ -167,15 +170,13 @@ class Driver:
         For a peer run from the channel's reader (``MuxChannel.on_bytes``). Nothing here waits,
         so in a state with a time limit the caller keeps the limit (:meth:`time_limit`).
         """
-        spec = self.spec
-        machine = self.machine
-        state = machine.receiving
+        state = self.machine.receiving
         if state is None:
-            state = machine.receiving_state()  # raises: this peer expects nothing now
-        limit = spec.states[state].byte_limit
+            state = self.machine.receiving_state()  # raises: this peer expects nothing now
+        limit = self._byte_limits[state]
         try:
-            if self._take_decoded is not None:
-                taken = self._take_decoded(self._decode_prefix, state, limit)
+            if self._takes_decoded:
+                taken = self.channel.take_decoded(self._decode_prefix, state, limit)
                 if taken is None:
                     return None
                 raw, message = taken
@@ -185,9 +186,9 @@ class Driver:
                     return None
                 message = None
         except MessageTooLarge as exc:
-            raise ExceededSizeLimit(spec.name, state, exc.limit, exc.buffered) from None
+            raise ExceededSizeLimit(self.spec.name, state, exc.limit, exc.buffered) from None
         except MalformedMessage as exc:
-            raise DecoderFailure(spec.name, state, None, f"not CBOR: {exc}") from None
+            raise DecoderFailure(self.spec.name, state, None, f"not CBOR: {exc}") from None
         if message is None:
             return self._accept(state, raw)
         return self._check(state, raw, message)

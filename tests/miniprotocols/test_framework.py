@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import cbor2
 import pytest
 import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,7 +29,11 @@ from miniprotocols.framework import (
     StateSpec,
     as_driver,
 )
+from miniprotocols import sig_submission_v2
 from miniprotocols.framework import cbor_write as w
+from miniprotocols.sig_submission import INGRESS_LIMIT, PROTOCOL_NUM
+from ouroboros_mux import Bearer, Mode, Mux, Provenance
+from tests.ouroboros_mux.streams import raw_sdu
 from miniprotocols.framework.envelope import open_envelope, raw_items
 from ouroboros_mux.cbor import Cursor
 from ouroboros_mux.channel import ChannelClosed, memory_channel_pair
@@ -527,3 +532,34 @@ def test_reply_types_keep_checked_items_and_encode_the_same_bytes():
         assert type(checked.messages) is w.CheckedItems
         assert checked == make(messages)
         assert codec.encode(checked) == codec.encode(make(tuple(messages)))
+
+
+@pytest.mark.parametrize("buffered", [b"", b"\x83\x00\xf5"])  # nothing; the start of a request
+def test_a_driver_receiving_without_waiting_reports_the_end_of_its_mux_channel(buffered):
+    """``Driver.recv_nowait`` over a ``MuxChannel`` asks the framer directly (``take_decoded``) while
+    the channel is open; once the connection has ended it reports the end as ``ChannelClosed``,
+    with or without the start of a message buffered, as a receive that waits does."""
+    dialect = sig_submission_v2.DIALECT
+
+    async def run():
+        peer, ours = trio.testing.memory_stream_pair()
+        mux = Mux(Bearer(ours), Provenance.INBOUND)
+        channel = mux.register(PROTOCOL_NUM, Mode.RESPONDER, INGRESS_LIMIT)
+        driver = Driver(channel, dialect.spec, dialect.serving_role)
+        channel.finish()  # the peer's close is then a clean end
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(mux.run)
+            if buffered:
+                await peer.send_all(raw_sdu(PROTOCOL_NUM, False, buffered))
+                await trio.testing.wait_all_tasks_blocked()
+                assert channel.queued_in == len(buffered)
+            assert driver.recv_nowait() is None
+            await peer.aclose()
+        assert channel.closed
+        for _ in range(2):
+            with pytest.raises(ChannelClosed):
+                driver.recv_nowait()
+        with pytest.raises(ChannelClosed):
+            await driver.recv()
+
+    trio.run(run)

@@ -122,9 +122,16 @@ def test_items_a_reader_frames_come_out_as_the_walk_frames_them(items, data):
     views = data.draw(st.booleans())
     max_size = data.draw(st.one_of(st.none(), st.integers(1, max(map(len, items)) + 2)))
     reader = _framing_reader(set(data.draw(st.lists(st.integers(0, 255), max_size=200))))
+    pieces = [memoryview(stream)[a:b] if views else stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    _frame_both_ways(pieces, reader, max_size)
+
+
+def _frame_both_ways(pieces, reader, max_size, *, all_read: bool = False) -> None:
+    """Feed ``pieces`` to a framer asked with ``next_message`` and to one asked with ``next_decoded``
+    (``reader``), asking each after every piece until it has nothing complete: the same answers and
+    errors, the same state after each item; ``all_read``: the reader read every item taken."""
     walked, read = CborFramer(), CborFramer()
-    for a, b in zip([0, *cuts], [*cuts, len(stream)]):
-        piece = memoryview(stream)[a:b] if views else stream[a:b]
+    for piece in pieces:
         walked.feed(piece)
         read.feed(piece)
         while True:
@@ -135,7 +142,20 @@ def test_items_a_reader_frames_come_out_as_the_walk_frames_them(items, data):
                 break
             raw, message = got[1]
             assert type(raw) is bytes and raw == expected[1]
-            assert message in (None, ("read", raw))
+            assert message == ("read", raw) if all_read else message in (None, ("read", raw))
             assert (read.buffered, read.wanted) == (walked.buffered, walked.wanted)
+            assert b"".join(map(bytes, read._chunks)) == b"".join(map(bytes, walked._chunks))
         if expected[0] != "answer":
             break
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages, st.data())
+def test_an_item_that_is_everything_buffered_is_taken_as_the_walk_takes_it(item, data):
+    """The usual read: one piece holding exactly one item the reader takes (``next_decoded``'s own
+    path for it, the framer emptied without ``_take``), under every byte limit around its size,
+    after pieces of other items or none: the same answer, error and state as ``next_message``."""
+    before = data.draw(st.lists(messages, max_size=2))
+    size = len(item)
+    max_size = data.draw(st.one_of(st.none(), st.integers(max(1, size - 2), size + 2)))
+    _frame_both_ways([*before, item], _framing_reader(set(range(256))), max_size, all_read=True)

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from ouroboros_mux.bearer import Bearer
 from ouroboros_mux.channel import ChannelClosed, MalformedMessage, MessageTooLarge
+from ouroboros_mux.errors import IngressQueueOverRun
 from ouroboros_mux.mux import Mode, Mux, Provenance
 from ouroboros_mux.sdu import MAX_SDU_PAYLOAD
 
@@ -196,3 +197,35 @@ async def test_mux_to_mux_over_tcp():
 
 async def test_mux_to_mux_over_unix_socket(tmp_path):
     await _mux_to_mux(*await unix_stream_pair(tmp_path / "dmq.socket"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(messages, min_size=1, max_size=5), st.data())
+def test_payloads_delivered_as_bytes_are_kept_as_views_are(sequence, data):
+    """A read holding one SDU delivers its payload as bytes, which the channel hands to its framer
+    without ``CborFramer.feed``; views (SDUs of a read holding several) go through ``feed``. Either
+    way the same bytes are queued, counted against the ingress limit, and framed into the same
+    messages, whatever was already buffered when a payload came."""
+    blob = b"".join(sequence)
+    payloads = _split(data, blob, data.draw(st.integers(max(1, len(blob) // 40), len(blob))))
+    chooser = data.draw(st.randoms(use_true_random=False))
+    as_bytes = [chooser.random() < 0.5 for _ in payloads]
+    limit = data.draw(st.integers(len(blob) // 2 + 1, len(blob) + 2))
+
+    def deliver(kinds):
+        mux = Mux(Bearer(trio.testing.memory_stream_pair()[0]), Provenance.OUTBOUND)
+        channel = mux.register(5, Mode.INITIATOR, limit)
+        trace = []
+        for payload, kind in zip(payloads, kinds):
+            try:
+                channel._deliver(payload if kind else memoryview(payload))
+            except IngressQueueOverRun as exc:
+                trace.append(("over", str(exc)))
+                break
+            taken = []
+            while (item := channel.take_message()) is not None:
+                taken.append(item)
+            trace.append((channel.queued_in, channel.bytes_in, channel.sdus_in, taken))
+        return trace
+
+    assert deliver(as_bytes) == deliver([False] * len(payloads))
