@@ -17,7 +17,11 @@ passed. The timer is lazy as the scope was: each handoff holds at most one entry
 heap, and a later deadline (the next round's limit, later than the last) is only recorded; when
 the entry comes due, the timer wakes the task if its deadline has passed, or files the entry
 again at the deadline it has now. A deadline that moves on every round costs a float store, and
-the timer wakes about once per time limit per handoff, not once per round.
+the timer wakes about once per time limit per handoff, not once per round. Only when the entry
+filed would come due in less than half the time to the new deadline is the new one filed at once
+(the old entry goes stale, and the timer drops stale entries from the top of its heap without
+waking for them): an idle connection's limit, cleared by a reply shortly before it would have
+passed and set again by the next request, then costs the timer no wake that finds nothing due.
 """
 
 from __future__ import annotations
@@ -65,12 +69,25 @@ class _Timer:
 
     def file(self, handoff: Handoff, when: float) -> None:
         """Wake ``handoff``'s task at ``when`` (its earlier entries, if any, become stale)."""
+        stale = handoff._filed  # its earlier entry, if live, becomes stale
         handoff._filed = when
-        heapq.heappush(self._heap, (when, next(self._order), weakref.ref(handoff)))
-        if when < self._next:
-            self._next = when
+        heap = self._heap
+        heapq.heappush(heap, (when, next(self._order), weakref.ref(handoff)))
+        if when < self._next or stale == self._next:
+            self._next = self._first_live()
             if self._scope is not None:
-                self._scope.deadline = when
+                self._scope.deadline = self._next
+
+    def _first_live(self) -> float:
+        """When the earliest live entry comes due (inf: none), the stale ones before it dropped."""
+        heap = self._heap
+        while heap:
+            when, _, ref = heap[0]
+            handoff = ref()
+            if handoff is not None and handoff._filed == when:
+                return when
+            heapq.heappop(heap)
+        return math.inf
 
     async def _run(self) -> None:
         heap = self._heap
@@ -85,7 +102,7 @@ class _Timer:
                 if handoff is not None and handoff._filed == when:
                     handoff._filed = math.inf
                     handoff._due(self, now)
-            self._next = heap[0][0] if heap else math.inf
+            self._next = self._first_live()
 
 
 class Handoff:
@@ -125,14 +142,25 @@ class Handoff:
     def wake_by(self, deadline: float) -> None:
         """Set :attr:`deadline`; the timer is told only when its entry would wake the task too late."""
         self.deadline = deadline
-        if self._sleeping and deadline < self._filed:
+        if self._sleeping and deadline < self._filed or self._soon_wasted(deadline):
             self._file(deadline)
 
     def wake_after(self, seconds: float) -> None:
         """:meth:`wake_by` ``seconds`` from now (the peers set a reply's time limit so on every round)."""
-        deadline = self.deadline = self._clock.current_time() + seconds
-        if self._sleeping and deadline < self._filed:
+        now = self._clock.current_time()
+        deadline = self.deadline = now + seconds
+        filed = self._filed
+        if self._sleeping and deadline < filed or filed - now < seconds / 2 < math.inf:
             self._file(deadline)
+
+    def _soon_wasted(self, deadline: float) -> bool:
+        """Whether the live entry would come due (and find ``deadline`` not yet passed) in less than
+        half the time to ``deadline``: then filing ``deadline`` now spares the timer that wake."""
+        filed = self._filed
+        if filed == math.inf or deadline == math.inf:
+            return False
+        now = self._clock.current_time()
+        return filed - now < (deadline - now) / 2
 
     async def wait(self) -> tuple[Any, Any] | None:
         """Run ``consume`` from the reader until it hands something over; return that.

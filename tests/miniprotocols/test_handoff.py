@@ -170,3 +170,39 @@ def test_a_deadline_moving_every_round_files_about_one_entry_per_time_limit(monk
 
     run(main)
     assert 1 <= len(filed) <= 4  # 200 waits
+
+
+def test_a_limit_cleared_by_a_reply_and_set_again_costs_the_timer_no_wake_that_finds_nothing_due(monkeypatch):
+    """An idle V2 connection: each blocking request's 20 s limit is cleared by the reply that comes at 17 s
+    and set again by the next request. The entry filed for 20 s would come due 3 s later and find the
+    new limit not passed; it is replaced at once instead, so the timer only wakes when a limit passes."""
+    due = []
+    real_due = Handoff._due
+
+    def counted(self, timer, now):
+        due.append((now, self.deadline))
+        real_due(self, timer, now)
+
+    monkeypatch.setattr(Handoff, "_due", counted)
+
+    async def main():
+        handoff, channel, box = _handoff()
+        async with trio.open_nursery() as nursery:
+            async def peer():
+                for n in range(5):
+                    await trio.sleep(17)
+                    box["pending"] = n
+                    channel.arrive()
+
+            nursery.start_soon(peer)
+            handoff.wake_after(20)
+            for n in range(5):
+                assert await handoff.wait() == ("message", n)
+                handoff.deadline = math.inf  # the reply arrived in time
+                handoff.wake_after(20)  # the next request's limit
+            start = trio.current_time()
+            assert await handoff.wait() is None  # no reply this time: woken when the limit passes
+            assert trio.current_time() == start + 20
+
+    run(main)
+    assert len(due) == 1 and due[0][1] <= due[0][0]  # the one wake found its limit passed
