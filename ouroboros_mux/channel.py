@@ -166,9 +166,7 @@ class CborFramer:
         """
         n = self.buffered
         if n < self.wanted:
-            # Nothing complete: the reader's last question of every read (``_check_limit`` inline).
-            if max_size is not None and n > max_size:
-                raise MessageTooLarge(max_size, n)
+            self._check_limit(max_size)
             return None
         chunks = self._chunks
         if len(chunks) == 1:
@@ -178,15 +176,6 @@ class CborFramer:
             read = decode(context, buf)
             if read is not None:
                 message, end = read
-                if end == n and (max_size is None or end <= max_size):
-                    # The item is everything buffered (an SDU holding one message, the usual):
-                    # what ``_take`` does in that case, without its call.
-                    chunks.clear()
-                    self.buffered = 0
-                    self.wanted = 1
-                    self._pinned = 0
-                    self._last_buffer = None
-                    return buf, message
                 return self._take(buf, end, max_size), message
         item = self.next_message(max_size)
         return None if item is None else (item, None)

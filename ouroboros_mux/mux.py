@@ -340,13 +340,7 @@ class MuxChannel:
         if queued + size > self.ingress_limit:
             raise IngressQueueOverRun(self.protocol_num, self.mode is Mode.INITIATOR, self.ingress_limit,
                                       queued, size)
-        if type(payload) is bytes and size:
-            # A read holding one SDU hands its payload over as bytes: the framer keeps it as it
-            # is (``CborFramer.feed`` for bytes, without its call; views go through it).
-            framer._chunks.append(payload)
-            framer.buffered = queued + size
-        else:
-            framer.feed(payload)
+        framer.feed(payload)
         self._owed = True
         self.bytes_in += size + SDU_HEADER_SIZE
         self.sdus_in += 1

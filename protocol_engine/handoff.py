@@ -141,26 +141,21 @@ class Handoff:
 
     def wake_by(self, deadline: float) -> None:
         """Set :attr:`deadline`; the timer is told only when its entry would wake the task too late."""
-        self.deadline = deadline
-        if self._sleeping and deadline < self._filed or self._soon_wasted(deadline):
-            self._file(deadline)
+        self._set_deadline(deadline, self._clock.current_time())
 
     def wake_after(self, seconds: float) -> None:
         """:meth:`wake_by` ``seconds`` from now (the peers set a reply's time limit so on every round)."""
         now = self._clock.current_time()
-        deadline = self.deadline = now + seconds
-        filed = self._filed
-        if self._sleeping and deadline < filed or filed - now < seconds / 2 < math.inf:
-            self._file(deadline)
+        self._set_deadline(now + seconds, now)
 
-    def _soon_wasted(self, deadline: float) -> bool:
-        """Whether the live entry would come due (and find ``deadline`` not yet passed) in less than
-        half the time to ``deadline``: then filing ``deadline`` now spares the timer that wake."""
+    def _set_deadline(self, deadline: float, now: float) -> None:
+        """Set :attr:`deadline` and file it if the live entry would wake the sleeping task too late, or
+        would come due (and find ``deadline`` not yet passed) in less than half the time to it: filing
+        it now then spares the timer that wake."""
+        self.deadline = deadline
         filed = self._filed
-        if filed == math.inf or deadline == math.inf:
-            return False
-        now = self._clock.current_time()
-        return filed - now < (deadline - now) / 2
+        if self._sleeping and deadline < filed or filed - now < (deadline - now) / 2 < math.inf:
+            self._file(deadline)
 
     async def wait(self) -> tuple[Any, Any] | None:
         """Run ``consume`` from the reader until it hands something over; return that.
