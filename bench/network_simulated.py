@@ -96,6 +96,8 @@ def main() -> int:
     parser.add_argument("--no-flood", action="store_true", help="no flooding peer")
     parser.add_argument("--dir", type=Path, default=None, dest="directory",
                         help="the nodes' stores go here (kept), not on a tmpfs: a long run's stores outgrow memory")
+    parser.add_argument("--processes", type=int, choices=(1, 2), default=1,
+                        help="run the nodes in two processes, split by region (no faults or flood)")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--plots", type=Path, default=None, help="draw the series as PNG files here")
     parser.add_argument("--from", type=Path, default=None, dest="source", help="plot this series, run nothing")
@@ -113,7 +115,7 @@ def main() -> int:
                                 partition_fraction=args.partition_fraction, seed=args.seed,
                                 active_peers=args.active_peers, flood=not args.no_flood,
                                 directory=None if args.directory is None else args.directory / f"n{nodes}")
-        report = run_simnet(options, assemble_node, say=lambda text: print(text, flush=True))
+        report = run_simnet(options, assemble_node, say=lambda text: print(text, flush=True), processes=args.processes)
         print("\n".join(report.lines()), flush=True)
         reports.append(report.to_json())
         if args.output is not None:

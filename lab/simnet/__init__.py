@@ -7,7 +7,7 @@ links between them (:mod:`.links`) add the round-trip times of real regions (:mo
 jitter, loss and bandwidth. The workload, topology and faults are netlab's
 (:mod:`.workload`, :mod:`lab.netlab.faults`); :mod:`.attacks` adds a flooding peer
 and an eclipse attempt; :mod:`.deliveries` measures, :mod:`.report` sums up and :mod:`.run`
-does it all in order. :mod:`.registration` runs the Mithril signer-registration application on
+does it all in order; :mod:`.shards` splits one run over two processes by region. :mod:`.registration` runs the Mithril signer-registration application on
 every node instead (docs/mithril-registration.md 10.1), with the signers of :mod:`.signers`, and
 :mod:`.registration_report` sums it up.
 """

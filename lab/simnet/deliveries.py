@@ -66,14 +66,19 @@ class Deliveries:
         self.duplicates = 0
         #: Acceptances of published messages from a peer whose hop is not known yet (should stay 0).
         self.unknown_hops = 0
+        #: Every record's ``reached``, summed (kept as they change: a run asks for ``missing()`` often).
+        self.reached_total = 0
 
     def expect(self, message_id: bytes, home: int, sent_at: float) -> Published:
+        self.withdraw(message_id)  # published again: counted afresh
         record = self.published[message_id] = Published(home, sent_at, self.width)
         return record
 
     def withdraw(self, message_id: bytes) -> None:
         """The home node refused the message: nobody is expected to hold it."""
-        self.published.pop(message_id, None)
+        record = self.published.pop(message_id, None)
+        if record is not None:
+            self.reached_total -= record.reached
 
     def accepted(self, node: int, message_id: bytes, origin: str, at: float) -> None:
         record = self.published.get(message_id)
@@ -101,6 +106,7 @@ class Deliveries:
         hops[node] = hop
         if counted:
             record.reached += 1
+            self.reached_total += 1
 
     def complete(self, message_id: bytes) -> bool:
         record = self.published.get(message_id)
@@ -112,7 +118,12 @@ class Deliveries:
 
     def missing(self) -> int:
         """Deliveries still missing: (message, node) pairs not accepted."""
-        return sum(self.nodes - record.reached for record in self.published.values())
+        return self.missing_at(self.nodes)
+
+    def missing_at(self, nodes: int) -> int:
+        """Deliveries still missing when only ``nodes`` nodes report acceptances here (a process of a
+        run over two: :mod:`.shards`)."""
+        return nodes * len(self.published) - self.reached_total
 
     def missing_examples(self, hosts: list[str], limit: int = 10) -> list[dict[str, object]]:
         """Up to ``limit`` missing deliveries: which node lacks which message (its home, when published)."""

@@ -36,6 +36,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 from trio import current_time
@@ -74,11 +75,15 @@ class _Pipe:
     """One direction of a connection: writes from ``src`` readable by ``dst`` at their arrival time."""
 
     __slots__ = ("net", "serial", "src", "dst", "rtt", "one_way", "jitter_span", "rng", "queue", "last_at",
-                 "waiter", "expected_at", "reader_closed", "bytes", "abort")
+                 "waiter", "expected_at", "reader_closed", "bytes", "abort", "key")
 
-    def __init__(self, net: SimNetwork, serial: int, src: int, dst: int, rng: random.Random) -> None:
+    def __init__(self, net: SimNetwork, serial: int, src: int, dst: int, rng: random.Random,
+                 key: int | None = None) -> None:
         self.net = net
         self.serial = serial
+        #: The pipe's name in both processes of a run split over processes (:mod:`.shards`) when
+        #: its two ends are in different ones; None otherwise.
+        self.key = key
         self.src = src
         self.dst = dst
         self.rtt = net.model.rtt(src, dst)
@@ -134,6 +139,13 @@ class _Pipe:
 
     def arrival(self, now: float, size: int) -> float:
         """When ``size`` bytes written now arrive (and book the links they use)."""
+        at = self.on_the_wire(now, size)
+        return at if at == _INF else self.net.through_downlink(self.dst, at, size)
+
+    def on_the_wire(self, now: float, size: int) -> float:
+        """When ``size`` bytes written now reach the receiver's downlink (booking the sender's uplink):
+        :meth:`arrival` before the receiver's downlink, which a pipe to another process's node
+        leaves to that process (:meth:`arrive`)."""
         net = self.net
         isolated = net.isolated
         if isolated and (self.src in isolated) != (self.dst in isolated):  # ``net.separated``, written out
@@ -141,10 +153,9 @@ class _Pipe:
             return math.inf
         rate = net.rate_bps
         if rate is not None:
-            serialise = size * 8 / rate
             uplink = net.uplink_free
             free = uplink[self.src]
-            leaves = (now if now >= free else free) + serialise
+            leaves = (now if now >= free else free) + size * 8 / rate
             uplink[self.src] = leaves
         else:
             leaves = now
@@ -153,11 +164,6 @@ class _Pipe:
         if loss > 0:
             while self.rng.random() < loss:
                 at += net.model.rto(self.rtt)
-        if rate is not None:
-            downlink = net.downlink_free
-            free = downlink[self.dst]
-            at = (at if at >= free else free) + serialise
-            downlink[self.dst] = at
         return at
 
     def put(self, data: bytes, now: float) -> None:
@@ -179,6 +185,26 @@ class _Pipe:
         net.writes += 1
         if self.waiter is not None:
             self._wake()
+
+    def arrive(self, on_the_wire: float, data: bytes, written: float) -> None:
+        """A write from a node of another process (:mod:`.shards`), which reaches this node's downlink
+        at ``on_the_wire``: the downlink and TCP's order applied here, as :meth:`put` does."""
+        at = self.net.through_downlink(self.dst, on_the_wire, len(data))
+        if at < self.last_at:
+            at = self.last_at
+        else:
+            self.last_at = at
+        self.queue.append([at, data, written])
+        self.bytes += len(data)
+        if self.waiter is not None:
+            self._wake()
+
+    def close_reader(self) -> None:
+        """The reading node closed: its reads end, and a writer in another process learns it."""
+        self.reader_closed = True
+        self._wake()
+        if self.key is not None:
+            self.net.shard.reset(self)
 
     def release(self, healed_at: float) -> None:
         """The cut is gone: held writes arrive at the first retransmission after ``healed_at``."""
@@ -204,6 +230,34 @@ class _Pipe:
             at = max(at, self.last_at)
         self.queue.append([at, b"", now])
         self._wake()
+
+
+class _OutboundPipe(_Pipe):
+    """The writing end of a pipe whose reader is a node of another process (:mod:`.shards`).
+
+    A write books this node's uplink and draws its latency here, then goes to the other process
+    with the time it reaches the receiver's downlink, which that process books
+    (:meth:`_Pipe.arrive`); nothing is queued here. A run split over processes has no cuts.
+    """
+
+    __slots__ = ()
+
+    def put(self, data: bytes, now: float) -> None:
+        size = len(data)
+        at = self.on_the_wire(now, size)
+        if at < self.last_at:
+            at = self.last_at
+        else:
+            self.last_at = at
+        net = self.net
+        net.shard.send(self, at, data, now)
+        self.bytes += size
+        net.bytes_sent[self.src] += size
+        net.writes += 1
+
+    def close_from_writer(self, now: float) -> None:
+        at = self.on_the_wire(now, 0)
+        self.net.shard.send(self, max(at, self.last_at), b"", now)
 
 
 class SimStream(trio.abc.Stream):
@@ -309,8 +363,7 @@ class SimStream(trio.abc.Stream):
             if not self._eof_sent:
                 self._eof_sent = True
                 self._out.close_from_writer(trio.current_time())
-            self._in.reader_closed = True
-            self._in._wake()
+            self._in.close_reader()
         await trio.lowlevel.checkpoint()
 
 
@@ -357,6 +410,9 @@ class SimNetwork:
     #: Nodes on the isolated side of the current cut (empty: no cut).
     isolated: frozenset[int] = frozenset()
     held: set[_Pipe] = field(default_factory=set)
+    #: This process's part of a run split over processes (:class:`lab.simnet.shards.Shard`): the
+    #: nodes it runs, and the exchange of what crosses to the other's; None in a run of one process.
+    shard: Any = None
 
     def __post_init__(self) -> None:
         count = len(self.hosts)
@@ -384,6 +440,10 @@ class SimNetwork:
         self._booked: dict[float, _Pipe | list[_Pipe]] = {}
         self._clock_followed = False
         self._ports = [32768] * count
+        #: Actions at a virtual time (a connection's first packet from another process), earliest
+        #: first: (time, order, action).
+        self._timed: list[tuple[float, int, Callable[[], None]]] = []
+        self._timed_count = 0
         #: The run's time: trio's ``current_time`` until the virtual clock follows this network, then
         #: the clock's own method (one call instead of trio's two wrappers, on every read and write).
         self.now: Callable[[], float] = current_time
@@ -391,14 +451,7 @@ class SimNetwork:
     def expect(self, at: float, pipe: _Pipe) -> None:
         """Wake ``pipe``'s reader at ``at`` (the virtual clock calls :meth:`deliver`)."""
         if not self._clock_followed:
-            clock = trio.lowlevel.current_clock()
-            follow = getattr(clock, "follow", None)
-            if follow is None:
-                raise RuntimeError("simulated links run on lab.simnet.checks.VirtualClock, "
-                                   f"not {type(clock).__name__}")
-            follow(self)
-            self._clock_followed = True
-            self.now = clock.current_time
+            self._follow_clock()
         booked = self._booked
         already = booked.get(at)
         if already is None:
@@ -409,10 +462,41 @@ class SimNetwork:
         else:
             booked[at] = [already, pipe]
 
+    def _follow_clock(self) -> None:
+        clock = trio.lowlevel.current_clock()
+        follow = getattr(clock, "follow", None)
+        if follow is None:
+            raise RuntimeError("simulated links run on lab.simnet.checks.VirtualClock, "
+                               f"not {type(clock).__name__}")
+        follow(self)
+        self._clock_followed = True
+        self.now = clock.current_time
+
     def next_arrival(self) -> float:
         """The earliest booked wake-up (inf: none)."""
         times = self._times
-        return times[0] if times else math.inf
+        first = times[0] if times else math.inf
+        if self._timed and self._timed[0][0] < first:
+            return self._timed[0][0]
+        return first
+
+    def at(self, when: float, action: Callable[[], None]) -> None:
+        """Call ``action`` at virtual time ``when`` (from :meth:`deliver`, like a reader's wake-up)."""
+        self._timed_count += 1
+        heapq.heappush(self._timed, (when, self._timed_count, action))
+        if not self._clock_followed:
+            self._follow_clock()
+
+    def through_downlink(self, dst: int, at: float, size: int) -> float:
+        """When ``size`` bytes reaching node ``dst``'s downlink at ``at`` have all arrived (booking it)."""
+        rate = self.rate_bps
+        if rate is None:
+            return at
+        downlink = self.downlink_free
+        free = downlink[dst]
+        at = (at if at >= free else free) + size * 8 / rate
+        downlink[dst] = at
+        return at
 
     def deliver(self, now: float) -> None:
         """Reschedule every reader whose data has arrived by ``now``; the virtual clock calls this
@@ -437,6 +521,9 @@ class SimNetwork:
                     reschedule(task)
                 else:
                     pipe._wake()  # a stale booking: book the current first arrival, if any
+        timed = self._timed
+        while timed and timed[0][0] <= now:
+            heapq.heappop(timed)[2]()
 
     def transport(self, index: int) -> SimTransport:
         return SimTransport(self, index)
@@ -461,10 +548,18 @@ class SimNetwork:
     async def wait_healed(self) -> None:
         await self._healed.wait()
 
-    def _pipe(self, src: int, dst: int) -> _Pipe:
+    def _pipe(self, src: int, dst: int, kind: type[_Pipe] = _Pipe, key: int | None = None) -> _Pipe:
+        """A new pipe from ``src`` to ``dst``; one crossing to another process is named by its ``key``
+        in both, and its randomness follows from that name."""
         self._pipes += 1
-        rng = random.Random(f"dmq-simnet-link/{self.model.seed}/{src}/{dst}/{self._pipes}")
-        return _Pipe(self, self._pipes, src, dst, rng)
+        name = self._pipes if key is None else f"k{key}"
+        rng = random.Random(f"dmq-simnet-link/{self.model.seed}/{src}/{dst}/{name}")
+        return kind(self, self._pipes, src, dst, rng, key)
+
+    def remote_connection(self, src: int, dst: int, out_key: int, in_key: int) -> tuple[_Pipe, _Pipe]:
+        """The two pipes of a connection between this process's node ``src`` and another process's
+        node ``dst``: ``src``'s writing end of ``out_key`` and its reading end of ``in_key``."""
+        return self._pipe(src, dst, _OutboundPipe, out_key), self._pipe(dst, src, _Pipe, in_key)
 
     def ephemeral(self, index: int) -> int:
         port = self._ports[index]
@@ -496,6 +591,10 @@ class SimTransport:
         if dst is None:
             await trio.lowlevel.checkpoint()
             raise OSError(errno.EHOSTUNREACH, f"no route to {host}")
+        shard = net.shard
+        if shard is not None and not shard.runs(dst):
+            return Bearer(await shard.connect(src, dst, port, f"{host}:{port}",
+                                              f"{net.hosts[src]}:{net.ephemeral(src)}"))
         while net.separated(src, dst):
             await net.wait_healed()
         await trio.sleep(net.model.rtt(src, dst))

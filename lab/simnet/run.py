@@ -60,6 +60,7 @@ from .deliveries import Deliveries
 from .links import LinkModel, SimNetwork
 from .regions import REGIONS, place_nodes, rtt_ms
 from .report import SimnetReport
+from .shards import WINDOW_MARGIN, DeliveryLog, Shard, replay, run_sharded, split_problem, split_regions
 from .workload import make_pools, schedule, write_stake_file
 
 __all__ = ["SimnetOptions", "Simnet", "run_simnet", "EPOCH"]
@@ -200,6 +201,25 @@ class Simnet:
         #: as the stores' maps on a tmpfs), and the collector's time (see :meth:`cost`).
         self._memory_marks: dict[str, dict[str, float]] = {}
         self.collector = CollectorTime()
+        #: This process's part of a run over two processes (:mod:`.shards`, :meth:`split`); None: all of it.
+        self.shard: Shard | None = None
+        self.log: DeliveryLog | None = None
+        #: Each process's figures of a merged run (:meth:`merge`); empty in a run of one process.
+        self._processes: list[dict[str, Any]] = []
+
+    def split(self, shard: Shard) -> None:
+        """Run only ``shard``'s nodes here, linked to the other process's through it (:mod:`.shards`);
+        :meth:`run` then returns this process's :meth:`part` for :meth:`merge`, not a report."""
+        self.shard = shard
+        shard.attach(self.net)
+        self.log = DeliveryLog(self.net.index_of)
+        here = sum(1 for index in range(self.options.nodes) if shard.runs(index))
+        shard.missing_here = lambda: self.deliveries.missing_at(here)
+        shard.expect = self.deliveries.expect
+        shard.withdraw = self.deliveries.withdraw
+
+    def _runs_here(self, index: int) -> bool:
+        return self.shard is None or self.shard.runs(index)
 
     # -- building ---------------------------------------------------------------------------
 
@@ -233,12 +253,14 @@ class Simnet:
         return values
 
     def _sink(self, index: int) -> Callable[[TraceEvent], None]:
-        deliveries, rejections = self.deliveries, self.rejections
+        deliveries, rejections, log = self.deliveries, self.rejections, self.log
 
         def sink(event: TraceEvent) -> None:
             kind = type(event)
             if kind is MessageAccepted:
                 deliveries.accepted(index, event.message_id, event.origin, trio.current_time())
+                if log is not None and event.message_id in deliveries.published:
+                    log.record(index, event.message_id, event.origin, trio.current_time())
             elif kind is MessageRejected:
                 # Counted by error, without its details (pool, seconds), which differ on every rejection.
                 reason = event.reason.split(" ", 1)[0]
@@ -287,16 +309,21 @@ class Simnet:
         try:
             result = await sim.node.local_service.submit(raw)
         except Exception as exc:  # the node stopped under the submission: as a client sees a lost socket
-            self.deliveries.withdraw(message_id)
+            self._withdraw(message_id)
             self.tally["failed"] += 1
             self.rejections[f"failed: {type(exc).__name__}"] = self.rejections.get(f"failed: {type(exc).__name__}", 0) + 1
             return
         if self.deliveries.published.get(message_id) is not None and self.deliveries.published[message_id].reached:
             self.tally["accepted"] += 1
         else:
-            self.deliveries.withdraw(message_id)
+            self._withdraw(message_id)
             self.tally["rejected"] += 1
             self.rejections[f"local: {result!r}"] = self.rejections.get(f"local: {result!r}", 0) + 1
+
+    def _withdraw(self, message_id: bytes) -> None:
+        self.deliveries.withdraw(message_id)
+        if self.shard is not None:
+            self.shard.withdrawn(message_id)
 
     async def _publish(self, pools, started: float, nursery: trio.Nursery) -> None:
         options = self.options
@@ -304,6 +331,8 @@ class Simnet:
         for at, index, sequence in schedule(options.pools, options.period, options.duration):
             await trio.sleep_until(started + at)
             sim = self.nodes[index % options.nodes]
+            if not self._runs_here(sim.index):
+                continue
             self.tally["attempted"] += 1
             message = pools[index].sign(builders[index], sequence, self.clock.now())
             self._message_size = len(message.raw)
@@ -311,6 +340,8 @@ class Simnet:
                 self.tally["failed"] += 1
                 continue
             self.deliveries.expect(message.message_id, sim.index, trio.current_time())
+            if self.shard is not None:
+                self.shard.published(message.message_id, sim.index, trio.current_time())
             nursery.start_soon(self._submit, sim, message.message_id, message.raw)
 
     # -- faults -----------------------------------------------------------------------------
@@ -389,8 +420,9 @@ class Simnet:
         self._mark("pools")
         async with trio.open_nursery() as nursery:
             for sim in self.nodes + attackers:
-                await self.start(sim, nursery)
-            self.say(f"{len(self.nodes)} nodes started ({time.perf_counter() - wall:.0f} s)")
+                if self._runs_here(sim.index):
+                    await self.start(sim, nursery)
+            self.say(f"{sum(1 for sim in self.nodes if sim.running)} nodes started ({time.perf_counter() - wall:.0f} s)")
             self._mark("started")
             # The second half of the warm-up is the idle cost: connections are up, nothing is published.
             await trio.sleep(options.warmup / 2)
@@ -430,14 +462,19 @@ class Simnet:
                 self.say(f"publishing done ({time.perf_counter() - wall:.0f} s wall, "
                          f"{time.process_time() - self._cpu:.0f} s CPU)")
                 with trio.move_on_after(options.drain):
-                    while self.deliveries.missing() or self._recovering:
+                    while self._missing() or self._recovering:
                         await trio.sleep(1.0)
                 recoveries.cancel_scope.cancel()
             self._drained = trio.current_time()
             self._mark("drained")
-            report = self.report(wall, attackers)
+            report = self.report(wall, attackers) if self.shard is None else self.part()
             nursery.cancel_scope.cancel()
         return report
+
+    def _missing(self) -> int:
+        """Deliveries still missing; in a run over two processes, both processes' at the last window's end
+        (so that both stop draining at the same virtual second)."""
+        return self.deliveries.missing() if self.shard is None else self.shard.missing
 
     def _mark(self, milestone: str) -> None:
         self._cpu_marks[milestone] = cpu = time.process_time()
@@ -463,15 +500,16 @@ class Simnet:
         phases = {"pools": cpu["pools"] - self._cpu, "start": cpu["started"] - cpu["pools"],
                   "connect": cpu["settled"] - cpu["started"], "idle": cpu["warm"] - cpu["settled"],
                   "publishing": cpu["published"] - cpu["warm"], "drain": cpu["drained"] - cpu["published"]}
-        node_seconds = len(self.nodes) * self.options.warmup / 2
+        node_seconds = self.options.nodes * self.options.warmup / 2
         idle_rate = phases["idle"] / node_seconds if node_seconds else 0.0
         idle_writes = (writes["warm"] - writes["settled"]) / node_seconds if node_seconds else 0.0
-        busy_node_seconds = len(self.nodes) * (self._drained - self._started)
+        busy_node_seconds = self.options.nodes * (self._drained - self._started)
         accepted = max(1, len(self.deliveries.published))
         message_cpu = phases["publishing"] + phases["drain"] - idle_rate * busy_node_seconds
         message_writes = writes["drained"] - writes["warm"] - idle_writes * busy_node_seconds
         published = self._ended - self._started
-        return {"cpu_seconds_by_phase": {name: round(value, 2) for name, value in phases.items()},
+        processes = {"processes": self._processes} if self._processes else {}
+        return {**processes, "cpu_seconds_by_phase": {name: round(value, 2) for name, value in phases.items()},
                 "memory_mib_by_milestone": self._memory_marks, "collector": self.collector.snapshot(),
                 "publishing_cpu_per_simulated_second": round(phases["publishing"] / published, 2) if published else None,
                 "idle_cpu_us_per_node_second": round(idle_rate * 1e6, 1),
@@ -480,14 +518,72 @@ class Simnet:
                 "link_writes_per_message": round(message_writes / accepted, 1),
                 "cpu_us_per_link_write": round(message_cpu / message_writes * 1e6, 1) if message_writes > 0 else None}
 
-    def report(self, wall: float, attackers: list[SimNode]) -> SimnetReport:
+    def _connections(self) -> list[int]:
+        """Each running node's open connections."""
+        return [sum(1 for peer in sim.node.diffusion.peers if peer.mux is not None) for sim in self.nodes
+                if sim.running and sim.node is not None and sim.node.diffusion is not None]
+
+    def part(self) -> dict[str, Any]:
+        """This process's share of a run over two processes, for :meth:`merge` in the parent."""
+        shard = self.shard
+        assert shard is not None
+        return {"cpu": self._cpu, "cpu_marks": self._cpu_marks, "write_marks": self._write_marks,
+                "memory_marks": self._memory_marks,
+                "collector": (self.collector.collections, self.collector.seconds, self.collector.collected),
+                "tally": self.tally, "rejections": self.rejections, "bytes_sent": self.net.bytes_sent,
+                "published": [(message_id, record.home, record.sent_at)
+                              for message_id, record in self.deliveries.published.items() if shard.runs(record.home)],
+                "log": self.log, "times": (self._started, self._ended, self._drained),
+                "message_size": self._message_size, "connections": self._connections(),
+                "stats": {"kes_checks": self.checks.stats(), "opcert_checks": self.opcert_checks.stats(),
+                          "received_messages": self.received.stats()},
+                "cpu_seconds": time.process_time() - self._cpu,
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "process": {"nodes": sum(1 for index in range(self.options.nodes) if shard.runs(index)),
+                            "windows": shard.exchanges, "window_ms": round(shard.window * 1000, 3),
+                            "mib_exchanged": round(shard.bytes_exchanged / 2**20, 1),
+                            "wall_seconds_waiting": round(shard.seconds_waiting, 1),
+                            "cpu_seconds": round(time.process_time() - self._cpu, 1)}}
+
+    def merge(self, parts: list[dict[str, Any]], wall: float) -> SimnetReport:
+        """One report of a run over two processes, from their :meth:`part`: the deliveries replayed in
+        time order (:func:`.shards.replay`), the counts summed."""
+        for part in parts:
+            for message_id, home, sent_at in part["published"]:
+                self.deliveries.expect(message_id, home, sent_at)
+        replay([part["log"] for part in parts], self.deliveries, self.hosts)
+        for part in parts:
+            for key, value in part["tally"].items():
+                self.tally[key] += value
+            for key, value in part["rejections"].items():
+                self.rejections[key] = self.rejections.get(key, 0) + value
+            self.net.bytes_sent = [a + b for a, b in zip(self.net.bytes_sent, part["bytes_sent"])]
+            for index, values in enumerate(part["collector"]):
+                for generation, value in enumerate(values):
+                    (self.collector.collections, self.collector.seconds, self.collector.collected)[index][generation] += value
+        self._cpu = 0.0
+        self._cpu_marks = {mark: sum(part["cpu_marks"][mark] - part["cpu"] for part in parts) for mark in parts[0]["cpu_marks"]}
+        self._write_marks = {mark: sum(part["write_marks"][mark] for part in parts) for mark in parts[0]["write_marks"]}
+        self._memory_marks = {mark: {name: round(sum(part["memory_marks"][mark].get(name, 0) for part in parts), 1)
+                                     for name in parts[0]["memory_marks"][mark]} for mark in parts[0]["memory_marks"]}
+        self._started, self._ended, self._drained = parts[0]["times"]
+        self._message_size = max(part["message_size"] for part in parts)
+        self._processes = [part["process"] for part in parts]
+        stats = {name: {key: sum(part["stats"][name][key] for part in parts) for key in parts[0]["stats"][name]}
+                 for name in parts[0]["stats"]}
+        return self.report(wall, [], degree=[count for part in parts for count in part["connections"]],
+                           cpu=sum(part["cpu_seconds"] for part in parts),
+                           peak_rss_mib=sum(part["peak_rss_mib"] for part in parts), stats=stats)
+
+    def report(self, wall: float, attackers: list[SimNode], *, degree: list[int] | None = None,
+               cpu: float | None = None, peak_rss_mib: float | None = None,
+               stats: dict[str, dict[str, int]] | None = None) -> SimnetReport:
+        """The run's report; a merged run (:meth:`merge`) gives its processes' connections, CPU and peak memory."""
         options = self.options
         deliveries = self.deliveries
         everything, steady, by_hop = deliveries.latency_summary(fault_windows(self.faults, self._started))
-        degree = []
-        for sim in self.nodes:
-            if sim.running and sim.node is not None and sim.node.diffusion is not None:
-                degree.append(sum(1 for peer in sim.node.diffusion.peers if peer.mux is not None))
+        if degree is None:
+            degree = self._connections()
         for attack in self.attacks:
             if attack.kind == "eclipse":
                 victim = self.nodes[self.net.index_of[attack.target]]
@@ -496,7 +592,13 @@ class Simnet:
         node_bytes = self.net.bytes_sent[:options.nodes]
         simulated = self._drained  # virtual time starts at 0: warm-up, publishing and drain
         seconds = time.perf_counter() - wall
-        cpu = time.process_time() - self._cpu
+        if cpu is None:
+            cpu = time.process_time() - self._cpu
+        if peak_rss_mib is None:
+            peak_rss_mib = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        if stats is None:
+            stats = {"kes_checks": self.checks.stats(), "opcert_checks": self.opcert_checks.stats(),
+                     "received_messages": self.received.stats()}
         return SimnetReport(
             settings=options.settings(), load_average=os.getloadavg(), wall_seconds=round(seconds, 1),
             simulated_seconds=round(simulated, 3), publishing_seconds=round(self._ended - self._started, 3),
@@ -509,11 +611,10 @@ class Simnet:
             bytes_per_message_per_node=round(sum(node_bytes) / max(1, accepted) / options.nodes, 1),
             mean_connections=round(sum(degree) / len(degree), 2) if degree else 0.0,
             message_size=self._message_size, faults=self.faults, attacks=self.attacks,
-            rejections=dict(sorted(self.rejections.items())), kes_checks=self.checks.stats(),
-            opcert_checks=self.opcert_checks.stats(), received_messages=self.received.stats(),
+            rejections=dict(sorted(self.rejections.items())), **stats,
             regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
             missing_examples=deliveries.missing_examples(self.hosts), cost=self.cost(),
-            peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+            peak_rss_mib=peak_rss_mib)
 
 
 def _eclipse_outcome(victim: SimNode, attackers: list[SimNode], deliveries: Deliveries) -> dict[str, Any]:
@@ -532,10 +633,37 @@ def _eclipse_outcome(victim: SimNode, attackers: list[SimNode], deliveries: Deli
 
 
 def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str], None] = lambda text: None,
-               policy: DiffusionPolicy | None = None) -> SimnetReport:
+               policy: DiffusionPolicy | None = None, processes: int = 1) -> SimnetReport:
     """Run ``options`` in a trio run of its own on a virtual clock; the same seed gives the same report
-    (apart from the wall-clock figures), in one process and across processes with one ``PYTHONHASHSEED``."""
-    return run_on_virtual_clock(Simnet(options, assemble, say=say, policy=policy))
+    (apart from the wall-clock figures), in one process and across processes with one ``PYTHONHASHSEED``.
+
+    With ``processes=2`` the nodes are split between two processes by region (:mod:`.shards`):
+    about half the wall time on two cores, the same seed giving the same report for that split
+    (not the one-process report of that seed).
+    """
+    if processes == 1:
+        return run_on_virtual_clock(Simnet(options, assemble, say=say, policy=policy))
+    if processes != 2:
+        raise ValueError(f"a simulated network runs in one process or two, not {processes}")
+    problem = split_problem(options)
+    if problem is not None:
+        raise ValueError(problem)
+    wall = time.perf_counter()
+    whole = Simnet(options, assemble, say=say, policy=policy)
+    uniform = options.uniform_rtt_ms
+    owner, lookahead = split_regions(whole.regions[:options.nodes],
+                                     lambda a, b: (rtt_ms(a, b) if uniform is None else uniform) / 1000)
+    window = lookahead * (1 - WINDOW_MARGIN)
+    say(f"two processes: {owner.count(0)} and {owner.count(1)} nodes, windows of {window * 1000:.3f} virtual ms")
+
+    def run_part(shard: Shard) -> dict[str, Any]:
+        directory = None if options.directory is None else options.directory / f"process{shard.index}"
+        part = Simnet(replace(options, directory=directory), assemble,
+                      say=lambda text: say(f"[{shard.index}] {text}"), policy=policy)
+        part.split(shard)
+        return run_on_virtual_clock(part)
+
+    return whole.merge(run_sharded(run_part, owner, window), wall)
 
 
 def run_on_virtual_clock(simnet: Simnet) -> Any:
@@ -555,7 +683,7 @@ def run_on_virtual_clock(simnet: Simnet) -> Any:
     gc.disable()
     try:
         with simnet.collector:
-            return trio.run(simnet.run, clock=VirtualClock())
+            return trio.run(simnet.run, clock=VirtualClock(simnet.shard))
     finally:
         if enabled:
             gc.enable()

@@ -50,6 +50,8 @@ async def test_operator_errors_are_one_line(tmp_path):
     (["publish", "--kes-key", "k", "--opcert", "c", "--body-hex", "00"], "needs the KES period"),
     (["inspect", "--hex", "zz"], "--hex is not hexadecimal"),
     (["subscribe", "--count", "0"], "expected a positive number"),
+    (["simnet", "--processes", "2", "--nodes", "4"], "a run over two processes has no kills, partitions, flood"),
+    (["simnet", "--processes", "2", "--mithril-registration"], "--mithril-registration runs in one process"),
 ])
 def test_more_mistakes_in_process(args, fragment, capsys, tmp_path, monkeypatch):
     """The same one-line reports, from the tool's entry function (no process needed)."""
