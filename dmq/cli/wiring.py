@@ -71,7 +71,7 @@ def load_stake_view(config: NodeConfig, clock: Clock,
 
 
 def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., Awaitable[Any]] | None,
-                  expiry_interval: float | None, expiry_max_sleep: float | None) -> DurableMempool:
+                  expiry_interval: float | None, expiry_max_sleep: float | None, sync: bool) -> DurableMempool:
     path = Path(config.database_path)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -79,7 +79,7 @@ def _open_mempool(config: NodeConfig, clock: Clock, run_blocking: Callable[..., 
         # Stored messages are read back with the decoder that accepted them: with
         # LegacyMessageFormat on, acknowledged legacy messages survive a restart too.
         decode = partial(decode_message, allow_legacy=config.legacy_message_format)
-        return DurableMempool(path, clock, decode=decode, run_blocking=run_blocking,
+        return DurableMempool(path, clock, decode=decode, run_blocking=run_blocking, sync=sync,
                               expiry_interval=expiry_interval or DEFAULT_EXPIRY_INTERVAL,
                               expiry_max_sleep=expiry_max_sleep or EXPIRY_MAX_SLEEP)
     except OSError as exc:
@@ -113,7 +113,8 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
                   expiry_max_sleep: float | None = None,
                   registration_verifier: Callable[..., Any] | None = None,
                   decode_received: Callable[[bytes, Callable[[bytes], DmqMessage]], DmqMessage] | None = None,
-                  read_stake_file: Callable[[Path], StakeFile] | None = None
+                  read_stake_file: Callable[[Path], StakeFile] | None = None,
+                  store_sync: bool = True,
                   ) -> Node:
     """The node ``config`` describes, its parts built and bound, ready for ``Node.run``.
 
@@ -122,11 +123,12 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
     behind the node's own cache), ``expiry_interval`` and ``expiry_max_sleep`` (the shortest and
     longest sleep of the mempool's purge), ``registration_verifier`` (the application's
     ``verify_registration``) and ``decode_received`` (how a peer's message bytes are decoded,
-    ``Ingress.decode_received``) and ``read_stake_file`` (how a ``StakeSource`` file is read)
-    are what a simulated network or a test on a jumping clock replaces (``lab.simnet``); a
-    running node keeps the defaults: TCP, a worker thread, the Sum6KES and Ed25519 verifiers, a
-    purge at each expiry, at least 50 ms and, while messages are held, at most 60 s apart,
-    Mithril's checks, the ingress's own decode, :func:`dmq.stake.load_stake_file`.
+    ``Ingress.decode_received``), ``read_stake_file`` (how a ``StakeSource`` file is read) and
+    ``store_sync`` (whether a commit waits for fsync) are what a simulated network or a test on a
+    jumping clock replaces (``lab.simnet``); a running node keeps the defaults: TCP, a worker
+    thread, the Sum6KES and Ed25519 verifiers, a purge at each expiry, at least 50 ms and, while
+    messages are held, at most 60 s apart, Mithril's checks, the ingress's own decode,
+    :func:`dmq.stake.load_stake_file`, an fsync per commit.
 
     Raises :class:`~dmq.node.NodeStartError` (or another ``OperatorError``) on an operator's
     mistake; the message store is closed again then.
@@ -143,7 +145,7 @@ def assemble_node(config: NodeConfig, topology: Topology | None = None, *, clock
         stake_link = CardanoNodeLink.from_config(config, stake_view, tracer=tracer, clock=clock,
                                                  registry=metrics.registry)
         services.append(stake_link.run)
-    mempool = _open_mempool(config, clock, run_blocking, expiry_interval, expiry_max_sleep)
+    mempool = _open_mempool(config, clock, run_blocking, expiry_interval, expiry_max_sleep, store_sync)
     kes_verifier = kes_verifier or kes_verify
     opcert_verifier = opcert_verifier or verify_opcert
     recorder: TrafficRecorder | NullRecorder = NO_RECORDER

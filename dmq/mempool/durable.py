@@ -170,12 +170,13 @@ class DurableMempool(Mempool):
         expiry_interval: float = DEFAULT_EXPIRY_INTERVAL,
         expiry_max_sleep: float = EXPIRY_MAX_SLEEP,
         run_blocking: Callable[..., Awaitable[Any]] | None = None,
+        sync: bool = True,
     ) -> None:
         super().__init__(clock, expiry_interval=expiry_interval, expiry_max_sleep=expiry_max_sleep)
         #: The writer's own thread, unless ``run_blocking`` says where the blocking calls run.
         self._commit_thread = CommitThread() if run_blocking is None else None
         self._run_blocking = run_blocking if run_blocking is not None else self._commit_thread.run_sync
-        self._store = MempoolStore(path, map_size=map_size)
+        self._store = MempoolStore(path, map_size=map_size, sync=sync)
         try:
             loaded = self._store.load(decode or default_decoder(), clock.now(), into=self._log)
         except BaseException:

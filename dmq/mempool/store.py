@@ -161,10 +161,14 @@ class _CanonicalCbor:
 class MempoolStore:
     """The LMDB environment holding the mempool log and the pool state."""
 
-    def __init__(self, path: str | os.PathLike[str], *, map_size: int = DEFAULT_MAP_SIZE) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, map_size: int = DEFAULT_MAP_SIZE, sync: bool = True) -> None:
+        """``sync=False`` leaves the fsync of each commit out: for a simulation, whose nodes never crash
+        as processes (a written commit is in the page cache for the next open), with thousands of
+        stores on one disk."""
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        self._env = lmdb.open(str(self.path), map_size=map_size, subdir=True, max_dbs=_MAX_DBS, lock=True)
+        self._env = lmdb.open(str(self.path), map_size=map_size, subdir=True, max_dbs=_MAX_DBS, lock=True,
+                              sync=sync, metasync=sync)
         self._messages = self._env.open_db(MESSAGES_DB)
         self._meta = self._env.open_db(META_DB)
         self._poolstate = self._env.open_db(POOLSTATE_DB)

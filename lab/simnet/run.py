@@ -275,7 +275,7 @@ class Simnet:
         return self.assemble(self._config(sim, self._stake_file), sim.topology, clock=self.clock, tracer=tracer,
                              diffusion_policy=policy, transport=self.net.transport(sim.index),
                              run_blocking=run_inline, kes_verifier=self.checks, opcert_verifier=self.opcert_checks,
-                             decode_received=self.received, read_stake_file=self.stake_files,
+                             decode_received=self.received, read_stake_file=self.stake_files, store_sync=False,
                              expiry_interval=EXPIRY_INTERVAL,
                              **self._assembly_options())
 

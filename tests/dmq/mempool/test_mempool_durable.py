@@ -60,6 +60,21 @@ def test_appended_messages_come_back_after_restart_at_the_same_indices(tmp_path)
     reopened.close()
 
 
+def test_a_store_without_fsync_still_reads_back_what_it_committed(tmp_path):
+    # A simulation's stores (thousands on one disk) commit without fsync; a reopen in the same
+    # machine's life reads the page cache. A node's own store keeps the fsync.
+    clock = ManualClock(now=NOW)
+    messages = [make_message(i, NOW + 600) for i in range(5)]
+    mempool = open_mempool(tmp_path / "nosync", clock, sync=False)
+    assert mempool._store._env.flags()["sync"] is False
+    mempool.append(messages)
+    mempool.close()
+    reopened = open_mempool(tmp_path / "nosync", clock)
+    assert [e.raw for e in reopened] == [m.raw for m in messages]
+    assert reopened._store._env.flags()["sync"] is True
+    reopened.close()
+
+
 def test_indices_never_go_back_even_when_everything_expired(tmp_path):
     clock = ManualClock(now=NOW)
     mempool = open_mempool(tmp_path, clock)
