@@ -286,7 +286,10 @@ class Shard:
                 pipe.arrive(at, data, written)
 
     def finish(self) -> None:
-        """This process's run is over: the other one stops waiting for its windows."""
+        """This process's run is over: the other one stops waiting for its windows (unless it is
+        over too: then it reads nothing more, and a full socket would hold this one until it exits)."""
+        if self.peer_done:
+            return
         try:
             self._send_all(memoryview(_LENGTH.pack(0)))
         except OSError:
