@@ -5,10 +5,10 @@ the node code), so diffusion listens and dials exactly as over TCP, and a connec
 pair of :class:`SimStream` objects joined by two one-way :class:`_Pipe` objects. Bytes
 written on one side are readable on the other at a time computed when they are written:
 
-* **bandwidth**: each node's uplink and downlink carry ``rate`` bits per second, shared by
-  all its connections; a write waits behind the bytes the node is already sending, and its
-  last byte leaves ``len * 8 / rate`` seconds after its first (serialisation delay), then
-  queues again at the receiver's downlink;
+* **bandwidth**: each node's uplink carries ``rate`` bits per second, shared by all its
+  connections; a write waits behind the bytes the node is already sending, and its last byte
+  leaves ``len * 8 / rate`` seconds after its first (serialisation delay); the receiver's
+  downlink adds that delay again, without a queue (:meth:`_Pipe.arrival` says why);
 * **latency**: half the round-trip time between the two nodes' regions
   (:mod:`.regions`), plus jitter drawn uniformly in ``[0, jitter * one way]``;
 * **loss**: TCP is reliable, so a lost segment shows up as a delay, not a gap: each write
@@ -138,14 +138,14 @@ class _Pipe:
         return free - drain if free - now > drain else None
 
     def arrival(self, now: float, size: int) -> float:
-        """When ``size`` bytes written now arrive (and book the links they use)."""
-        at = self.on_the_wire(now, size)
-        return at if at == _INF else self.net.through_downlink(self.dst, at, size)
+        """When ``size`` bytes written now have all arrived (booking the sender's uplink).
 
-    def on_the_wire(self, now: float, size: int) -> float:
-        """When ``size`` bytes written now reach the receiver's downlink (booking the sender's uplink):
-        :meth:`arrival` before the receiver's downlink, which a pipe to another process's node
-        leaves to that process (:meth:`arrive`)."""
+        The sender's uplink is a queue, in the order the node writes (which is time order). The
+        receiver's end adds its serialisation delay but no queue: a queue there would have to be
+        served in the order the bytes arrive, not the order they are written (a write from a near
+        peer does not wait behind one still on its way from the far side of the world), and at
+        the rates studied a downlink carries well under 1 % of its capacity.
+        """
         net = self.net
         isolated = net.isolated
         if isolated and (self.src in isolated) != (self.dst in isolated):  # ``net.separated``, written out
@@ -153,18 +153,19 @@ class _Pipe:
             return math.inf
         rate = net.rate_bps
         if rate is not None:
+            serialise = size * 8 / rate
             uplink = net.uplink_free
             free = uplink[self.src]
-            leaves = (now if now >= free else free) + size * 8 / rate
+            leaves = (now if now >= free else free) + serialise
             uplink[self.src] = leaves
         else:
-            leaves = now
+            leaves, serialise = now, 0.0
         at = leaves + self.one_way + self.jitter_span * self.rng.random()
         loss = net.loss
         if loss > 0:
             while self.rng.random() < loss:
                 at += net.model.rto(self.rtt)
-        return at
+        return at + serialise
 
     def put(self, data: bytes, now: float) -> None:
         queue = self.queue
@@ -186,14 +187,9 @@ class _Pipe:
         if self.waiter is not None:
             self._wake()
 
-    def arrive(self, on_the_wire: float, data: bytes, written: float) -> None:
-        """A write from a node of another process (:mod:`.shards`), which reaches this node's downlink
-        at ``on_the_wire``: the downlink and TCP's order applied here, as :meth:`put` does."""
-        at = self.net.through_downlink(self.dst, on_the_wire, len(data))
-        if at < self.last_at:
-            at = self.last_at
-        else:
-            self.last_at = at
+    def arrive(self, at: float, data: bytes, written: float) -> None:
+        """A write from a node of another process (:mod:`.shards`), arriving at ``at`` (TCP's order
+        already applied by its writer)."""
         self.queue.append([at, data, written])
         self.bytes += len(data)
         if self.waiter is not None:
@@ -235,16 +231,16 @@ class _Pipe:
 class _OutboundPipe(_Pipe):
     """The writing end of a pipe whose reader is a node of another process (:mod:`.shards`).
 
-    A write books this node's uplink and draws its latency here, then goes to the other process
-    with the time it reaches the receiver's downlink, which that process books
-    (:meth:`_Pipe.arrive`); nothing is queued here. A run split over processes has no cuts.
+    A write books this node's uplink and draws its latency and its arrival here, as :meth:`_Pipe.put`
+    does, then goes to the other process (:meth:`_Pipe.arrive`); nothing is queued here. A run
+    split over processes has no cuts.
     """
 
     __slots__ = ()
 
     def put(self, data: bytes, now: float) -> None:
         size = len(data)
-        at = self.on_the_wire(now, size)
+        at = self.arrival(now, size)
         if at < self.last_at:
             at = self.last_at
         else:
@@ -256,8 +252,7 @@ class _OutboundPipe(_Pipe):
         net.writes += 1
 
     def close_from_writer(self, now: float) -> None:
-        at = self.on_the_wire(now, 0)
-        self.net.shard.send(self, max(at, self.last_at), b"", now)
+        self.net.shard.send(self, max(self.arrival(now, 0), self.last_at), b"", now)
 
 
 class SimStream(trio.abc.Stream):
@@ -425,7 +420,6 @@ class SimNetwork:
         self.loss = model.loss
         self.index_of = {host: index for index, host in enumerate(self.hosts)}
         self.uplink_free = [0.0] * count
-        self.downlink_free = [0.0] * count
         self.bytes_sent = [0] * count
         #: Writes handed to any link (one per bearer write: a batch of SDUs), for the cost per write.
         self.writes = 0
@@ -486,17 +480,6 @@ class SimNetwork:
         heapq.heappush(self._timed, (when, self._timed_count, action))
         if not self._clock_followed:
             self._follow_clock()
-
-    def through_downlink(self, dst: int, at: float, size: int) -> float:
-        """When ``size`` bytes reaching node ``dst``'s downlink at ``at`` have all arrived (booking it)."""
-        rate = self.rate_bps
-        if rate is None:
-            return at
-        downlink = self.downlink_free
-        free = downlink[dst]
-        at = (at if at >= free else free) + size * 8 / rate
-        downlink[dst] = at
-        return at
 
     def deliver(self, now: float) -> None:
         """Reschedule every reader whose data has arrived by ``now``; the virtual clock calls this

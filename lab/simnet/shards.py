@@ -9,8 +9,8 @@ closest pair of regions across it is farthest apart is taken. That pair's one-wa
 
 So the processes move through virtual time in **windows** a little shorter than the lookahead,
 in step (conservative synchronisation): a process runs its nodes up to the end of a window, sends
-the other what its nodes wrote across (each write with the time it reaches the receiver's
-downlink), receives the other's, and books those arrivals; all of them fall in a later window, so
+the other what its nodes wrote across (each write with its arrival time), receives the other's,
+and books those arrivals; all of them fall in a later window, so
 nothing arrives in the past. The exchange happens inside the clock (:class:`.checks.VirtualClock`
 asks :meth:`Shard.advance` before it jumps past a window's end), with every task of the process
 waiting, so the nodes' code never sees it. A connection across is a first packet (:meth:`Shard.connect`)
@@ -25,8 +25,8 @@ counts its nodes' missing deliveries at every window's end and sends that count 
 
 The same seed gives the same run for the same split (each crossing link's randomness is named
 by the link, not by the order the processes made them); it is not the one-process run of that
-seed: the receiver's downlink is booked when the write is received, not when it is sent. A run
-split this way has no kills, partitions, flood or eclipse (:func:`split_problem`).
+seed, whose links draw their randomness in another order and whose tasks run in other batches.
+A run split this way has no kills, partitions, flood or eclipse (:func:`split_problem`).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ class Shard:
     # -- what the nodes here send across --------------------------------------------------
 
     def send(self, pipe: _Pipe, at: float, data: bytes, written: float) -> None:
-        """A write on a link to the other process, reaching the receiver's downlink at ``at``."""
+        """A write on a link to the other process, arriving at ``at``."""
         self._writes.append((pipe.key, at, data, written))
 
     def reset(self, pipe: _Pipe) -> None:

@@ -69,6 +69,26 @@ async def test_bandwidth_is_a_serialisation_delay(virtual_clock):
     assert trio.current_time() - sent_at == pytest.approx(RTT / 2 + 2.0)
 
 
+async def test_a_write_from_a_near_peer_does_not_wait_behind_one_still_on_its_way_from_afar(virtual_clock):
+    # Node 0 is 0.3 s from node 2, node 1 is 2 ms from it. Node 0 writes first; node 1's write,
+    # made a millisecond later, arrives long before node 0's, and nothing holds it at node 2's end
+    # (a receiving queue booked in the order writes are made held it until node 0's had arrived).
+    hosts = ["198.18.0.1", "198.18.0.2", "198.18.0.3"]
+    net = SimNetwork(LinkModel(rtt=lambda a, b: 0.3 if min(a, b) == 0 else 0.002, jitter=0.0, rate_bps=8e6), hosts)
+    [(listener, _)] = await net.transport(2).listen(hosts[2], 3001)
+    far = (await net.transport(0).connect(hosts[2], 3001)).stream
+    near = (await net.transport(1).connect(hosts[2], 3001)).stream
+    far_in, near_in = await listener.accept(), await listener.accept()
+    sent_at = trio.current_time()
+    await far.send_all(bytes(1_000))  # 1 ms each way at 8 Mbit/s
+    await trio.sleep(0.001)
+    await near.send_all(bytes(1_000))
+    await read_exactly(near_in, 1_000)
+    assert trio.current_time() - sent_at == pytest.approx(0.001 + 0.001 + 0.001 + 0.001)
+    await read_exactly(far_in, 1_000)
+    assert trio.current_time() - sent_at == pytest.approx(0.001 + 0.15 + 0.001)
+
+
 async def test_a_full_send_buffer_makes_the_writer_wait(virtual_clock):
     client, _, _ = await connected(network(rate_bps=8e6, send_buffer=100_000))
     started = trio.current_time()
