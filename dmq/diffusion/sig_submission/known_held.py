@@ -54,7 +54,8 @@ class KnownHeld:
         unpassed = self.unpassed
         for message_id in ids if unpassed is None else unpassed(ids):
             known[message_id] = None
-        if len(known) > self._sweep_at or len(known) > self.capacity:
+        held = len(known)
+        if held > self._sweep_at or held > self.capacity:
             if unpassed is not None:
                 known = self.ids = dict.fromkeys(unpassed(known))
             if len(known) > self.capacity:
