@@ -137,40 +137,44 @@ class Bearer:
 
         ``word`` is the second header word as sent, ``M << 15 | protocol_num``, which the
         mux uses directly as its dispatch key; the timestamp is dropped. ``payload`` is a
-        read-only view into the socket read (no copy per SDU), or the payload's bytes when the
-        read held exactly one SDU (a round's request or reply). This is the mux's hot path
+        read-only view into the read (no copy per SDU), or the payload copied out when the read
+        held exactly one SDU (a round's request or reply), from a socket or any other stream. This is the mux's hot path
         (one await for a whole socket read's worth of SDUs); the errors are those of :meth:`read_sdu`, an SDU after which the stream is
         bad is returned before the error is raised on the next call.
         """
-        sock = self._socket
-        if sock is not None and self._rpos == len(self._rbuf):
-            # Nothing buffered, on a socket: the usual case, once per read of every connection.
-            # The steps of _read, _fill and _socket_call written out here: each coroutine frame
-            # between the mux's reader and trio's wait is entered and resumed on every read, and
-            # the three of them cost about 1.5 us a read (bench/sig_submission_rounds.py).
+        if self._rpos == len(self._rbuf):
+            # Nothing buffered: the usual case, once per read of every connection. The steps of
+            # _read, _fill and _socket_call written out here: each coroutine frame between the
+            # mux's reader and trio's wait is entered and resumed on every read, and the three of
+            # them cost about 1.5 us a read (bench/sig_submission_rounds.py).
+            sock = self._socket
             try:
-                data = None
-                if not self._drained:
-                    # No read yet, or the last one filled its buffer: more may be waiting.
-                    await trio.lowlevel.checkpoint_if_cancelled()
-                    try:
-                        data = sock.recv(_RECEIVE_SIZE)
-                    except BlockingIOError:
-                        pass
-                    else:
-                        await trio.lowlevel.cancel_shielded_checkpoint()
-                # After a short read the socket was empty: wait first (a checkpoint like the
-                # others), then read; a read can still find nothing after a spurious wake-up.
-                while data is None:
-                    await trio.lowlevel.wait_readable(sock)
-                    try:
-                        data = sock.recv(_RECEIVE_SIZE)
-                    except BlockingIOError:
-                        pass
+                if sock is None:
+                    # A stream that is not a socket (the simulator's links, a TLS stream): its own read.
+                    data = await self.stream.receive_some(_RECEIVE_SIZE)
+                else:
+                    data = None
+                    if not self._drained:
+                        # No read yet, or the last one filled its buffer: more may be waiting.
+                        await trio.lowlevel.checkpoint_if_cancelled()
+                        try:
+                            data = sock.recv(_RECEIVE_SIZE)
+                        except BlockingIOError:
+                            pass
+                        else:
+                            await trio.lowlevel.cancel_shielded_checkpoint()
+                    # After a short read the socket was empty: wait first (a checkpoint like the
+                    # others), then read; a read can still find nothing after a spurious wake-up.
+                    while data is None:
+                        await trio.lowlevel.wait_readable(sock)
+                        try:
+                            data = sock.recv(_RECEIVE_SIZE)
+                        except BlockingIOError:
+                            pass
+                    self._drained = len(data) < _RECEIVE_SIZE
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise _bearer_closed(exc, "reading") from exc
             size = len(data)
-            self._drained = size < _RECEIVE_SIZE
             if size > SDU_HEADER_SIZE:
                 _, word, length = _unpack_header(data)
                 if size == SDU_HEADER_SIZE + length:

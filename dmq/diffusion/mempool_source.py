@@ -39,14 +39,12 @@ class MempoolSigSource:
         #: ``callback(published)`` at the next publish, with the newly visible ``(index, id, size)``.
         self.call_on_publish: Callable[[Callable[[list[tuple[int, bytes, int]]], None]], None] = \
             mempool.call_on_publish
+        #: The mempool index of a held message, None if it is not held (asked for every id a peer
+        #: announces on a duplex connection).
+        self.index_of: Callable[[bytes], int | None] = mempool.index_of
 
     async def wait_for_ids_after(self, position: int) -> None:
         await self.mempool.wait_after(position)
-
-    def index_of(self, message_id: bytes) -> int | None:
-        """The mempool index of a held message, None if it is not held."""
-        entry = self.mempool.get(message_id)
-        return None if entry is None else entry.index
 
     def lookup(self, message_id: bytes) -> bytes | None:
         """The exact received bytes of a requested message; None once it expired or was purged."""

@@ -57,6 +57,8 @@ class Mempool:
         self.contains: Callable[[bytes], bool] = self._log.contains
         #: The held entry with this id (even one that expired but was not purged yet), or None.
         self.get: Callable[[bytes], StoredMessage | None] = self._log.get
+        #: The index of the held entry with this id (even one that expired but was not purged yet), or None.
+        self.index_of: Callable[[bytes], int | None] = self._log.index_of
         self._expiry_interval = expiry_interval
         #: The purge's longest sleep. A clock that jumps (a test's scaled clock) is followed at
         #: most this late, since the sleep toward the soonest expiry runs in real time.

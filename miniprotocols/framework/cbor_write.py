@@ -8,6 +8,8 @@ the shortest form, as the reference's encoder (cborg) writes it.
 
 from __future__ import annotations
 
+import functools
+
 # ``head`` is the project's one head writer, re-exported so envelope code reads ``w.head``.
 from ouroboros_mux.cbor import MAJOR_ARRAY, MAJOR_TEXT, MAJOR_UINT, CborError, item_end
 from ouroboros_mux.cbor import write_head as head
@@ -23,14 +25,15 @@ _FALSE = b"\xf4"
 _TRUE = b"\xf5"
 
 
-#: The one-byte unsigned integers, written once: most counts and sizes on the wire are small.
-_SMALL_UINTS = tuple(head(MAJOR_UINT, value) for value in range(24))
-
-
-def uint(value: int) -> bytes:
-    if 0 <= value < 24:
-        return _SMALL_UINTS[value]
+def _uint(value: int) -> bytes:
     return head(MAJOR_UINT, value)
+
+
+#: ``uint(value)``: an unsigned integer, written once per value while it recurs (by type: ``1.0``
+#: is refused as before, not taken for ``1``). Most on the wire do: counts, and the size of each
+#: message announced, which a node announces to every peer; a value written already costs one C
+#: call instead of two Python calls. The cache is bounded, and errors are not kept.
+uint = functools.lru_cache(maxsize=4096, typed=True)(_uint)
 
 
 def array_header(length: int) -> bytes:

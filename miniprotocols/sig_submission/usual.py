@@ -158,12 +158,13 @@ def _id_list(raw: bytes, sized: bool) -> tuple[tuple, int] | None:
     """The ids of ``... 9f (5820 <id>)* ff``, or with ``sized`` the ``(id, size)`` pairs of
     ``... 9f (82 5820 <id> size)* ff``, read from offset 3, and the offset after the break."""
     start_of_item = _PAIR_START if sized else _ID_HEAD
+    id_at = len(start_of_item)
     items = []
     pos = 3
     while raw[pos] != _BREAK:
         if not raw.startswith(start_of_item, pos):
             return None
-        start = pos + len(start_of_item)
+        start = pos + id_at
         pos = start + ID_SIZE
         if sized:
             size, pos = _uint(raw, pos, MAX_WORD32)

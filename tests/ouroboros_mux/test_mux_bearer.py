@@ -269,3 +269,18 @@ async def test_read_sdu_nowait_takes_only_what_has_arrived_and_keeps_the_rest(tm
     await peer.aclose()
     with pytest.raises(BearerClosed):
         bearer.read_sdu_nowait()
+
+
+async def test_a_stream_read_of_exactly_one_sdu_gives_its_payload_as_bytes_as_a_socket_read_does():
+    """The usual read of a round (one whole SDU) takes the same path on any stream as on a socket:
+    the payload copied out of the read (bytes, or what the stream's reads are made of), nothing left
+    buffered; a read of more or less is cut into views."""
+    a, b = trio.testing.memory_stream_pair()
+    bearer = Bearer(b)
+    await a.send_all(raw_sdu(11, True, b"\x82\x01\x02"))
+    (word, payload), = await bearer.read_frames()
+    assert (word, payload) == (0x800B, b"\x82\x01\x02") and type(payload) is not memoryview
+    await a.send_all(raw_sdu(11, False, b"\x01") + raw_sdu(12, False, b"\x02"))
+    frames = await bearer.read_frames()
+    assert frames == [(11, b"\x01"), (12, b"\x02")] and all(type(p) is memoryview for _, p in frames)
+    assert (bearer.sdus_in, bearer.bytes_in) == (3, 3 * 8 + 5)

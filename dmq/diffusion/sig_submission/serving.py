@@ -19,6 +19,7 @@ blocking request whose new entries are all known waits as if nothing were new
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import trio
 
@@ -76,7 +77,7 @@ class ServingPeer:
         self._known = known
         self._index_of = getattr(source, "index_of", None)
         if known is not None and self._index_of is not None:
-            known.passed = self._passed
+            known.unpassed = self._unpassed
 
     def stop(self) -> None:
         """V1 only: end the protocol with ``MsgDone`` at the current or next blocking request.
@@ -227,10 +228,12 @@ class ServingPeer:
             entries = ids_after(window.position, req)
         return entries
 
-    def _passed(self, message_id: bytes) -> bool:
-        """Whether the position already passed a message (its id need not be remembered as known)."""
-        index = self._index_of(message_id)
-        return index is not None and index <= self.window.position
+    def _unpassed(self, ids: Iterable[bytes]) -> list[bytes]:
+        """Of ``ids``, in order, those of messages the position has not passed (not held, or held after
+        it): ids to remember as known. A passed one the peer need not be told of again."""
+        index_of = self._index_of
+        position = self.window.position
+        return [i for i in ids if (index := index_of(i)) is None or index > position]
 
     def _park(self, request) -> None:
         """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""

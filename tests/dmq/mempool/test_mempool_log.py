@@ -24,6 +24,8 @@ def test_append_assigns_increasing_indices_from_zero_and_contains_sees_them():
         assert mempool.contains(message.message_id)
         assert mempool.get(message.message_id).raw == message.raw
     assert not mempool.contains(make_message(99, NOW + 100).message_id)
+    assert [mempool.index_of(m.message_id) for m in first + second] == [0, 1, 2, 3, 4]
+    assert mempool.index_of(make_message(99, NOW + 100).message_id) is None
 
 
 def test_stored_entry_keeps_the_raw_bytes_and_decodes_back():
@@ -111,6 +113,7 @@ def test_unpublished_entries_are_duplicates_but_invisible():
     assert all(log.contains(e.message_id) for e in entries)
     assert log.messages_after(-1, 10, now=0) == []
     assert log.lookup_unexpired(entries[0].message_id, now=0) is None
+    assert [log.index_of(e.message_id) for e in entries] == [0, 1, 2]  # held, so indexed, visible or not
     assert log.publish(1)
     assert [e.index for e in log.messages_after(-1, 10, now=0)] == [0, 1]
     assert not log.publish(0)  # the horizon never moves back

@@ -168,7 +168,7 @@ def test_the_known_set_keeps_the_most_recent_ids_within_its_capacity():
 def test_the_known_set_forgets_what_the_serving_peer_passed():
     passed_up_to = 10
     known = KnownHeld()
-    known.passed = lambda message_id: int.from_bytes(message_id, "big") <= passed_up_to
+    known.unpassed = lambda ids: [i for i in ids if int.from_bytes(i, "big") > passed_up_to]
     ids = [n.to_bytes(2, "big") for n in range(1000)]
     known.add([ids[5], ids[20]])  # 5 was passed already (the announcements crossed)
     assert ids[5] not in known and ids[20] in known
