@@ -16,16 +16,17 @@ publish that brings a sooner one; with nothing held it does not wake at all. An 
 wakes for nothing (every wake of its event loop costs a few hundred microseconds of CPU on a
 small VM, docs/benchmarks.md).
 
-Relayed messages become visible once the node has taken in the input that had already
-arrived when they were accepted: :meth:`Mempool.submit_relayed` moves the reader horizon one
-round of the event loop later (``RELAYED_PUBLISH_ROUNDS``), from a task of its own. A relay
-accepts a message at about the moment its other peers accept it from the same origin, and
-each then announces it to the others; the announcements that already sit in a socket buffer
-are read first, so the ids they carry are known to be held and not announced back
-(docs/protocol/node-to-node.md 9.8). A round waits for no timer (trio polls for I/O with a
-zero timeout while a task is runnable): no virtual time passes in a simulated network, and on
-a real node it costs only the work already waiting. A local submission, and anything
-published after it, is visible at once.
+Relayed messages become visible a round of the event loop after the one that accepted them:
+:meth:`Mempool.submit_relayed` holds the reader horizon and wakes a task of the mempool's,
+which publishes in the next round. A relay accepts a message at about the moment its other
+peers accept it from the same origin, and each then announces it to the others; when the
+body and a peer's announcement of the same id arrive together, the poll that wakes the
+accepting reader wakes that peer's reader too, and trio runs the two in either order. By the
+next round every reader that poll woke has run, so those ids are known to be held and not
+announced back (docs/protocol/node-to-node.md 9.8). A round waits for no timer (trio polls
+for I/O with a zero timeout while a task is runnable): no virtual time passes in a simulated
+network, and on a real node the publish waits only for work that was already due. A local
+submission, and whatever relayed entries wait before it, is published at once.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from .cursor import MempoolCursor
 from .entry import StoredMessage
 from .log import AppendableMessage, MessageLog
 
-__all__ = ["Mempool", "DEFAULT_EXPIRY_INTERVAL", "EXPIRY_MAX_SLEEP", "RELAYED_PUBLISH_ROUNDS"]
+__all__ = ["Mempool", "DEFAULT_EXPIRY_INTERVAL", "EXPIRY_MAX_SLEEP"]
 
 #: The shortest sleep of the background purge (the reference loop: about 50 ms).
 DEFAULT_EXPIRY_INTERVAL = 0.05
@@ -54,10 +55,6 @@ DEFAULT_EXPIRY_INTERVAL = 0.05
 #: clock); a purge only frees memory and disk. With nothing held the purge waits for a
 #: publish, without a timer.
 EXPIRY_MAX_SLEEP = 60.0
-#: How many rounds of the event loop a relayed publish waits after the round that accepted
-#: it: at one, every task that input ready at the next poll for I/O woke has run first (trio
-#: runs a round's batch in either order, so the publish must come a round after that poll).
-RELAYED_PUBLISH_ROUNDS = 1
 
 
 class Mempool:
@@ -278,12 +275,13 @@ class Mempool:
             trio.lowlevel.reschedule(waiter)
 
     async def _publish_relayed_soon(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The relayed publisher: each relayed horizon published ``RELAYED_PUBLISH_ROUNDS`` rounds after its wake.
+        """The relayed publisher: woken by a relayed append, it publishes in the next round.
 
-        The horizon only grows and every publish reaches it, so relayed entries accepted
-        while it waits its rounds go with the same publish, in mempool order; one published
-        sooner (by a local submission behind them) is not published again. On the way out
-        what is still waiting is published at once: no reader misses it.
+        Its wake is the round: by the time it runs, the poll has run and so has every task
+        of the accepting round. The horizon only grows and every publish reaches it, so every
+        relayed entry accepted before it runs goes in its publish, in mempool order; those
+        published sooner (by a local submission behind them) are not published again. On the
+        way out what still waits is published at once: no reader misses it.
         """
         me = trio.lowlevel.current_task()
         self._relayed_publisher = True
@@ -293,8 +291,6 @@ class Mempool:
                 if self._relayed_upto <= self._log.visible_upto:
                     self._relayed_waiter = me
                     await trio.lowlevel.wait_task_rescheduled(self._abort_relayed_wait)
-                for _ in range(RELAYED_PUBLISH_ROUNDS):
-                    await trio.lowlevel.cancel_shielded_checkpoint()
                 if self._relayed_upto > self._log.visible_upto:
                     self._publish(self._relayed_upto)
         finally:
