@@ -7,7 +7,8 @@ collects every submission that arrives while it waits or while a commit is in fl
 writes them all in ONE transaction with one fsync, then wakes every submitter at once.
 
 Messages relayed from peers are not waited for: :meth:`DurableMempool.submit` with
-``relayed=True`` returns at once, its messages visible to readers at once, and they are
+``relayed=True`` returns at once, its messages visible to readers a round of the event loop
+later (as in :class:`~dmq.mempool.memory.Mempool`), and they are
 committed with the next group, which the writer holds open for up to
 ``relay_commit_interval`` seconds (or until a submitter that waits arrives): at mainnet's
 rate one transaction, one fsync and one thread hop per interval instead of per message. A
@@ -250,7 +251,7 @@ class DurableMempool(Mempool):
         anything is queued. Cancelling the caller does not withdraw a queued batch.
 
         ``relayed``: messages from a peer, which offers them again if they are lost; they are
-        visible at once and committed with the next group (see the module docstring), and
+        visible a round later and committed with the next group (see the module docstring), and
         the call returns without waiting for it (nor yielding: there is nothing to wait for).
         """
         if relayed and in_txn is None:
@@ -278,7 +279,7 @@ class DurableMempool(Mempool):
         messages: Iterable[AppendableMessage],
         pool_state_updates: Mapping[Any, Any] | None = None,
     ) -> list[int]:
-        """Append relayed messages: visible at once, committed with the next group (module docstring).
+        """Append relayed messages: visible a round later, committed with the next group (module docstring).
 
         What ``submit(..., relayed=True)`` does, without a coroutine or a checkpoint, so the
         node-to-node ingress can run in the connection's reader. Duplicates raise at once.
@@ -293,7 +294,7 @@ class DurableMempool(Mempool):
         self._relayed_queued += 1
         if self._relayed_queued == 1:
             self._work.set()
-        self._publish_durable()
+        self._publish_durable(relayed=True)
         return [entry.index for entry in entries]
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:
@@ -428,13 +429,18 @@ class DurableMempool(Mempool):
         if deletes:
             self._store.delete(deletes)
 
-    def _publish_durable(self) -> None:
-        """Move the reader horizon up to (not including) the oldest waited-for batch not yet on disk."""
+    def _publish_durable(self, *, relayed: bool = False) -> None:
+        """Move the reader horizon up to (not including) the oldest waited-for batch not yet on disk.
+
+        ``relayed``: what moves it is a relayed append, published a round later (as
+        :meth:`Mempool.submit_relayed` does).
+        """
+        publish = self._publish_relayed if relayed else self._publish
         for pending in self._waited:
             if pending.entries:
-                self._publish(pending.entries[0].index - 1)
+                publish(pending.entries[0].index - 1)
                 return
-        self._publish(self._log.next_index - 1)
+        publish(self._log.next_index - 1)
 
     # -- lifetime ---------------------------------------------------------------------------
 

@@ -15,6 +15,18 @@ The background purge sleeps until the soonest expiry it knows and is woken early
 publish that brings a sooner one; with nothing held it does not wake at all. An idle node
 wakes for nothing (every wake of its event loop costs a few hundred microseconds of CPU on a
 small VM, docs/benchmarks.md).
+
+Relayed messages become visible a round of the event loop after the one that accepted them:
+:meth:`Mempool.submit_relayed` holds the reader horizon and wakes a task of the mempool's,
+which publishes in the next round. A relay accepts a message at about the moment its other
+peers accept it from the same origin, and each then announces it to the others; when the
+body and a peer's announcement of the same id arrive together, the poll that wakes the
+accepting reader wakes that peer's reader too, and trio runs the two in either order. By the
+next round every reader that poll woke has run, so those ids are known to be held and not
+announced back (docs/protocol/node-to-node.md 9.8). A round waits for no timer (trio polls
+for I/O with a zero timeout while a task is runnable): no virtual time passes in a simulated
+network, and on a real node the publish waits only for work that was already due. A local
+submission, and whatever relayed entries wait before it, is published at once.
 """
 
 from __future__ import annotations
@@ -75,6 +87,13 @@ class Mempool:
         #: publish set it and make the next one.
         self._published_taken = False
         self._on_publish: list[Callable[[], None]] = []
+        #: The horizon relayed messages wait to be published up to (see the module docstring).
+        self._relayed_upto = -1
+        #: Whether the relayed publisher runs (in :meth:`run`); without it relayed messages are
+        #: published at once.
+        self._relayed_publisher = False
+        #: The relayed publisher's task while it waits for a relayed publish, else None.
+        self._relayed_waiter: trio.lowlevel.Task | None = None
         #: Called with the entries each expiry pass removed (tracing, metrics, recording).
         self.expiry_observers: list[Callable[[list[StoredMessage]], None]] = []
 
@@ -140,10 +159,14 @@ class Mempool:
         """``submit(..., relayed=True)`` without a coroutine: nothing waits for relayed messages.
 
         For the node-to-node ingress, which accepts a pulled batch in the connection's reader
-        (no task wakes for it): the messages are visible when this returns, and a durable
-        mempool commits them with its next group.
+        (no task wakes for it). The messages count as held when this returns (a second copy
+        is a duplicate) and become visible a round of the event loop later (module
+        docstring); a durable mempool commits them with its next group.
         """
-        return self.append(messages, pool_state_updates)
+        entries = self._log.append(messages)
+        if entries:
+            self._publish_relayed(entries[-1].index)
+        return [entry.index for entry in entries]
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:
         """Purge messages with ``expires_at <= now`` (default: the clock's wall time)."""
@@ -209,8 +232,13 @@ class Mempool:
     # -- background work --------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Purge expired messages as they expire (see ``EXPIRY_MAX_SLEEP``), until cancelled."""
-        task_status.started()
+        """Publish relayed messages and purge expired ones as they expire (``EXPIRY_MAX_SLEEP``), until cancelled."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self._publish_relayed_soon)
+            task_status.started()
+            await self._purge()
+
+    async def _purge(self) -> None:
         shortest = self._expiry_interval
         longest = max(shortest, self._expiry_max_sleep)
         while True:
@@ -233,6 +261,47 @@ class Mempool:
             # Woken early by a publish: still at most one pass per shortest sleep, however
             # many publishes bring sooner expiries.
             await trio.sleep_until(passed + shortest)
+
+    def _publish_relayed(self, upto: int) -> None:
+        """Publish relayed entries up to ``upto`` a round later (module docstring), or at once without the publisher."""
+        if not self._relayed_publisher:
+            self._publish(upto)
+            return
+        if upto > self._relayed_upto:
+            self._relayed_upto = upto
+        waiter = self._relayed_waiter
+        if waiter is not None and upto > self._log.visible_upto:
+            self._relayed_waiter = None
+            trio.lowlevel.reschedule(waiter)
+
+    async def _publish_relayed_soon(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The relayed publisher: woken by a relayed append, it publishes in the next round.
+
+        Its wake is the round: by the time it runs, the poll has run and so has every task
+        of the accepting round. The horizon only grows and every publish reaches it, so every
+        relayed entry accepted before it runs goes in its publish, in mempool order; those
+        published sooner (by a local submission behind them) are not published again. On the
+        way out what still waits is published at once: no reader misses it.
+        """
+        me = trio.lowlevel.current_task()
+        self._relayed_publisher = True
+        task_status.started()
+        try:
+            while True:
+                if self._relayed_upto <= self._log.visible_upto:
+                    self._relayed_waiter = me
+                    await trio.lowlevel.wait_task_rescheduled(self._abort_relayed_wait)
+                if self._relayed_upto > self._log.visible_upto:
+                    self._publish(self._relayed_upto)
+        finally:
+            self._relayed_publisher = False
+            self._relayed_waiter = None
+            if self._relayed_upto > self._log.visible_upto:
+                self._publish(self._relayed_upto)
+
+    def _abort_relayed_wait(self, _raise_cancel) -> trio.lowlevel.Abort:
+        self._relayed_waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def _publish(self, upto: int) -> None:
         log = self._log

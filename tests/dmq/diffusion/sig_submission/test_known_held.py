@@ -221,6 +221,7 @@ class Node:
 
         async def accept(raw_messages):
             by_id = {message_id(raw): raw for raw in raw_messages}
+            by_id = {i: raw for i, raw in by_id.items() if not self.mempool.contains(i)}  # accepted meanwhile
             await self.mempool.submit([Message(i, EXPIRES, raw) for i, raw in by_id.items()], relayed=True)
             self.changed.set()
             self.changed = trio.Event()
