@@ -170,22 +170,28 @@ class _Pipe:
     def put(self, data: bytes, now: float) -> None:
         queue = self.queue
         size = len(data)
-        if queue and queue[-1][0] == _INF:
-            at = _INF  # behind a held write: TCP delivers in order
-        else:
-            at = self.arrival(now, size)
-            last = self.last_at
-            if last > at:
-                at = last
-            elif at != _INF:
-                self.last_at = at
+        # Behind a held write, held too: TCP delivers in order.
+        at = _INF if queue and queue[-1][0] == _INF else self._in_order(self.arrival(now, size))
         queue.append([at, data, now])
+        self._count(size)
+        if self.waiter is not None:
+            self._wake()
+
+    def _in_order(self, at: float) -> float:
+        """``at``, or the latest arrival booked on this pipe if later: a write never overtakes an
+        earlier one (TCP's order). A held write (inf) books nothing."""
+        last = self.last_at
+        if last > at:
+            return last
+        if at != _INF:
+            self.last_at = at
+        return at
+
+    def _count(self, size: int) -> None:
         self.bytes += size
         net = self.net
         net.bytes_sent[self.src] += size
         net.writes += 1
-        if self.waiter is not None:
-            self._wake()
 
     def arrive(self, at: float, data: bytes, written: float) -> None:
         """A write from a node of another process (:mod:`.shards`), arriving at ``at`` (TCP's order
@@ -240,16 +246,8 @@ class _OutboundPipe(_Pipe):
 
     def put(self, data: bytes, now: float) -> None:
         size = len(data)
-        at = self.arrival(now, size)
-        if at < self.last_at:
-            at = self.last_at
-        else:
-            self.last_at = at
-        net = self.net
-        net.shard.send(self, at, data, now)
-        self.bytes += size
-        net.bytes_sent[self.src] += size
-        net.writes += 1
+        self.net.shard.send(self, self._in_order(self.arrival(now, size)), data, now)
+        self._count(size)
 
     def close_from_writer(self, now: float) -> None:
         self.net.shard.send(self, max(self.arrival(now, 0), self.last_at), b"", now)

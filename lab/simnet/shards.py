@@ -125,13 +125,6 @@ class DeliveryLog:
         self.message.append(number)
         self.sender.append(-1 if origin == "local" else self.index_of_host.get(origin.rpartition(":")[0], -2))
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"at": self.at, "node": self.node, "message": self.message, "sender": self.sender, "ids": self.ids}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.index_of_host = {}
-        self.__dict__.update(state)
-
 
 def replay(logs: Sequence[DeliveryLog], deliveries: Deliveries, hosts: Sequence[str]) -> None:
     """Every acceptance of ``logs`` into ``deliveries``, earliest first (a sender accepts before
