@@ -213,8 +213,7 @@ class Simnet:
         self.shard = shard
         shard.attach(self.net)
         self.log = DeliveryLog(self.net.index_of)
-        here = sum(1 for index in range(self.options.nodes) if shard.runs(index))
-        shard.missing_here = lambda: self.deliveries.missing_at(here)
+        shard.missing_here = lambda: self.deliveries.missing_at(shard.nodes_here)
         shard.expect = self.deliveries.expect
         shard.withdraw = self.deliveries.withdraw
 
@@ -539,7 +538,7 @@ class Simnet:
                           "received_messages": self.received.stats()},
                 "cpu_seconds": time.process_time() - self._cpu,
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                "process": {"nodes": sum(1 for index in range(self.options.nodes) if shard.runs(index)),
+                "process": {"nodes": shard.nodes_here,
                             "windows": shard.exchanges, "window_ms": round(shard.window * 1000, 3),
                             "mib_exchanged": round(shard.bytes_exchanged / 2**20, 1),
                             "wall_seconds_waiting": round(shard.seconds_waiting, 1),

@@ -149,6 +149,8 @@ class Shard:
     def __init__(self, index: int, owner: Sequence[int], window: float, peer: socket.socket) -> None:
         self.index = index
         self.owner = bytes(owner)
+        #: How many nodes run in this process.
+        self.nodes_here = self.owner.count(index)
         self.window = window
         self.window_end = window
         self._windows = 1
