@@ -63,32 +63,32 @@ def split_regions(regions: Sequence[int], rtt: Callable[[int, int], float], *,
     """Each node's process (0 or 1) and the lookahead in seconds.
 
     ``regions`` is each node's region, ``rtt(a, b)`` the round trip between regions in seconds.
-    Every split of the regions into two non-empty sides whose larger side holds at most
-    ``tolerance`` more than half the nodes is a candidate; the one with the largest lookahead
-    wins (then the most even one, then the first found).
+    Of the splits of the regions into two non-empty sides whose larger side holds at most
+    ``tolerance`` more than half the nodes, the one with the largest lookahead wins (then the most
+    even one, then the first found); when no split is that even (few nodes in few regions), the
+    most even one wins.
     """
     present = sorted(set(regions))
     if len(present) < 2:
         raise ValueError("a run over two processes needs nodes in at least two regions")
     counts = {region: list(regions).count(region) for region in present}
     total = len(regions)
-    best: tuple[float, int, frozenset[int]] | None = None
-    for size in range(1, len(present)):
-        for side in itertools.combinations(present, size):
-            chosen = frozenset(side)
-            if present[0] not in chosen:
-                continue  # each split once
-            here = sum(counts[region] for region in chosen)
-            larger = max(here, total - here)
-            if larger > (1 + tolerance) * total / 2 and best is not None:
-                continue
-            lookahead = min(rtt(a, b) for a in chosen for b in present if b not in chosen) / 2
-            candidate = (lookahead, -larger, chosen)
-            if best is None or larger <= (1 + tolerance) * total / 2 and candidate[:2] > best[:2]:
-                best = candidate
-    assert best is not None
-    lookahead, _, side = best
-    return [0 if region in side else 1 for region in regions], lookahead
+
+    def lookahead(side: frozenset[int]) -> float:
+        return min(rtt(a, b) for a in side for b in present if b not in side) / 2
+
+    def rank(side: frozenset[int]) -> tuple[bool, float, float]:
+        here = sum(counts[region] for region in side)
+        larger = max(here, total - here)
+        if larger <= (1 + tolerance) * total / 2:
+            return True, lookahead(side), -larger
+        return False, -larger, lookahead(side)
+
+    # Each split once: the side that holds the first region.
+    sides = [frozenset((present[0], *others)) for size in range(len(present) - 1)
+             for others in itertools.combinations(present[1:], size)]
+    side = max(sides, key=rank)
+    return [0 if region in side else 1 for region in regions], lookahead(side)
 
 
 def split_problem(options: Any) -> str | None:
