@@ -78,7 +78,7 @@ from bench.rawclient import RawConnection, sdu  # noqa: E402
 from bench import wake_count  # noqa: E402
 from bench.validation_throughput import floor_inputs, run_floor  # noqa: E402
 from dmq.ports import free_ports  # noqa: E402
-from lab.devnet.node_process import NodeExited, NodeFiles, NodeProcess  # noqa: E402
+from lab.devnet.node_process import NodeExited, NodeFiles, NodeProcess, stop_all  # noqa: E402
 from lab.devnet.scrape import ScrapeError, scrape_node, scrape_text  # noqa: E402
 from lab.devnet.topology import Shape, dials_of, links_of, topology_document  # noqa: E402
 from lab.netlab.resources import read_cpu_seconds  # noqa: E402
@@ -324,11 +324,17 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
             await connection.stream.send_all(SUBMISSION_DONE)
             await connection.stream.aclose()
     finally:
-        for node in nodes:
-            await node.stop(grace=10)
+        await stop_all(nodes, grace=60 if args.cprofile else 10)  # a profiled node writes its statistics at exit
+        killed = [node.name for node in nodes if node.ending == "killed"]
+        if killed:
+            print(f"  {case}: {', '.join(killed)} did not stop on SIGINT and were killed", file=sys.stderr)
     if args.cprofile:
         # Every node handles every message accepted in the run (warm-up and drain included, as
         # the profile covers the whole run).
+        lost = [f"{f.directory.name} ({node.ending})" for f, node in zip(files, nodes)
+                if not (f.directory / PROFILE_FILE).exists()]
+        if lost:
+            raise RuntimeError(f"{case}: no profile written by " + ", ".join(lost))
         result["calls"] = [call_counts(f.directory / PROFILE_FILE, submitter.accepted) for f in files]
         if args.keep_profiles is not None:
             args.keep_profiles.mkdir(parents=True, exist_ok=True)

@@ -53,7 +53,7 @@ from dmq.networks import DEVNET  # noqa: E402
 from dmq.opcert import cold_verification_key, issue_opcert  # noqa: E402
 from dmq.ports import free_ports  # noqa: E402
 from dmq.trace import read_log  # noqa: E402
-from lab.devnet.node_process import SOCKET_FILE, NodeExited, NodeFiles, NodeProcess  # noqa: E402
+from lab.devnet.node_process import SOCKET_FILE, NodeExited, NodeFiles, NodeProcess, stop_all  # noqa: E402
 from lab.devnet.scrape import scrape_text  # noqa: E402
 from lab.devnet.topology import topology_document  # noqa: E402
 from miniprotocols.sig_submission.sig_message import checked_id  # noqa: E402
@@ -226,8 +226,7 @@ async def run_line(args: argparse.Namespace, files: list[NodeFiles], messages: l
         await wait_linked(nodes, timeout=120)  # a loaded machine imports slowly
         return await run_bench(args, nodes, messages)
     finally:
-        for node in nodes:
-            await node.stop(grace=10)
+        await stop_all(nodes, grace=10)
 
 
 async def open_local(path: Path) -> RawConnection:

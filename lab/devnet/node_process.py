@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,14 @@ def _environment() -> dict[str, str]:
     return env
 
 
+def _default_sigint() -> None:
+    """In the child before its exec: SIGINT back to its default action. A program started from a
+    background job of a shell (``cmd &``, nohup) inherits SIGINT ignored, and Python then never
+    turns it into ``KeyboardInterrupt``: the node would ignore :meth:`NodeProcess.stop`'s SIGINT
+    and be killed after its grace, its database and a profiler's statistics left unwritten."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @dataclass(eq=False)
 class NodeProcess:
     """A started node; :meth:`stop` ends it however it behaves."""
@@ -150,7 +159,7 @@ class NodeProcess:
         with open(self.files.log_path, "wb") as log, open(self.files.stderr_path, "wb") as err:
             self.process = await trio.lowlevel.open_process(
                 self.files.command(), cwd=self.files.directory, stdin=subprocess.DEVNULL, stdout=log, stderr=err,
-                env=_environment(), start_new_session=True)
+                env=_environment(), start_new_session=True, preexec_fn=_default_sigint)
 
     def diagnostics(self) -> str:
         """The end of the node's standard error (or log): why it failed, for one line."""
@@ -186,3 +195,11 @@ class NodeProcess:
             process.kill()
             await process.wait()
             self.ending = "killed"
+
+
+async def stop_all(nodes: Iterable[NodeProcess], grace: float) -> None:
+    """Stop every node at once (SIGINT together, then SIGKILL after ``grace``): a profiled node's
+    exit, which writes its statistics, takes a while, and one after another the waits add up."""
+    async with trio.open_nursery() as nursery:
+        for node in nodes:
+            nursery.start_soon(node.stop, grace)
