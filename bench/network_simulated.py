@@ -93,6 +93,8 @@ def main() -> int:
     parser.add_argument("--partition-fraction", type=float, default=1 / 3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--active-peers", type=int, default=20)
+    parser.add_argument("--hold-after-known", type=float, default=0.0, dest="hold_after_known_ms", metavar="MS",
+                        help="every node's SigSubmissionHoldAfterKnown in milliseconds (default: 0, none)")
     parser.add_argument("--no-flood", action="store_true", help="no flooding peer")
     parser.add_argument("--dir", type=Path, default=None, dest="directory",
                         help="the nodes' stores go here (kept), not on a tmpfs: a long run's stores outgrow memory")
@@ -114,6 +116,7 @@ def main() -> int:
                                 warmup=args.warmup, drain=args.drain, kill_fraction=args.kill_fraction,
                                 partition_fraction=args.partition_fraction, seed=args.seed,
                                 active_peers=args.active_peers, flood=not args.no_flood,
+                                hold_after_known_ms=args.hold_after_known_ms,
                                 directory=None if args.directory is None else args.directory / f"n{nodes}")
         report = run_simnet(options, assemble_node, say=lambda text: print(text, flush=True), processes=args.processes)
         print("\n".join(report.lines()), flush=True)

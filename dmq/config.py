@@ -223,6 +223,24 @@ class _Seconds(_Form):
         return int(value) if float(value).is_integer() else value  # a value built in code may be an int
 
 
+class _Milliseconds(_Seconds):
+    """A duration given in milliseconds (>= 0), held in seconds: a wait of a few tens of ms."""
+
+    expected = "a number of milliseconds >= 0"
+
+    def from_json(self, value: Any) -> float:
+        return super().from_json(value) / 1000.0
+
+    def from_text(self, text: str) -> float:
+        try:
+            return self.from_json(float(text.strip().removesuffix("ms")))
+        except ValueError:
+            raise _Invalid from None
+
+    def to_json(self, value: float) -> int | float:
+        return super().to_json(round(value * 1000.0, 6))
+
+
 class _PositiveSeconds(_Seconds):
     """A duration that must pass before something happens: zero would make it happen at once."""
 
@@ -755,6 +773,11 @@ class NodeConfig:
     #: Mithril's publisher never does (docs/protocol/local-protocols.md 7.4); a client with a
     #: notification request open, or waiting between requests, is never cut.
     local_idle_timeout: float = _key("LocalIdleTimeout", _PositiveSeconds(), 10.0)
+    #: Milliseconds a pulling peer waits before asking a peer for more ids when its last
+    #: answer announced only messages the node already has (docs/protocol/node-to-node.md 9.9):
+    #: such a peer is behind the node's others, and its next ids come together instead of one
+    #: round each. 0: ask at once, as the reference does.
+    sig_submission_hold_after_known: float = _key("SigSubmissionHoldAfterKnown", _Milliseconds(), 0.0)
     #: Treat ``SigTooFrequent`` and ``SigExpiresAtTooFarInTheFuture`` from peers as trace-only
     #: instead of disconnecting (docs/protocol/validation.md 6.2 allows it; clock jitter otherwise drops honest peers).
     trace_only_reactions: bool = _key("TraceOnlyReactions", _Boolean(), False)

@@ -43,6 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--uniform-rtt", type=_number(float, low=0), default=None, dest="uniform_rtt_ms",
                         metavar="MS", help="every pair of nodes this round trip in milliseconds, instead of "
                                            "the inter-region matrix (default: the matrix)")
+    parser.add_argument("--hold-after-known", type=_number(float, low=0, low_inclusive=True), default=0.0,
+                        dest="hold_after_known_ms", metavar="MS",
+                        help="every node's SigSubmissionHoldAfterKnown in milliseconds (default: 0, none)")
     parser.add_argument("--rate-mbit", type=_number(float, low=0), default=100.0,
                         help="each node's uplink and downlink in Mbit/s (default: 100)")
     parser.add_argument("--warmup", type=_number(float, low=0, low_inclusive=True), default=60.0,
@@ -103,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
             partition_fraction=args.partition_fraction,
             flood=args.flood, eclipse=args.eclipse, jitter=args.jitter, loss=args.loss, rate_mbit=args.rate_mbit,
             uniform_rtt_ms=args.uniform_rtt_ms,
-            warmup=args.warmup, drain=args.drain, directory=args.directory, record=args.record)
+            warmup=args.warmup, drain=args.drain, directory=args.directory, record=args.record,
+            hold_after_known_ms=args.hold_after_known_ms)
     except ValueError as exc:
         raise OperatorError(str(exc)) from None
     if args.mithril_registration:

@@ -109,6 +109,8 @@ class N2NContext:
     #: The traffic recorder's sink for offered and sent messages, and its clock (None: not recording).
     record: Callable[[TraceEvent], None] | None = None
     now: Callable[[], float] = time.time
+    #: Seconds a pulling peer waits after an answer of known ids only (``SigSubmissionHoldAfterKnown``).
+    hold_after_known: float = 0.0
 
 
 async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeResult, stats: PeerStats, *,
@@ -180,7 +182,7 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
 
     sink = ClaimingSink(ctx.registry, claim_key, holds=ctx.mempool.contains, accept=accept, accept_now=accept_now,
                         announced_by_peer=None if known is None else known.add)
-    await PullingPeer(dialect, channel, sink).run()
+    await PullingPeer(dialect, channel, sink, hold_after_known=ctx.hold_after_known).run()
 
 
 async def _keep_alive(ctx: N2NContext, channel: MessageChannel, initiator: bool, stats: PeerStats) -> None:

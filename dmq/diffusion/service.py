@@ -156,6 +156,7 @@ class Diffusion:
             peer_share_interval=self.policy.peer_share_interval,
             protocol_idle_timeout=config.protocol_idle_timeout,
             rng=rng,
+            hold_after_known=config.sig_submission_hold_after_known,
         )
         recorder = self.recorder
         ctx.watch = recorder.watching

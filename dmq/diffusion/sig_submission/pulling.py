@@ -35,6 +35,8 @@ import math
 from collections import deque
 from collections.abc import Generator
 
+import trio
+
 from ouroboros_mux.channel import MessageChannel
 
 from miniprotocols.framework import Driver, ExceededTimeLimit, Handoff, as_driver
@@ -51,8 +53,11 @@ from .policy import MAX_BATCHES_IN_FLIGHT, SIZE_TOLERANCE
 __all__ = ["PullingPeer"]
 
 #: What the loop yields: ``(_SEND, message, pipelined)``, ``(_RECV,)`` (it is sent the reply),
-#: ``(_ACCEPT, outcome)`` (a bodies reply settled messages for the node).
-_SEND, _RECV, _ACCEPT = "send", "recv", "accept"
+#: ``(_ACCEPT, outcome)`` (a bodies reply settled messages for the node), ``(_PAUSE, seconds)``
+#: (the hold after known ids).
+_SEND, _RECV, _ACCEPT, _PAUSE = "send", "recv", "accept", "pause"
+#: The reader's hold: over, its deadline having passed (else the deadline, or None: no hold).
+_OVER = object()
 _RECEIVE = (_RECV,)
 #: What the reader hands to the task beside a step of the loop: the loop's end, or an error.
 _STEP, _END, _FAILED = "step", "end", "failed"
@@ -69,8 +74,12 @@ class PullingPeer:
                  window: int = MAX_UNACKNOWLEDGED_IDS,
                  max_bytes_in_flight: int = BYTES_IN_FLIGHT_PER_PEER,
                  max_batches_in_flight: int = MAX_BATCHES_IN_FLIGHT,
-                 size_tolerance: int = SIZE_TOLERANCE) -> None:
+                 size_tolerance: int = SIZE_TOLERANCE,
+                 hold_after_known: float = 0.0) -> None:
         self.dialect = dialect
+        #: Seconds to wait before the next blocking request when a blocking request's reply
+        #: announced only ids the node already has or fetches from another peer (0: none).
+        self.hold_after_known = hold_after_known
         self.driver = as_driver(driver_or_channel, dialect.spec, dialect.pulling_role)
         self.sink = sink
         self.window = PullWindow(dialect.version, max_ids_per_request=max_ids_per_request, window=window,
@@ -88,6 +97,7 @@ class PullingPeer:
         self._step: Step | None = None
         self._result: object = None
         self._timed: tuple | None = None
+        self._hold_until: float | None = None
         self._handoff: Handoff | None = None
         self._sink_accept_now = getattr(sink, "accept_now", None)
 
@@ -124,6 +134,9 @@ class PullingPeer:
         dialect = self.dialect
         window = self.window
         expected = self._expected
+        hold = self.hold_after_known
+        # The last blocking request's reply announced ids, none of them to fetch from this peer.
+        known_only = False
         while True:
             if not expected:
                 if self._stopping:
@@ -132,6 +145,12 @@ class PullingPeer:
                     return
                 if window.can_request_bodies():
                     yield from self._request_bodies()
+                elif known_only and hold > 0:
+                    # The peer announces what the node has already: it is behind the node's other
+                    # peers, and asking again at once would only bring each new id in a round of its
+                    # own. Its next ids are asked for a little later, together.
+                    known_only = False
+                    yield _PAUSE, hold
                 else:
                     # Every announced id acknowledged, nothing outstanding: the one request that blocks.
                     ack, req = window.blocking_request()
@@ -143,6 +162,7 @@ class PullingPeer:
                         window.on_no_ids(req)
                     else:
                         window.on_ids_reply(req, reply.ids, self.sink.wanted)
+                        known_only = not window.can_request_bodies()
             elif not self._stopping and window.can_request_bodies():
                 yield from self._request_bodies()
             else:
@@ -200,6 +220,9 @@ class PullingPeer:
             return None
         if kind is _RECV:
             return await self.driver.recv()
+        if kind is _PAUSE:
+            await trio.sleep(step[1])
+            return None
         await self._accept(step[1])
         return None
 
@@ -221,7 +244,12 @@ class PullingPeer:
         handoff = self._handoff = Handoff(channel, self._consume)
         while True:
             handed = await handoff.wait()
-            if handed is None:  # the reply did not come within its state's time limit
+            if handed is None:
+                if self._hold_until is not None:  # the hold is over: the next wait runs the loop on
+                    self._hold_until = _OVER
+                    handoff.deadline = math.inf
+                    continue
+                # the reply did not come within its state's time limit
                 state, limit = self._timed
                 raise ExceededTimeLimit(self.driver.spec.name, state, limit)
             kind, value = handed
@@ -258,6 +286,14 @@ class PullingPeer:
                         driver.send_nowait(step[1], pipelined=step[2])
                         self._result = None
                     elif kind is _ACCEPT and self._accept_now(step[1]):
+                        self._result = None
+                    elif kind is _PAUSE:
+                        if self._hold_until is not _OVER:
+                            if self._hold_until is None:  # the task wakes at the deadline
+                                handoff.wake_after(step[1])
+                                self._hold_until = handoff.deadline
+                            return
+                        self._hold_until = None
                         self._result = None
                     else:
                         handoff.hand_over(_STEP, step)

@@ -65,6 +65,7 @@ REFERENCE_DEFAULTS = {
     "LocalSocketMode": "0660",
     # ... except this one: the reference keeps an idle local connection until its client closes it
     "LocalIdleTimeout": 10,
+    "SigSubmissionHoldAfterKnown": 0,
     "TraceOnlyReactions": False,
     "TopicsCarried": ["raw"],
     "TopicQueueLimits": {"MaxItems": 10000, "MaxBytes": 67108864},
@@ -115,6 +116,7 @@ EVERY_KEY = {
     "PrometheusPort": 12801,
     "LocalSocketMode": "0600",
     "LocalIdleTimeout": 2.5,
+    "SigSubmissionHoldAfterKnown": 150,
     "TraceOnlyReactions": True,
     "TopicsCarried": ["raw", "upsycle"],
     "MithrilNetwork": False,
@@ -163,6 +165,7 @@ EVERY_KEY_PARSED = {
     "record_traffic": Path("traffic"),
     "prometheus_port": 12801,
     "local_socket_mode": 0o600,
+    "sig_submission_hold_after_known": 0.15,
     "trace_only_reactions": True,
     "topics_carried": ("raw", "upsycle"),
     "mithril_network": False,

@@ -1,0 +1,115 @@
+"""The pulling peer's hold after an answer of known ids (docs/protocol/node-to-node.md 9.9).
+
+A real pulling peer, run in its task (in-memory channels) and from its mux reader (two real
+muxes), against a scripted serving side that answers each request as the test says and notes
+when every request arrived, on trio's virtual clock. After a blocking request's answer that
+announced only ids the node holds, the next blocking request comes ``hold_after_known`` seconds
+later; after an answer that brought something to fetch, the requests follow at once; with no
+hold, at once in both cases (the reference's behaviour).
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from dmq.diffusion.sig_submission import PullingPeer
+from miniprotocols.framework import Driver
+
+from tests.miniprotocols.sig_submission.conftest import channels  # noqa: F401  (a fixture)
+from tests.miniprotocols.sig_submission.helpers import RecordingSink, make_message, message_id
+
+HOLD = 0.04
+
+
+class ScriptedServer:
+    """The serving side, request by request: each request's arrival time is noted."""
+
+    def __init__(self, dialect, channel) -> None:
+        self.dialect = dialect
+        self.driver = Driver(channel, dialect.spec, dialect.serving_role)
+        self.arrivals: list[tuple[float, object]] = []
+
+    async def start(self) -> None:
+        if self.dialect.init is not None:
+            await self.driver.send(self.dialect.init())
+
+    async def request(self):
+        request = await self.driver.recv()
+        self.arrivals.append((trio.current_time(), request))
+        return request
+
+    async def announce(self, *messages: bytes) -> float:
+        await self.driver.send(self.dialect.reply_ids(tuple((message_id(m), len(m)) for m in messages)))
+        return trio.current_time()
+
+
+@pytest.mark.parametrize("hold", [HOLD, 0.0], ids=["hold", "no-hold"])
+async def test_the_next_request_waits_only_after_an_answer_of_known_ids(channels, dialect, nursery, hold,
+                                                                       autojump_clock):
+    held, fresh, later = make_message(1), make_message(2), make_message(3)
+    sink = RecordingSink(holds={message_id(held)})
+    pulling_channel, serving_channel = channels(dialect)
+    pulling = PullingPeer(dialect, pulling_channel, sink, hold_after_known=hold)
+    server = ScriptedServer(dialect, serving_channel)
+    nursery.start_soon(pulling.run)
+    await server.start()
+
+    first = await server.request()
+    assert first.blocking
+    await trio.sleep(1)
+    answered = await server.announce(held)  # only an id the node holds
+    second = await server.request()
+    assert second.blocking and second.ack == 1
+    assert server.arrivals[-1][0] == pytest.approx(answered + hold)
+
+    await trio.sleep(1)
+    answered = await server.announce(fresh)  # something to fetch: bodies asked for at once
+    bodies = await server.request()
+    assert isinstance(bodies, dialect.request_bodies) and server.arrivals[-1][0] == pytest.approx(answered)
+    await trio.sleep(1)
+    await server.driver.send(dialect.reply_bodies((fresh,)))
+    more = await server.request()  # the non-blocking request pipelined behind the bodies' request
+    assert isinstance(more, dialect.request_ids) and not more.blocking
+    await server.driver.send(dialect.reply_ids(()))
+    sent = trio.current_time()
+    third = await server.request()
+    assert third.blocking and server.arrivals[-1][0] == pytest.approx(sent)  # no hold after a useful round
+    await sink.wait_for(1)
+    assert sink.accepted == [fresh]
+
+    await trio.sleep(1)
+    answered = await server.announce(later)  # the hold is per answer: a useful one is fetched at once
+    assert isinstance(await server.request(), dialect.request_bodies)
+    assert server.arrivals[-1][0] == pytest.approx(answered)
+    nursery.cancel_scope.cancel()
+
+
+async def test_a_hold_ends_with_a_stop_in_the_version_where_the_pulling_side_ends(channels, dialect, nursery,
+                                                                                autojump_clock):
+    held = make_message(1)
+    sink = RecordingSink(holds={message_id(held)})
+    pulling_channel, serving_channel = channels(dialect)
+    pulling = PullingPeer(dialect, pulling_channel, sink, hold_after_known=HOLD)
+    server = ScriptedServer(dialect, serving_channel)
+    finished = trio.Event()
+
+    async def pull() -> None:
+        await pulling.run()
+        finished.set()
+
+    nursery.start_soon(pull)
+    await server.start()
+    await server.request()
+    answered = await server.announce(held)
+    await trio.testing.wait_all_tasks_blocked()  # the answer is in: the hold began
+    pulling.stop()
+    if dialect.reply_no_ids is None:  # V1: the pulling side has no message to end with; it returns
+        with trio.fail_after(HOLD * 2):
+            await finished.wait()
+    else:
+        done = await server.request()
+        assert isinstance(done, dialect.done) and server.arrivals[-1][0] == pytest.approx(answered + HOLD)
+        await finished.wait()
+    assert sink.outstanding_claims == []
