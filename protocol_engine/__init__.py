@@ -21,7 +21,7 @@ from .errors import (
     ProtocolError,
     ProtocolViolation,
 )
-from .handoff import Handoff
+from .handoff import Alarm, Handoff
 from .machine import ProtocolMachine
 from .spec import SMALL_BYTE_LIMIT, Codec, NextState, ProtocolSpec, StateSpec
 from .state import ProtocolState
@@ -40,6 +40,7 @@ __all__ = [
     "DriverEvent",
     "Direction",
     "as_driver",
+    "Alarm",
     "Handoff",
     "ProtocolError",
     "ProtocolViolation",

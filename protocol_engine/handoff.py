@@ -35,14 +35,15 @@ from typing import Any
 
 import trio
 
-__all__ = ["Handoff"]
+__all__ = ["Alarm", "Handoff"]
 
 
 class _Timer:
-    """The deadlines of a trio run's sleeping handoffs: one system task, one heap, one cancel scope.
+    """The deadlines of a trio run's sleeping handoffs and its alarms: one system task, one heap, one
+    cancel scope.
 
-    An entry is ``(when, order, handoff)``, the handoff weakly held (a connection that ended is not
-    kept by its last entry). An entry is live while the handoff's ``_filed`` is its ``when``; any
+    An entry is ``(when, order, handoff or alarm)``, weakly held (a connection that ended is not
+    kept by its last entry). An entry is live while the holder's ``_filed`` is its ``when``; any
     other is stale and dropped when it comes due.
     """
 
@@ -67,7 +68,7 @@ class _Timer:
             trio.lowlevel.spawn_system_task(timer._run, name="protocol_engine.handoff.timer")
             return timer
 
-    def file(self, handoff: Handoff, when: float) -> None:
+    def file(self, handoff: Handoff | Alarm, when: float) -> None:
         """Wake ``handoff``'s task at ``when`` (its earlier entries, if any, become stale)."""
         stale = handoff._filed  # its earlier entry, if live, becomes stale
         handoff._filed = when
@@ -103,6 +104,38 @@ class _Timer:
                     handoff._filed = math.inf
                     handoff._due(self, now)
             self._next = self._first_live()
+
+
+class Alarm:
+    """A call made in the timer's task at a set time, for work a peer does from its reader after a
+    wait of its own choosing (the pulling peer's hold after known ids): no task of the peer's wakes
+    for it, only the timer, which serves every handoff's deadline and every alarm in one wake.
+
+    ``callback`` must not raise (a peer's ``consume`` hands what fails to its task). At most one
+    time is set; setting another replaces it; :meth:`cancel` clears it.
+    """
+
+    __slots__ = ("_callback", "_filed", "_timer", "__weakref__")
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+        # When this alarm's live entry in the timer comes due (inf: none).
+        self._filed = math.inf
+        self._timer: _Timer | None = None
+
+    def set(self, when: float) -> None:
+        """Call the callback at ``when`` on trio's clock (or at the timer's next wake, if that is past)."""
+        timer = self._timer
+        if timer is None:
+            timer = self._timer = _Timer.current()
+        timer.file(self, when)
+
+    def cancel(self) -> None:
+        """No call (the entry in the timer goes stale)."""
+        self._filed = math.inf
+
+    def _due(self, timer: _Timer, now: float) -> None:
+        self._callback()
 
 
 class Handoff:

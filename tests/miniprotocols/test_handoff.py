@@ -14,7 +14,7 @@ import math
 import trio
 import trio.testing
 
-from protocol_engine import Handoff
+from protocol_engine import Alarm, Handoff
 from protocol_engine import handoff as handoff_module
 
 
@@ -206,3 +206,38 @@ def test_a_limit_cleared_by_a_reply_and_set_again_costs_the_timer_no_wake_that_f
 
     run(main)
     assert len(due) == 1 and due[0][1] <= due[0][0]  # the one wake found its limit passed
+
+
+def test_an_alarm_calls_back_at_its_last_time_set_never_once_cancelled_and_alarms_due_together_take_one_wake(
+        monkeypatch):
+    wakes = []
+    real_first_live = handoff_module._Timer._first_live
+
+    def counted(self):  # called once after every wake of the timer (and when an earlier entry is filed)
+        wakes.append(trio.current_time())
+        return real_first_live(self)
+
+    monkeypatch.setattr(handoff_module._Timer, "_first_live", counted)
+
+    async def main():
+        calls = []
+        start = trio.current_time()
+        alarms = [Alarm(lambda n=n: calls.append((n, trio.current_time() - start))) for n in range(4)]
+        alarms[0].set(start + 5)
+        alarms[1].set(start + 5)  # due with the first
+        alarms[2].set(start + 3)
+        alarms[2].set(start + 7)  # set again: only the later time calls
+        alarms[3].set(start + 6)
+        alarms[3].cancel()  # never calls
+        await trio.sleep(10)
+        assert calls == [(0, 5), (1, 5), (2, 7)]
+        wakes.clear()
+        for alarm in alarms[:3]:
+            alarm.set(start + 12)
+        await trio.sleep(5)
+        assert calls[3:] == [(0, 12), (1, 12), (2, 12)]
+        return [w - start for w in wakes]
+
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    after_second_set = trio.run(main, clock=clock)
+    assert after_second_set.count(12) == 1  # three alarms due at one time: one wake of the timer

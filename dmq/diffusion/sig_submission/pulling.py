@@ -37,9 +37,10 @@ from collections.abc import Generator
 
 import trio
 
+from dmq.timer_grid import on_grid
 from ouroboros_mux.channel import MessageChannel
 
-from miniprotocols.framework import Driver, ExceededTimeLimit, Handoff, as_driver
+from miniprotocols.framework import Alarm, Driver, ExceededTimeLimit, Handoff, as_driver
 from miniprotocols.sig_submission.dialect import Dialect, Side
 from .pull_window import BodiesOutcome, BodyBatch, PullWindow
 from .interfaces import SigSink
@@ -56,8 +57,12 @@ __all__ = ["PullingPeer"]
 #: ``(_ACCEPT, outcome)`` (a bodies reply settled messages for the node), ``(_PAUSE, seconds)``
 #: (the hold after known ids).
 _SEND, _RECV, _ACCEPT, _PAUSE = "send", "recv", "accept", "pause"
-#: The reader's hold: over, its deadline having passed (else the deadline, or None: no hold).
-_OVER = object()
+#: A hold from the reader ends on the next point of this grid (seconds on trio's clock) after its
+#: time: the holds of a node's peers that end within one step end in one wake of the timer, whose
+#: every wake (a cancel scope's deadline) costs more than the few ids a hold gathers.
+HOLD_GRID = 0.01
+#: The reader's hold: over (else ``_HOLDING``, or None: no hold).
+_HOLDING, _OVER = "holding", "over"
 _RECEIVE = (_RECV,)
 #: What the reader hands to the task beside a step of the loop: the loop's end, or an error.
 _STEP, _END, _FAILED = "step", "end", "failed"
@@ -97,7 +102,9 @@ class PullingPeer:
         self._step: Step | None = None
         self._result: object = None
         self._timed: tuple | None = None
-        self._hold_until: float | None = None
+        # Run from the reader: the hold's state, and the alarm that ends it (in the timer's task).
+        self._hold: str | None = None
+        self._alarm: Alarm | None = None
         self._handoff: Handoff | None = None
         self._sink_accept_now = getattr(sink, "accept_now", None)
 
@@ -242,23 +249,22 @@ class PullingPeer:
         self._step = None
         self._result = None
         handoff = self._handoff = Handoff(channel, self._consume)
-        while True:
-            handed = await handoff.wait()
-            if handed is None:
-                if self._hold_until is not None:  # the hold is over: the next wait runs the loop on
-                    self._hold_until = _OVER
-                    handoff.deadline = math.inf
-                    continue
-                # the reply did not come within its state's time limit
-                state, limit = self._timed
-                raise ExceededTimeLimit(self.driver.spec.name, state, limit)
-            kind, value = handed
-            if kind is _END:
-                return
-            if kind is _FAILED:
-                raise value
-            self._result = await self._do(value)
-            self._step = None
+        try:
+            while True:
+                handed = await handoff.wait()
+                if handed is None:  # the reply did not come within its state's time limit
+                    state, limit = self._timed
+                    raise ExceededTimeLimit(self.driver.spec.name, state, limit)
+                kind, value = handed
+                if kind is _END:
+                    return
+                if kind is _FAILED:
+                    raise value
+                self._result = await self._do(value)
+                self._step = None
+        finally:
+            if self._alarm is not None:  # a hold left when the protocol ended or failed
+                self._alarm.cancel()
 
     def _consume(self) -> None:
         """In the reader: run the loop as far as replies here and room to send allow; hand over the rest."""
@@ -288,12 +294,15 @@ class PullingPeer:
                     elif kind is _ACCEPT and self._accept_now(step[1]):
                         self._result = None
                     elif kind is _PAUSE:
-                        if self._hold_until is not _OVER:
-                            if self._hold_until is None:  # the task wakes at the deadline
-                                handoff.wake_after(step[1])
-                                self._hold_until = handoff.deadline
+                        if self._hold is not _OVER:
+                            if self._hold is None:  # the alarm runs the loop on, with no wake of the task
+                                self._hold = _HOLDING
+                                alarm = self._alarm
+                                if alarm is None:
+                                    alarm = self._alarm = Alarm(self._hold_over)
+                                alarm.set(on_grid(trio.current_time() + step[1], HOLD_GRID, 0.0))
                             return
-                        self._hold_until = None
+                        self._hold = None
                         self._result = None
                     else:
                         handoff.hand_over(_STEP, step)
@@ -303,6 +312,12 @@ class PullingPeer:
             handoff.hand_over(_END, None)
         except Exception as exc:  # raised again from the peer's task, as its own receive or send would
             handoff.hand_over(_FAILED, exc)
+
+    def _hold_over(self) -> None:
+        """The alarm, in the timer's task: the hold is over; run the loop on as the reader would."""
+        if self._hold is _HOLDING:
+            self._hold = _OVER
+            self._consume()
 
     def _wait_for_reply(self) -> None:
         """The loop starts waiting for the next reply: its state's time limit starts now, as in ``Driver.recv``."""

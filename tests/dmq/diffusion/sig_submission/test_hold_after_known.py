@@ -4,7 +4,8 @@ A real pulling peer, run in its task (in-memory channels) and from its mux reade
 muxes), against a scripted serving side that answers each request as the test says and notes
 when every request arrived, on trio's virtual clock. After a blocking request's answer that
 announced only ids the node holds, the next blocking request comes ``hold_after_known`` seconds
-later; after an answer that brought something to fetch, the requests follow at once; with no
+later (in the mux reader, at the next point of a 10 ms grid at or after that: here, exactly then);
+after an answer that brought something to fetch, the requests follow at once; with no
 hold, at once in both cases (the reference's behaviour).
 """
 
