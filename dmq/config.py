@@ -224,7 +224,7 @@ class _Seconds(_Form):
 
 
 class _Milliseconds(_Seconds):
-    """A duration given in milliseconds (>= 0), held in seconds: a wait of a few tens of ms."""
+    """A duration given in milliseconds (>= 0), held in seconds: a wait shorter than a second."""
 
     expected = "a number of milliseconds >= 0"
 

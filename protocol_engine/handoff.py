@@ -69,7 +69,8 @@ class _Timer:
             return timer
 
     def file(self, handoff: Handoff | Alarm, when: float) -> None:
-        """Wake ``handoff``'s task at ``when`` (its earlier entries, if any, become stale)."""
+        """Come due for ``handoff`` (wake its task) or for an alarm (call it) at ``when``; the holder's
+        earlier entries, if any, become stale."""
         stale = handoff._filed  # its earlier entry, if live, becomes stale
         handoff._filed = when
         heap = self._heap

@@ -265,6 +265,7 @@ class PullingPeer:
         finally:
             if self._alarm is not None:  # a hold left when the protocol ended or failed
                 self._alarm.cancel()
+                self._alarm = None  # it calls back into this peer: no cycle kept past the run
 
     def _consume(self) -> None:
         """In the reader: run the loop as far as replies here and room to send allow; hand over the rest."""
