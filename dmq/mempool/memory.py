@@ -126,9 +126,13 @@ class Mempool:
         ``pool_state_updates`` is accepted for symmetry with the durable mempool and ignored:
         without a store there is nothing to keep it consistent with.
         """
+        return self._append(messages, self._publish)
+
+    def _append(self, messages: Iterable[AppendableMessage], publish: Callable[[int], None]) -> list[int]:
+        """Append to the log and hand the last new index to ``publish`` (at once, or a round later)."""
         entries = self._log.append(messages)
         if entries:
-            self._publish(entries[-1].index)
+            publish(entries[-1].index)
         return [entry.index for entry in entries]
 
     async def submit(
@@ -163,10 +167,7 @@ class Mempool:
         is a duplicate) and become visible a round of the event loop later (module
         docstring); a durable mempool commits them with its next group.
         """
-        entries = self._log.append(messages)
-        if entries:
-            self._publish_relayed(entries[-1].index)
-        return [entry.index for entry in entries]
+        return self._append(messages, self._publish_relayed)
 
     def expire(self, now: float | None = None) -> list[StoredMessage]:
         """Purge messages with ``expires_at <= now`` (default: the clock's wall time)."""

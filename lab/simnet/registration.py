@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -72,7 +71,7 @@ from topics.blocklace.reasons import BlocklaceReject
 from .checks import SharedRegistrationVerdicts
 from .deliveries import summarise
 from .registration_report import RegistrationReport
-from .run import EPOCH, Assemble, Simnet, SimnetOptions, SimNode, run_on_virtual_clock
+from .run import EPOCH, Assemble, Simnet, SimnetOptions, SimNode, process_peak_rss_mib, run_on_virtual_clock
 from .signers import MithrilSigner, make_signers, sends
 from .workload import SimPool, make_pools
 
@@ -357,7 +356,7 @@ class RegistrationSimnet(Simnet):
             disagreements=self.disagreements, problems=dict(sorted(self.problems.items())),
             rejections=dict(sorted(self.rejections.items())), registration_checks=self.verdicts.stats(),
             kes_checks=self.checks.stats(), cost=self._cost(),
-            peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+            peak_rss_mib=process_peak_rss_mib())
 
     def _round(self, epoch: int, signers: int, excluded: int, nodes: int, opened: float | None = None) -> dict[str, Any]:
         """One round's outcome; timed from its close, or from ``opened`` when later (the first round)."""

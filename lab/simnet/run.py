@@ -522,6 +522,11 @@ class Simnet:
                 "link_writes_per_message": round(message_writes / accepted, 1),
                 "cpu_us_per_link_write": round(message_cpu / message_writes * 1e6, 1) if message_writes > 0 else None}
 
+    def _check_stats(self) -> dict[str, dict[str, int]]:
+        """The shared checks' and decodes' counts, as the report gives them."""
+        return {"kes_checks": self.checks.stats(), "opcert_checks": self.opcert_checks.stats(),
+                "received_messages": self.received.stats()}
+
     def _connections(self) -> list[int]:
         """Each running node's open connections."""
         return [sum(1 for peer in sim.node.diffusion.peers if peer.mux is not None) for sim in self.nodes
@@ -539,10 +544,8 @@ class Simnet:
                               for message_id, record in self.deliveries.published.items() if shard.runs(record.home)],
                 "log": self.log, "times": (self._started, self._ended, self._drained),
                 "message_size": self._message_size, "connections": self._connections(),
-                "stats": {"kes_checks": self.checks.stats(), "opcert_checks": self.opcert_checks.stats(),
-                          "received_messages": self.received.stats()},
-                "cpu_seconds": time.process_time() - self._cpu,
-                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "stats": self._check_stats(), "cpu_seconds": time.process_time() - self._cpu,
+                "peak_rss_mib": process_peak_rss_mib(),
                 "process": {"nodes": shard.nodes_here,
                             "windows": shard.exchanges, "window_ms": round(shard.window * 1000, 3),
                             "mib_exchanged": round(shard.bytes_exchanged / 2**20, 1),
@@ -599,10 +602,9 @@ class Simnet:
         if cpu is None:
             cpu = time.process_time() - self._cpu
         if peak_rss_mib is None:
-            peak_rss_mib = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+            peak_rss_mib = process_peak_rss_mib()
         if stats is None:
-            stats = {"kes_checks": self.checks.stats(), "opcert_checks": self.opcert_checks.stats(),
-                     "received_messages": self.received.stats()}
+            stats = self._check_stats()
         return SimnetReport(
             settings=options.settings(), load_average=os.getloadavg(), wall_seconds=round(seconds, 1),
             simulated_seconds=round(simulated, 3), publishing_seconds=round(self._ended - self._started, 3),
@@ -619,6 +621,11 @@ class Simnet:
             regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
             missing_examples=deliveries.missing_examples(self.hosts), cost=self.cost(),
             peak_rss_mib=peak_rss_mib)
+
+
+def process_peak_rss_mib() -> float:
+    """This process's peak resident memory so far, MiB (Linux reports ``ru_maxrss`` in KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _eclipse_outcome(victim: SimNode, attackers: list[SimNode], deliveries: Deliveries) -> dict[str, Any]:

@@ -10,6 +10,7 @@ background task is not running publishes relayed messages at once.
 from __future__ import annotations
 
 import socket
+from contextlib import asynccontextmanager
 
 import trio
 import trio.testing
@@ -32,6 +33,17 @@ def hooked(mempool: Mempool) -> list[list[int]]:
 
     mempool.call_on_publish(on_publish)
     return calls
+
+
+@asynccontextmanager
+async def running_mempool():
+    """A mempool with its background task running (the relayed publisher), and its publishes' indices."""
+    mempool = Mempool(ManualClock(now=NOW))
+    calls = hooked(mempool)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(mempool.run)
+            yield mempool, calls, nursery
 
 
 async def test_input_that_woke_the_accepting_round_is_read_before_a_relayed_publish():
@@ -75,32 +87,24 @@ async def test_input_that_woke_the_accepting_round_is_read_before_a_relayed_publ
 
 
 async def test_a_local_submission_publishes_at_once_with_the_relayed_ones_before_it():
-    mempool = Mempool(ManualClock(now=NOW))
-    calls = hooked(mempool)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(mempool.run)
-            mempool.submit_relayed([make_message(1, NOW + 600)])
-            mempool.submit_relayed([make_message(2, NOW + 600)])
-            mempool.append([make_message(3, NOW + 600)])  # a local submission's append
-            assert calls == [[0, 1, 2]]
-            mempool.submit_relayed([make_message(4, NOW + 600)])
-            assert calls == [[0, 1, 2]]
-            await trio.testing.wait_all_tasks_blocked()
-            assert calls == [[0, 1, 2], [3]]  # each once, in mempool order
-            assert [i for i, _, _ in mempool.ids_after(-1, 10)] == [0, 1, 2, 3]
-            nursery.cancel_scope.cancel()
+    async with running_mempool() as (mempool, calls, nursery):
+        mempool.submit_relayed([make_message(1, NOW + 600)])
+        mempool.submit_relayed([make_message(2, NOW + 600)])
+        mempool.append([make_message(3, NOW + 600)])  # a local submission's append
+        assert calls == [[0, 1, 2]]
+        mempool.submit_relayed([make_message(4, NOW + 600)])
+        assert calls == [[0, 1, 2]]
+        await trio.testing.wait_all_tasks_blocked()
+        assert calls == [[0, 1, 2], [3]]  # each once, in mempool order
+        assert [i for i, _, _ in mempool.ids_after(-1, 10)] == [0, 1, 2, 3]
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_stopping_mempool_publishes_what_waits():
-    mempool = Mempool(ManualClock(now=NOW))
-    calls = hooked(mempool)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(mempool.run)
-            await trio.testing.wait_all_tasks_blocked()
-            mempool.submit_relayed([make_message(1, NOW + 600)])
-            nursery.cancel_scope.cancel()
+    async with running_mempool() as (mempool, calls, nursery):
+        await trio.testing.wait_all_tasks_blocked()
+        mempool.submit_relayed([make_message(1, NOW + 600)])
+        nursery.cancel_scope.cancel()
     assert calls == [[0]]
     mempool.submit_relayed([make_message(2, NOW + 600)])  # no publisher any more: at once
     assert calls == [[0], [1]]
