@@ -113,8 +113,9 @@ class SimnetOptions:
     directory: Path | None = None
     #: Record every node's traffic for ``dmq capacity-report`` into this directory.
     record: Path | None = None
-    #: Every node's ``SigSubmissionHoldAfterKnown``, milliseconds (0: the reference's behaviour).
-    hold_after_known_ms: float = 0.0
+    #: Every node's ``SigSubmissionHoldAfterKnown``, milliseconds (0: the reference's timing; None:
+    #: the node's default).
+    hold_after_known_ms: float | None = None
 
     def __post_init__(self) -> None:
         if not 2 <= self.nodes <= MAX_NODES - self.eclipse - 1:
@@ -123,7 +124,7 @@ class SimnetOptions:
                                    self.partition_fraction)
         if problem is not None:
             raise ValueError(problem)
-        if not self.hold_after_known_ms >= 0:
+        if self.hold_after_known_ms is not None and not self.hold_after_known_ms >= 0:
             raise ValueError(f"a hold after known ids is a number of milliseconds >= 0, got {self.hold_after_known_ms}")
         if self.uniform_rtt_ms is not None and not self.uniform_rtt_ms > 0:
             raise ValueError(f"a uniform round trip is a positive number of milliseconds, got {self.uniform_rtt_ms}")
@@ -250,8 +251,9 @@ class Simnet:
             "MinSigDelay": str(self.options.min_sig_delay),
             **{key: str(value) for key, value in RELAY_TARGETS.items()},
             "TargetNumberOfActivePeers": str(self.options.active_peers),
-            "SigSubmissionHoldAfterKnown": str(self.options.hold_after_known_ms),
         }
+        if self.options.hold_after_known_ms is not None:
+            values["SigSubmissionHoldAfterKnown"] = str(self.options.hold_after_known_ms)
         if self.options.record is not None:
             values["RecordTraffic"] = str(self.options.record)
         return values

@@ -160,11 +160,12 @@ def test_a_hop_takes_one_and_a_half_round_trips_on_an_idle_connection_and_up_to_
     # the serving peer, so a new id leaves at once: announcement, body request, body = 1.5 round trips.
     # Busy (a message every 59 ms, never in step with the 100 ms round): the reply to that request has
     # just left with earlier ids, and the new one waits for the next request, up to a round trip more
-    # (docs/network-scale.md, "At mainnet's rate").
+    # (docs/network-scale.md, "At mainnet's rate"). The reference's timing: no hold after known ids
+    # (a held link would send some messages the long way round, two hops).
     def hop_one(pools: int) -> dict:
         options = SimnetOptions(nodes=4, pools=pools, period=10.0, duration=6.0, active_peers=3, kill_fraction=0.0,
                                 partition_fraction=0.0, flood=False, jitter=0.0, uniform_rtt_ms=100.0, warmup=10.0,
-                                drain=10.0, seed=1)
+                                drain=10.0, seed=1, hold_after_known_ms=0.0)
         report = run_simnet(options, assemble_node)
         assert report.missing == 0 and report.duplicates == 0, report.lines()
         assert set(report.latency_by_hop) == {"1"}, report.latency_by_hop
