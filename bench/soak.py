@@ -35,7 +35,9 @@ The checks (exit status 1 if one fails), on the samples taken while publishing:
   idle connections come and go with each signer process), and RSS's max/min is at most
   ``--max-rss-ratio``;
 - *database bounded*: the largest database in the second half is at most ``--max-db-growth``
-  times the largest in the first half (after the window is full);
+  times the largest in the first half (after the window is full; when the window fills about
+  the middle of a short run, the second half begins ``FIRST_HALF_SAMPLES`` samples later, so
+  that the first has something to compare with);
 - *nothing acknowledged lost*: every message a node acknowledged to a publisher is delivered to
   the aggregators of each node that was up for at least ``--grace`` seconds of the message's
   life (from its acknowledgement to its expiry): by the node's own aggregator, or a later one
@@ -615,6 +617,11 @@ class Soak:
         }
 
 
+#: Samples the first half holds at least, from the moment the window is full: a short run whose
+#: publishing starts late (a slow machine's start-up) would otherwise leave it none.
+FIRST_HALF_SAMPLES = 3
+
+
 def resource_checks(samples: list[dict[str, Any]], starts: dict[str, list[float]], began: float, ended: float,
                     args: argparse.Namespace) -> tuple[list[dict[str, Any]], float, float]:
     """The flatness and database checks (module docstring) of the line nodes, from the samples
@@ -623,7 +630,7 @@ def resource_checks(samples: list[dict[str, Any]], starts: dict[str, list[float]
     and where the second half begins."""
     duration = min(samples[-1]["t"] if samples else 0.0, ended)
     full_at = began + args.ttl + args.settle   # the TTL window is full (and the nodes settled)
-    half = max((began + duration) / 2, full_at)
+    half = max((began + duration) / 2, full_at + FIRST_HALF_SAMPLES * args.sample)
     checks: list[dict[str, Any]] = []
 
     def steady(name: str, key: str, since: float, until: float = math.inf) -> list[tuple[float, float]]:

@@ -17,11 +17,12 @@ import json
 import os
 import subprocess
 import sys
+from argparse import Namespace
 from pathlib import Path
 
 import pytest
 
-from bench.soak import flatness
+from bench.soak import LINE, flatness, resource_checks
 from tests.interop.conftest import pallas_harness  # noqa: F401  (the fixture: the built harness, or why not)
 from tests.interop.pallas_harness import ENV_VAR
 
@@ -50,6 +51,20 @@ def test_flatness_fails_a_drift_and_passes_noise():
     assert not flatness([(t, 10.0 + 0.2 * t) for t in range(0, 101, 5)], span, (0.10, 16.0))[0]
     # Max/min: a jump fails even without a drift.
     assert not flatness([(0, 100.0), (50, 200.0), (100, 100.0)], span, 0.5, max_ratio=1.5)[0]
+
+
+def test_the_database_check_has_a_first_half_when_the_window_fills_at_the_middle():
+    # Publishing from 10 s to 58 s (the last sample) with a 20 s TTL and 4 s to settle: the window
+    # is full at 34 s, the middle of the period. A first half of no length would fail every node's
+    # database check for want of samples; it holds three samples, and a steady store passes.
+    args = Namespace(ttl=20.0, settle=4.0, sample=1.0, max_drift=0.10, fd_slack=40.0, max_rss_ratio=1.5,
+                     max_db_growth=1.5)
+    samples = [{"t": float(t), "nodes": {name: {"fds": 30, "rss": 90 * 2**20, "db_bytes": 2**20} for name in LINE}}
+               for t in range(0, 59)]
+    checks, full_at, half = resource_checks(samples, {name: [0.0] for name in LINE}, 10.0, 60.0, args)
+    assert (full_at, half) == (34.0, 37.0)
+    database = [check for check in checks if check["check"].endswith("database bounded")]
+    assert len(database) == len(LINE) and all(check["ok"] for check in database), database
 
 
 @pytest.mark.interop
