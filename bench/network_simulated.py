@@ -95,7 +95,7 @@ def main() -> int:
     parser.add_argument("--active-peers", type=int, default=20)
     parser.add_argument("--hold-after-known", type=float, default=None, dest="hold_after_known_ms", metavar="MS",
                         help="every node's SigSubmissionHoldAfterKnown in milliseconds, 0 for none "
-                             "(default: the node's, 150)")
+                             "(default: the node's default)")
     parser.add_argument("--no-flood", action="store_true", help="no flooding peer")
     parser.add_argument("--dir", type=Path, default=None, dest="directory",
                         help="the nodes' stores go here (kept), not on a tmpfs: a long run's stores outgrow memory")

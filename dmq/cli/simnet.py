@@ -46,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--hold-after-known", type=_number(float, low=0, low_inclusive=True), default=None,
                         dest="hold_after_known_ms", metavar="MS",
                         help="every node's SigSubmissionHoldAfterKnown in milliseconds, 0 for none "
-                             "(default: the node's, 150)")
+                             "(default: the node's default)")
     parser.add_argument("--rate-mbit", type=_number(float, low=0), default=100.0,
                         help="each node's uplink and downlink in Mbit/s (default: 100)")
     parser.add_argument("--warmup", type=_number(float, low=0, low_inclusive=True), default=60.0,
