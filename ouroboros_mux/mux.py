@@ -250,6 +250,15 @@ class MuxChannel:
         """
         self._on_bytes = consume
 
+    def owe_reply(self) -> None:
+        """The protocol keeps a request it will answer later (a parked blocking request): that answer
+        goes out at once, as a reply in the round of its request would (see ``Mux._schedule``).
+
+        Needed when the kept request arrived behind another in one read and the other's reply
+        took the channel's turn: the later answer is still a reply, not the start of a burst.
+        """
+        self._owed = True
+
     def take_message(self, max_size: int | None = None) -> bytes | None:
         """What :meth:`recv_message` would return, without waiting: None when no item is complete."""
         if self._closed is not None:

@@ -432,3 +432,37 @@ async def test_a_channel_answering_bytes_it_got_writes_at_once_after_another_use
     assert taken == {"first": SDU_HEADER_SIZE + 2, "second": SDU_HEADER_SIZE + 2}
     assert [num for num, _, _ in split_sdus(bytes(wire), stamp=None)] == [7, 8, 7]
     await peer.aclose()
+
+
+@pytest.mark.parametrize("owed", [True, False], ids=["kept-request-owed", "not-owed"])
+async def test_the_answer_to_a_kept_request_goes_out_at_once_when_the_channel_owes_it(owed):
+    """Two requests in one read, the first answered at once and the second kept for later (a parked
+    blocking request): after ``owe_reply`` the later answer is written by the sending task, as a
+    reply; without it, it is left to the writer task, as the start of a burst would be."""
+    ours, theirs = trio.socket.socketpair()
+    mux = Mux(Bearer(trio.SocketStream(ours)), Provenance.INBOUND)
+    channel = mux.register(7, Mode.RESPONDER, 1 << 20)
+    peer = trio.SocketStream(theirs)
+    with counting_spawns() as counter, trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(mux.run)
+            await peer.send_all(raw_sdu(7, False, b"\x80\x81\x00"))  # two requests in one SDU
+            assert await channel.recv_message() == b"\x80"
+            assert await channel.recv_message() == b"\x81\x00"
+            before = mux.bearer.bytes_out
+            assert channel.send_nowait(b"\x81\x01")  # the first one's answer: the read armed the direct path
+            assert mux.bearer.bytes_out - before == SDU_HEADER_SIZE + 2
+            if owed:
+                channel.owe_reply()
+            await trio.testing.wait_all_tasks_blocked()
+            before = mux.bearer.bytes_out
+            assert channel.send_nowait(b"\x81\x02")  # the kept one's answer, later
+            assert mux.bearer.bytes_out - before == (SDU_HEADER_SIZE + 2 if owed else 0)
+            wire = bytearray()
+            while len(wire) < 2 * (SDU_HEADER_SIZE + 2):
+                wire += await peer.receive_some()
+            mux.stop()
+    assert [payload for _, _, payload in split_sdus(bytes(wire), stamp=None)] == [b"\x81\x01", b"\x81\x02"]
+    writers = sum(name.endswith("Mux._guarded") for name in counter.spawned)
+    assert writers == (0 if owed else 1), counter.spawned
+    await peer.aclose()

@@ -238,6 +238,7 @@ class ServingPeer:
     def _park(self, request) -> None:
         """Leave a blocking request with nothing new to the mempool's next publish (and the V2 deadline)."""
         self._parked = request
+        self.driver.channel.owe_reply()
         if self.blocking_timeout is not None:
             self._handoff.wake_after(self.blocking_timeout)
         self._hook()
