@@ -97,6 +97,9 @@ class PullWindow:
         self._pending: dict[bytes, _Entry] = {}
         #: Ids acknowledged locally, to be sent with the next request for ids.
         self.to_ack = 0
+        #: Ids at the head of the FIFO acknowledged to the peer before they settled here: their
+        #: bodies were requested ahead of the acknowledgement (:meth:`blocking_request_ahead`).
+        self._acked_ahead = 0
         #: Ids asked for in requests whose replies have not been collected yet.
         self.ids_in_flight = 0
         self.bytes_in_flight = 0
@@ -119,14 +122,36 @@ class PullWindow:
             raise RuntimeError("a blocking request needs every announced id acknowledged and no ids outstanding")
         return self._take_request(min(self.max_ids_per_request, self.window))
 
+    def blocking_request_ahead(self) -> tuple[int, int] | None:
+        """``(ack, req)`` for a blocking request pipelined behind the body requests, or None.
+
+        Possible once every wanted body has been requested and no request for ids is
+        outstanding: the request acknowledges every announced id, those whose bodies are on
+        the way included. The serving peer answers requests in order, so it has served those
+        bodies before it reads the acknowledgement; what the peer announces next then comes in
+        this request's reply, with no round of its own for the acknowledgement. The ids stay in
+        the FIFO until their bodies arrive (the node is handed them in announcement order as
+        before); they are not acknowledged again.
+        """
+        if self._wanted or self.ids_in_flight:
+            return None
+        ahead = len(self._unacked)
+        ack = self.to_ack + ahead - self._acked_ahead
+        self._acked_ahead = ahead
+        self.to_ack = 0
+        req = min(self.max_ids_per_request, self.window)
+        self.ids_in_flight += req
+        return ack, req
+
     def non_blocking_request(self) -> tuple[int, int] | None:
         """``(ack, req)`` for a pipelined non-blocking request, or None if it would be pointless or invalid.
 
         Invalid when no id is left unacknowledged (the serving peer would answer with
         ``ProtocolErrorRequestNonBlocking``); pointless when the window has no room.
         """
-        room = self.window - len(self._unacked) - self.ids_in_flight
-        if not self._unacked or room <= 0:
+        unacked = len(self._unacked) - self._acked_ahead
+        room = self.window - unacked - self.ids_in_flight
+        if unacked <= 0 or room <= 0:
             return None
         return self._take_request(min(self.max_ids_per_request, room))
 
@@ -237,5 +262,10 @@ class PullWindow:
             else:
                 break
             acked += 1
+        ahead = self._acked_ahead
+        if ahead:  # acknowledged already, with the blocking request ahead of them
+            settled = min(acked, ahead)
+            self._acked_ahead = ahead - settled
+            acked -= settled
         self.to_ack += acked
         return ready

@@ -3,7 +3,9 @@
 The loop follows the reference's pipelined pulling peer: with nothing outstanding and nothing
 to fetch it makes the one kind of request that may block (every announced id
 acknowledged); otherwise it pipelines a body request and, right behind it, a non-blocking
-request for more ids, so the next ids arrive while bodies are still on the way. It
+request for more ids, so the next ids arrive while bodies are still on the way. In V2, behind
+the body request for the last wanted bodies, that request is the blocking one itself, which
+saves a round per fetch (docs/protocol/node-to-node.md 9.10). It
 collects replies (oldest first, as the serving peer answers in order) whenever it cannot
 usefully send. New ids are only asked for behind a body request, never on their own,
 which keeps an idle peer from polling.
@@ -107,6 +109,8 @@ class PullingPeer:
         self._alarm: Alarm | None = None
         self._handoff: Handoff | None = None
         self._sink_accept_now = getattr(sink, "accept_now", None)
+        #: Whether the blocking request may go behind a body request (see ``_request_bodies``).
+        self._blocking_ahead = dialect.reply_no_ids is not None and dialect.done_by is Side.PULLING
 
     def stop(self) -> None:
         """Stop asking; once every outstanding reply is in, end the run.
@@ -178,6 +182,13 @@ class PullingPeer:
                 if kind == "ids":
                     window.on_ids_reply(detail, reply.ids, self.sink.wanted)
                     continue
+                if kind == "blocking":  # the blocking request sent behind the last body request
+                    if isinstance(reply, dialect.reply_no_ids):
+                        window.on_no_ids(detail)
+                    else:
+                        window.on_ids_reply(detail, reply.ids, self.sink.wanted)
+                        known_only = not window.can_request_bodies()
+                    continue
                 outcome = window.on_bodies_reply(detail, reply.messages)
                 if outcome.omitted:
                     self.omitted += len(outcome.omitted)
@@ -186,11 +197,26 @@ class PullingPeer:
                     yield _ACCEPT, outcome
 
     def _request_bodies(self) -> Loop:
-        """A body request and, right behind it, a non-blocking request for more ids if one is useful."""
+        """A body request and, right behind it, a request for more ids if one is useful.
+
+        When the batch is the last wanted one, that request is the blocking one, acknowledging
+        every announced id (:meth:`PullWindow.blocking_request_ahead`): the peer then announces
+        its next ids in its reply, and the round of a non-blocking request and of the blocking
+        request after the bodies is saved. Only where the blocking state's every reply leads
+        back to idle (V2), so the request can be pipelined; in V1 the serving peer may answer
+        it with ``MsgDone``.
+        """
         window = self.window
         batch = window.next_batch()
         yield _SEND, self.dialect.request_bodies(batch.ids), True
         self._expected.append(("bodies", batch))
+        if self._blocking_ahead and not self._stopping:
+            ahead = window.blocking_request_ahead()
+            if ahead is not None:
+                ack, req = ahead
+                yield _SEND, self.dialect.request_ids(True, ack, req), True
+                self._expected.append(("blocking", req))
+                return
         more = window.non_blocking_request()
         if more is not None:
             ack, req = more

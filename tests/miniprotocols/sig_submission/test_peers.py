@@ -279,16 +279,22 @@ async def test_a_narrow_window_is_respected_by_both_sides(channels, dialect, aut
     await run_until(dialect, pulling, serving, sink, len(messages))
     assert sink.accepted == messages
     requests = log.sent(dialect.request_ids)
-    assert max(r.req for r in requests) == 30 and any(r.req == 10 for r in requests)
+    assert max(r.req for r in requests) == 30
+    if dialect.reply_no_ids is None:
+        # V1: non-blocking requests behind the bodies ask for the window's rest. In V2 the request
+        # behind the last bodies is the blocking one, which acknowledges them all (30 again).
+        assert any(r.req == 10 for r in requests)
 
 
 @pytest.mark.parametrize("stall", ["bodies", "ids"])
 async def test_replies_owed_within_10_seconds(channels, dialect, stall, autojump_clock):
     a, b = channels(dialect)
     sink = RecordingSink()
-    pulling = PullingPeer(dialect, a, sink)
-    scripted = Driver(b, dialect.spec, dialect.serving_role)
     messages = [make_message(n) for n in range(3)]
+    # Room for one body at a time: more remain to fetch behind the first, so the request for ids
+    # behind its body request is the non-blocking one (in V2 too), whose reply is owed in 10 s.
+    pulling = PullingPeer(dialect, a, sink, max_bytes_in_flight=len(messages[0]))
+    scripted = Driver(b, dialect.spec, dialect.serving_role)
 
     async def serving():
         if dialect.init is not None:
@@ -297,7 +303,7 @@ async def test_replies_owed_within_10_seconds(channels, dialect, stall, autojump
         await scripted.send(dialect.reply_ids(tuple((message_id(m), len(m)) for m in messages)))
         await scripted.recv()  # bodies
         if stall == "ids":
-            await scripted.send(dialect.reply_bodies(tuple(messages)))
+            await scripted.send(dialect.reply_bodies(tuple(messages[:1])))
             await scripted.recv()  # the non-blocking request for ids
         await trio.sleep_forever()
 
@@ -308,7 +314,7 @@ async def test_replies_owed_within_10_seconds(channels, dialect, stall, autojump
     expected = dialect.spec.initial.__class__[bodies_state if stall == "bodies" else ids_state]
     assert info.value.state is expected
     assert sink.outstanding_claims == []
-    assert sink.accepted == (messages if stall == "ids" else [])
+    assert sink.accepted == (messages[:1] if stall == "ids" else [])
 
 
 async def test_the_pulling_peer_asks_the_same_from_its_mux_reader_as_from_its_task(dialect, nursery, autojump_clock):

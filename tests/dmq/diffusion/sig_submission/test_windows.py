@@ -163,6 +163,44 @@ def test_pulling_acknowledges_in_announcement_order_only():
     assert window.blocking_request() == (3, 3)
 
 
+def test_a_blocking_request_behind_the_last_bodies_acknowledges_every_id_once():
+    messages = [make_message(n) for n in range(4)]
+    ids = [message_id(m) for m in messages]
+    window = PullWindow(2, max_ids_per_request=3)
+    window.blocking_request()
+    window.on_ids_reply(3, [(i, len(m)) for i, m in zip(ids[:3], messages)], lambda a: [ids[0], ids[2]])
+    batch = window.next_batch()
+    # Every announced id, the two whose bodies were just asked for included, and a full request.
+    assert window.blocking_request_ahead() == (3, 3)
+    assert window.blocking_request_ahead() is None  # a request for ids is outstanding
+    assert window.non_blocking_request() is None  # nothing is left unacknowledged at the peer
+    outcome = window.on_bodies_reply(batch, [messages[0], messages[2]])
+    assert outcome.ready == (messages[0], messages[2])  # handed over in announcement order, as before
+    assert window.to_ack == 0 and window.claimed() == []  # settled, and not acknowledged a second time
+    window.on_ids_reply(3, [(ids[3], len(messages[3]))], want_all)
+    window.next_batch()
+    assert window.blocking_request_ahead() == (1, 3)
+
+
+def test_no_blocking_request_goes_ahead_while_bodies_remain_to_ask_for():
+    messages = [make_message(n) for n in range(3)]
+    window = PullWindow(2, max_bytes_in_flight=len(messages[0]))  # one body in flight at a time
+    window.blocking_request()
+    window.on_ids_reply(33, [(message_id(m), len(m)) for m in messages], want_all)
+    first = window.next_batch()
+    assert first.ids == (message_id(messages[0]),)
+    assert window.blocking_request_ahead() is None  # two wanted bodies not asked for yet
+    assert window.non_blocking_request() == (0, 33)
+    window.on_bodies_reply(first, [messages[0]])
+    window.on_ids_reply(33, [], want_all)
+    second = window.next_batch()
+    assert window.blocking_request_ahead() is None
+    window.on_bodies_reply(second, [messages[1]])
+    third = window.next_batch()
+    assert window.blocking_request_ahead() == (3, 33)  # 2 settled and the one on its way
+    assert window.on_bodies_reply(third, [messages[2]]).ready == (messages[2],) and window.to_ack == 0
+
+
 def test_a_duplicate_announcement_is_fetched_once():
     raw = make_message(1)
     window = PullWindow(2)
@@ -214,6 +252,10 @@ def test_a_random_conversation_keeps_every_rule(data):
             batch = pulling.next_batch()
             serving.on_request_bodies(batch.ids)
             outstanding.append(("bodies", (batch, [by_id[i] for i in batch.ids if i not in expiring])))
+            ahead = pulling.blocking_request_ahead() if data.draw(st.booleans(), label="blocking ahead") else None
+            if ahead is not None:  # answered at once here; an empty answer is the peer's "no ids"
+                outstanding.append(("ids", (ahead[1], serve_ids(True, *ahead))))
+                continue
             more = pulling.non_blocking_request()
             if more is not None:
                 outstanding.append(("ids", (more[1], serve_ids(False, *more))))
