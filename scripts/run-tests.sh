@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The default test run (what CI runs): everything but the long suites marked slow.
+# The default test run (what CI runs): everything but the long suites marked slow. It lists its 15
+# slowest tests, so a run that creeps towards its 15-minute budget shows where the time went.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The Rust interop harnesses are built first. Outside CI a failed build only makes their tests
@@ -17,7 +18,7 @@ build_harness() {  # build_harness NAME VARIABLE: exports VARIABLE (the program)
 }
 build_harness pallas DMQ_PALLAS_INTEROP
 build_harness mithril DMQ_MITHRIL_INTEROP
-.venv/bin/python -m pytest -m "not slow" -q "$@"
+.venv/bin/python -m pytest -m "not slow" -q --durations=15 "$@"
 rc=$?
 # pytest exits 5 when it collected nothing; that is a failure of the suite, not a pass.
 exit $rc
