@@ -92,7 +92,7 @@ class PullingPeer:
         self.window = PullWindow(dialect.version, max_ids_per_request=max_ids_per_request, window=window,
                                  max_bytes_in_flight=max_bytes_in_flight,
                                  max_batches_in_flight=max_batches_in_flight, size_tolerance=size_tolerance)
-        # What each outstanding pipelined request will be answered with, oldest first.
+        # What each outstanding request will be answered with, oldest first.
         self._expected: deque[tuple[str, int | BodyBatch]] = deque()
         self._stopping = False
         #: Messages handed to the sink, and ids the peer omitted from its replies.
@@ -109,8 +109,9 @@ class PullingPeer:
         self._alarm: Alarm | None = None
         self._handoff: Handoff | None = None
         self._sink_accept_now = getattr(sink, "accept_now", None)
-        #: Whether the blocking request may go behind a body request (see ``_request_bodies``).
-        self._blocking_ahead = dialect.reply_no_ids is not None and dialect.done_by is Side.PULLING
+        #: Whether the blocking request may go behind a body request (see ``_request_bodies``): only
+        #: where the serving peer never answers it with ``done`` (V2), so its reply leads back to idle.
+        self._blocking_ahead = dialect.done_by is Side.PULLING
 
     def stop(self) -> None:
         """Stop asking; once every outstanding reply is in, end the run.
@@ -166,14 +167,7 @@ class PullingPeer:
                     # Every announced id acknowledged, nothing outstanding: the one request that blocks.
                     ack, req = window.blocking_request()
                     yield _SEND, dialect.request_ids(True, ack, req), False
-                    reply = yield _RECEIVE
-                    if isinstance(reply, dialect.done):
-                        return  # the V1 serving peer ended the protocol
-                    if dialect.reply_no_ids is not None and isinstance(reply, dialect.reply_no_ids):
-                        window.on_no_ids(req)
-                    else:
-                        window.on_ids_reply(req, reply.ids, self.sink.wanted)
-                        known_only = not window.can_request_bodies()
+                    expected.append(("blocking", req))
             elif not self._stopping and window.can_request_bodies():
                 yield from self._request_bodies()
             else:
@@ -182,8 +176,10 @@ class PullingPeer:
                 if kind == "ids":
                     window.on_ids_reply(detail, reply.ids, self.sink.wanted)
                     continue
-                if kind == "blocking":  # the blocking request sent behind the last body request
-                    if isinstance(reply, dialect.reply_no_ids):
+                if kind == "blocking":  # sent on its own, or behind the last body request (V2)
+                    if isinstance(reply, dialect.done):
+                        return  # the V1 serving peer ended the protocol
+                    if dialect.reply_no_ids is not None and isinstance(reply, dialect.reply_no_ids):
                         window.on_no_ids(detail)
                     else:
                         window.on_ids_reply(detail, reply.ids, self.sink.wanted)
