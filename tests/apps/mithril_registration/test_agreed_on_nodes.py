@@ -32,13 +32,12 @@ from apps.mithril_registration.build import BlsKey, Pool, build_registration
 from apps.mithril_registration.encoding import decode_verification_key
 from apps.mithril_registration.events import Agreed, decode_event
 from dmq.opcert import pool_id_bech32
-from lab.devnet.topology import topology_document
-from tests.e2e.topic_node import OPEN_BUDGETS, TOPIC_MAGIC, n2n_port, topic_node
+from tests.e2e.topic_node import OPEN_BUDGETS, TOPIC_MAGIC, topic_node
 from tests.topics.blocklace.world import ALL, TOPIC, pool
 
 from .conftest import run_harness
 from .nodes import (EPOCH_LENGTH, Chain, advertise, agreed, closed, generate_signers, get_json, http_port, publish,
-                    register_with_command, topic_view, until)
+                    register_with_command, start_dialling_the_first, topic_view, until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.trio]
 
@@ -58,12 +57,10 @@ async def test_three_nodes_agree_on_the_signers_and_mithril_reads_them(harness, 
     try:
         for i in ELECTORS:
             directory = tmp_path / f"n{i}"
-            node = topic_node(directory, carried=["raw", "blocklace"], signer=i, pools=3,
-                              MithrilRegistration={"Topic": TOPIC.hex(), "HttpPort": 0}, **OPEN_BUDGETS)
+            nodes.append(topic_node(directory, carried=["raw", "blocklace"], signer=i, pools=3,
+                                    MithrilRegistration={"Topic": TOPIC.hex(), "HttpPort": 0}, **OPEN_BUDGETS))
             chain.write(directory, stakes)
-            peers = [("127.0.0.1", n2n_port(p)) for p in nodes[:1]]
-            (directory / "dmq.topology.json").write_text(json.dumps(topology_document(peers)))
-            nodes.append(node.start())
+        await start_dialling_the_first(nodes)
         await advertise(nodes[0], {pool(i).id: ALL for i in ELECTORS}, TOPIC_MAGIC)
         # registrations for the next epoch, sent with room before it begins
         round_epoch = await chain.next_round(nodes)

@@ -51,7 +51,7 @@ from tests.interop.conftest import missing_tool
 from tests.topics.blocklace.world import ALL, TOPIC, pool
 
 from .nodes import (EPOCH_LENGTH, TOPIC_PARAMS, Chain, accepted, advertise, agreed, closed, generate_signers, get_json, http_port,
-                    publish, topic_view, until)
+                    publish, start_together, topic_view, until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.trio]
 
@@ -120,8 +120,7 @@ async def test_a_partitioned_third_rejoins_with_the_set_the_connected_electors_f
     nodes = _nodes(lab, tmp_path, chain, stakes)
     alone, connected = nodes[CUT_OFF], [n for i, n in enumerate(nodes) if i != CUT_OFF]
     try:
-        for node in nodes:
-            await trio.to_thread.run_sync(node.start)
+        await start_together(nodes)
         await advertise(nodes[0], {pool(i).id: ALL for i in ELECTORS}, TOPIC_MAGIC, quorum=STAKE_RULE)
         round_epoch = await chain.next_round(nodes)
         signers = generate_signers(harness, tmp_path / "signers", round_epoch, SIGNERS)

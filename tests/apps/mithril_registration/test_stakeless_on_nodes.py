@@ -35,8 +35,8 @@ from tests.e2e.topic_node import OPEN_BUDGETS, TOPIC_MAGIC, n2n_port, topic_node
 from tests.topics.blocklace.world import ALL, TOPIC, pool
 from topics.blocklace.codec import PERM_EVENT
 
-from .nodes import (Chain, accepted, advertise, agreed, generate_signers, get_json, http_port, publish, rejected,
-                    until)
+from .nodes import (SETUP, Chain, accepted, advertise, agreed, generate_signers, get_json, http_port, publish, rejected,
+                    start_dialling_the_first, until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.trio]
 
@@ -47,7 +47,7 @@ FLOOD = 40                  # registration blocks the stake-less pool sends
 
 
 async def test_a_stakeless_pool_floods_the_topic_and_the_electors_agree_on_the_honest_signers(harness, tmp_path):
-    chain = Chain.begun_long_ago()
+    chain = Chain.begun_long_ago(setup=SETUP + 4)     # a fourth node to start, after the others
     signers = generate_signers(harness, tmp_path / "signers", 0, SIGNERS)
     absent = Pool.create(b"\x31" * 32, b"\x32" * 32, start_kes_period=0)
     zero = Pool.create(b"\x33" * 32, b"\x34" * 32, start_kes_period=0)
@@ -61,12 +61,11 @@ async def test_a_stakeless_pool_floods_the_topic_and_the_electors_agree_on_the_h
     try:
         for i in ELECTORS:
             directory = tmp_path / f"n{i}"
-            node = topic_node(directory, carried=["raw", "blocklace"], signer=i, pools=3, PrometheusPort=metrics[i],
-                              MithrilRegistration={"Topic": TOPIC.hex(), "HttpPort": 0}, **OPEN_BUDGETS)
+            nodes.append(topic_node(directory, carried=["raw", "blocklace"], signer=i, pools=3,
+                                    PrometheusPort=metrics[i], **OPEN_BUDGETS,
+                                    MithrilRegistration={"Topic": TOPIC.hex(), "HttpPort": 0}))
             chain.write(directory, stakes)
-            peers = [("127.0.0.1", n2n_port(p)) for p in nodes[:1]]
-            (directory / "dmq.topology.json").write_text(json.dumps(topology_document(peers)))
-            nodes.append(node.start())
+        await start_dialling_the_first(nodes)
         # the stake-less pool's node believes it has stake, and dials every honest node
         directory = tmp_path / "stakeless"
         spammer = topic_node(directory, carried=["raw", "blocklace"], signer=STAKELESS, pools=4, **OPEN_BUDGETS)
