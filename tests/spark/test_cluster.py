@@ -2,16 +2,22 @@
 
 The cluster run starts its own master and worker (the installed pyspark's daemons, on
 loopback) in a separate process, since this process already holds the tests' local session;
-its tables and plots must be byte for byte those of local mode on the same recording.
+its tables and plots must be byte for byte those of local mode on the same recording. That
+process is started before the local report is made, so that the two runs (each mostly JVMs
+starting and small Spark jobs waiting on their scheduler) share the machine's cores rather than
+taking turns.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -65,6 +71,65 @@ def recording(tmp_path_factory) -> Path:
     return directory
 
 
+@dataclass
+class ClusterRun:
+    """``dmq capacity-report --start-cluster 1`` running in its own process, writing into ``directory``."""
+
+    process: subprocess.Popen
+    directory: Path
+    started: float
+
+    @property
+    def out(self) -> Path:
+        return self.directory / "report"
+
+    @property
+    def scratch(self) -> Path:
+        """Its TMPDIR: where the cluster keeps its logs and work directories."""
+        return self.directory / "tmp"
+
+    def wait(self, timeout: float = 240) -> subprocess.CompletedProcess:
+        """Its exit status and output, once it and its Spark driver (which holds its output) have ended."""
+        stdout, stderr = self.process.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(self.process.args, self.process.returncode, stdout, stderr)
+
+    def stop(self) -> None:
+        """End it if it still runs: Ctrl-C, on which it stops its cluster, then kill whatever is
+        left of it (the process, its driver, daemons and executors: all have its TMPDIR)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+        for pid in processes_mentioning(str(self.scratch)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster_run(recording, tmp_path_factory) -> Iterator[ClusterRun]:
+    """The report on a standalone cluster it starts, begun before ``local_report`` (which it is
+    compared with) is made, so that the two overlap; stopped, cluster and all, however the test ends."""
+    directory = tmp_path_factory.mktemp("cluster-run")
+    (directory / "tmp").mkdir()
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dmq.cli.tool", "capacity-report", recording.as_uri(),
+         "-o", (directory / "report").as_uri(), "-q", "--start-cluster", "1", "--executor-cores", "1",
+         "--executor-memory", "512m"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, "TMPDIR": str(directory / "tmp")})
+    run = ClusterRun(process, directory, started)
+    try:
+        yield run
+    finally:
+        run.stop()
+
+
 @pytest.fixture(scope="module")
 def local_report(spark, recording, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("local") / "report"
@@ -73,15 +138,10 @@ def local_report(spark, recording, tmp_path_factory) -> Path:
 
 
 @pytest.mark.timeout(300)
-def test_a_started_standalone_cluster_gives_the_tables_and_plots_of_local_mode(recording, local_report, tmp_path):
-    out = tmp_path / "report"
-    scratch = tmp_path / "tmp"  # where the cluster keeps its logs and work directories
-    scratch.mkdir()
-    started = time.monotonic()
-    done = dmq_process("capacity-report", recording.as_uri(), "-o", out.as_uri(), "-q",
-                       "--start-cluster", "1", "--executor-cores", "1", "--executor-memory", "512m",
-                       env={**os.environ, "TMPDIR": str(scratch)})
-    seconds = time.monotonic() - started
+def test_a_started_standalone_cluster_gives_the_tables_and_plots_of_local_mode(cluster_run, local_report):
+    out, scratch = cluster_run.out, cluster_run.scratch
+    done = cluster_run.wait()
+    seconds = time.monotonic() - cluster_run.started
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"capacity report: {out.as_uri()}/{REPORT}"
     text = (out / REPORT).read_text()
