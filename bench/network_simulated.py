@@ -96,6 +96,9 @@ def main() -> int:
     parser.add_argument("--hold-after-known", type=float, default=None, dest="hold_after_known_ms", metavar="MS",
                         help="every node's SigSubmissionHoldAfterKnown in milliseconds, 0 for none "
                              "(default: the node's default)")
+    parser.add_argument("--hold-after-known-max", type=float, default=None, dest="hold_after_known_max_ms",
+                        metavar="MS", help="every node's SigSubmissionHoldAfterKnownMax in milliseconds "
+                                           "(default: the node's default)")
     parser.add_argument("--no-flood", action="store_true", help="no flooding peer")
     parser.add_argument("--dir", type=Path, default=None, dest="directory",
                         help="the nodes' stores go here (kept), not on a tmpfs: a long run's stores outgrow memory")
@@ -118,6 +121,7 @@ def main() -> int:
                                 partition_fraction=args.partition_fraction, seed=args.seed,
                                 active_peers=args.active_peers, flood=not args.no_flood,
                                 hold_after_known_ms=args.hold_after_known_ms,
+                                hold_after_known_max_ms=args.hold_after_known_max_ms,
                                 directory=None if args.directory is None else args.directory / f"n{nodes}")
         report = run_simnet(options, assemble_node, say=lambda text: print(text, flush=True), processes=args.processes)
         print("\n".join(report.lines()), flush=True)

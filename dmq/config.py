@@ -779,6 +779,11 @@ class NodeConfig:
     #: round each. 150 ms takes about a third off the CPU a message costs a node with 20 peers
     #: for a few tens of milliseconds a hop; 0: ask at once, as the reference does.
     sig_submission_hold_after_known: float = _key("SigSubmissionHoldAfterKnown", _Milliseconds(), 0.15)
+    #: Milliseconds of the longest such wait: a peer whose answers keep announcing only known
+    #: messages waits twice as long after each, up to this, and at once again after an answer with
+    #: something to fetch (docs/protocol/node-to-node.md 9.9). At or below
+    #: ``SigSubmissionHoldAfterKnown``, the wait does not grow.
+    sig_submission_hold_after_known_max: float = _key("SigSubmissionHoldAfterKnownMax", _Milliseconds(), 0.6)
     #: Treat ``SigTooFrequent`` and ``SigExpiresAtTooFarInTheFuture`` from peers as trace-only
     #: instead of disconnecting (docs/protocol/validation.md 6.2 allows it; clock jitter otherwise drops honest peers).
     trace_only_reactions: bool = _key("TraceOnlyReactions", _Boolean(), False)

@@ -47,6 +47,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         dest="hold_after_known_ms", metavar="MS",
                         help="every node's SigSubmissionHoldAfterKnown in milliseconds, 0 for none "
                              "(default: the node's default)")
+    parser.add_argument("--hold-after-known-max", type=_number(float, low=0, low_inclusive=True), default=None,
+                        dest="hold_after_known_max_ms", metavar="MS",
+                        help="every node's SigSubmissionHoldAfterKnownMax in milliseconds, the longest hold "
+                             "(default: the node's default)")
     parser.add_argument("--rate-mbit", type=_number(float, low=0), default=100.0,
                         help="each node's uplink and downlink in Mbit/s (default: 100)")
     parser.add_argument("--warmup", type=_number(float, low=0, low_inclusive=True), default=60.0,
@@ -108,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             flood=args.flood, eclipse=args.eclipse, jitter=args.jitter, loss=args.loss, rate_mbit=args.rate_mbit,
             uniform_rtt_ms=args.uniform_rtt_ms,
             warmup=args.warmup, drain=args.drain, directory=args.directory, record=args.record,
-            hold_after_known_ms=args.hold_after_known_ms)
+            hold_after_known_ms=args.hold_after_known_ms, hold_after_known_max_ms=args.hold_after_known_max_ms)
     except ValueError as exc:
         raise OperatorError(str(exc)) from None
     if args.mithril_registration:

@@ -111,6 +111,8 @@ class N2NContext:
     now: Callable[[], float] = time.time
     #: Seconds a pulling peer waits after an answer of known ids only (``SigSubmissionHoldAfterKnown``).
     hold_after_known: float = 0.0
+    #: The longest such wait, for a peer that keeps announcing known ids (``SigSubmissionHoldAfterKnownMax``).
+    hold_after_known_max: float = 0.0
 
 
 async def run_n2n_connection(ctx: N2NContext, bearer: Bearer, result: HandshakeResult, stats: PeerStats, *,
@@ -182,7 +184,8 @@ async def _sig_submission(ctx: N2NContext, channel: MessageChannel, dialect: Dia
 
     sink = ClaimingSink(ctx.registry, claim_key, holds=ctx.mempool.contains, accept=accept, accept_now=accept_now,
                         announced_by_peer=None if known is None else known.add)
-    await PullingPeer(dialect, channel, sink, hold_after_known=ctx.hold_after_known).run()
+    await PullingPeer(dialect, channel, sink, hold_after_known=ctx.hold_after_known,
+                      hold_after_known_max=ctx.hold_after_known_max).run()
 
 
 async def _keep_alive(ctx: N2NContext, channel: MessageChannel, initiator: bool, stats: PeerStats) -> None:

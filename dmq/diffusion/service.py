@@ -157,6 +157,7 @@ class Diffusion:
             protocol_idle_timeout=config.protocol_idle_timeout,
             rng=rng,
             hold_after_known=config.sig_submission_hold_after_known,
+            hold_after_known_max=config.sig_submission_hold_after_known_max,
         )
         recorder = self.recorder
         ctx.watch = recorder.watching

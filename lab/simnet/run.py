@@ -116,6 +116,8 @@ class SimnetOptions:
     #: Every node's ``SigSubmissionHoldAfterKnown``, milliseconds (0: the reference's timing; None:
     #: the node's default).
     hold_after_known_ms: float | None = None
+    #: Every node's ``SigSubmissionHoldAfterKnownMax``, milliseconds (None: the node's default).
+    hold_after_known_max_ms: float | None = None
 
     def __post_init__(self) -> None:
         if not 2 <= self.nodes <= MAX_NODES - self.eclipse - 1:
@@ -126,6 +128,9 @@ class SimnetOptions:
             raise ValueError(problem)
         if self.hold_after_known_ms is not None and not self.hold_after_known_ms >= 0:
             raise ValueError(f"a hold after known ids is a number of milliseconds >= 0, got {self.hold_after_known_ms}")
+        if self.hold_after_known_max_ms is not None and not self.hold_after_known_max_ms >= 0:
+            raise ValueError("the longest hold after known ids is a number of milliseconds >= 0, "
+                             f"got {self.hold_after_known_max_ms}")
         if self.uniform_rtt_ms is not None and not self.uniform_rtt_ms > 0:
             raise ValueError(f"a uniform round trip is a positive number of milliseconds, got {self.uniform_rtt_ms}")
 
@@ -254,6 +259,8 @@ class Simnet:
         }
         if self.options.hold_after_known_ms is not None:
             values["SigSubmissionHoldAfterKnown"] = str(self.options.hold_after_known_ms)
+        if self.options.hold_after_known_max_ms is not None:
+            values["SigSubmissionHoldAfterKnownMax"] = str(self.options.hold_after_known_max_ms)
         if self.options.record is not None:
             values["RecordTraffic"] = str(self.options.record)
         return values

@@ -82,11 +82,15 @@ class PullingPeer:
                  max_bytes_in_flight: int = BYTES_IN_FLIGHT_PER_PEER,
                  max_batches_in_flight: int = MAX_BATCHES_IN_FLIGHT,
                  size_tolerance: int = SIZE_TOLERANCE,
-                 hold_after_known: float = 0.0) -> None:
+                 hold_after_known: float = 0.0,
+                 hold_after_known_max: float | None = None) -> None:
         self.dialect = dialect
         #: Seconds to wait before the next blocking request when a blocking request's reply
         #: announced only ids the node already has or fetches from another peer (0: none).
         self.hold_after_known = hold_after_known
+        #: The longest such wait: each further reply of known ids only, in a row, doubles the hold up
+        #: to this (None, or no more than ``hold_after_known``: the hold does not grow).
+        self.hold_after_known_max = max(hold_after_known, hold_after_known_max or 0.0)
         self.driver = as_driver(driver_or_channel, dialect.spec, dialect.pulling_role)
         self.sink = sink
         self.window = PullWindow(dialect.version, max_ids_per_request=max_ids_per_request, window=window,
@@ -147,8 +151,10 @@ class PullingPeer:
         window = self.window
         expected = self._expected
         hold = self.hold_after_known
-        # The last blocking request's reply announced ids, none of them to fetch from this peer.
+        # The last blocking request's reply announced ids, none of them to fetch from this peer;
+        # and the holds since this peer last brought something to fetch (each twice the last).
         known_only = False
+        held_in_a_row = 0
         while True:
             if not expected:
                 if self._stopping:
@@ -160,9 +166,11 @@ class PullingPeer:
                 elif known_only and hold > 0:
                     # The peer announces what the node has already: it is behind the node's other
                     # peers, and asking again at once would only bring each new id in a round of its
-                    # own. Its next ids are asked for a little later, together.
+                    # own. Its next ids are asked for a little later, together; the longer it stays
+                    # behind, the later (up to the longest hold), as more of its ids are known by then.
                     known_only = False
-                    yield _PAUSE, hold
+                    yield _PAUSE, self._hold_for(held_in_a_row)
+                    held_in_a_row += 1
                 else:
                     # Every announced id acknowledged, nothing outstanding: the one request that blocks.
                     ack, req = window.blocking_request()
@@ -184,6 +192,8 @@ class PullingPeer:
                     else:
                         window.on_ids_reply(detail, reply.ids, self.sink.wanted)
                         known_only = not window.can_request_bodies()
+                        if not known_only:
+                            held_in_a_row = 0  # it brought something: asked at once again
                     continue
                 outcome = window.on_bodies_reply(detail, reply.messages)
                 if outcome.omitted:
@@ -191,6 +201,15 @@ class PullingPeer:
                     self.sink.release(outcome.omitted)
                 if outcome.ready:
                     yield _ACCEPT, outcome
+
+    def _hold_for(self, held_in_a_row: int) -> float:
+        """The hold after ``held_in_a_row`` holds in a row: the first hold, doubled each time, at most the longest."""
+        longest = self.hold_after_known_max
+        hold = self.hold_after_known
+        while held_in_a_row and hold < longest:
+            hold *= 2
+            held_in_a_row -= 1
+        return min(hold, longest)
 
     def _request_bodies(self) -> Loop:
         """A body request and, right behind it, a request for more ids if one is useful.

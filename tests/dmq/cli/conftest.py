@@ -28,8 +28,10 @@ class Completed:
 
 
 def run_dmq(args: list[str], cwd: Path, stdin: bytes | None = None) -> Completed:
+    # A command takes seconds; the limit only stops one that hangs, so it leaves room for a loaded
+    # machine (one key generation took over 60 s beside two simulations and a test run).
     done = subprocess.run([sys.executable, "-c", _ENTRY, *args], cwd=cwd, input=stdin, capture_output=True,
-                          timeout=60)
+                          timeout=300)
     return Completed(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 

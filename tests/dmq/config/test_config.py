@@ -67,6 +67,7 @@ REFERENCE_DEFAULTS = {
     # and asks a peer for more ids at once after an answer of ids the node has
     "LocalIdleTimeout": 10,
     "SigSubmissionHoldAfterKnown": 150,
+    "SigSubmissionHoldAfterKnownMax": 600,
     "TraceOnlyReactions": False,
     "TopicsCarried": ["raw"],
     "TopicQueueLimits": {"MaxItems": 10000, "MaxBytes": 67108864},
@@ -118,6 +119,7 @@ EVERY_KEY = {
     "LocalSocketMode": "0600",
     "LocalIdleTimeout": 2.5,
     "SigSubmissionHoldAfterKnown": 0,
+    "SigSubmissionHoldAfterKnownMax": 250,
     "TraceOnlyReactions": True,
     "TopicsCarried": ["raw", "upsycle"],
     "MithrilNetwork": False,
@@ -167,6 +169,7 @@ EVERY_KEY_PARSED = {
     "prometheus_port": 12801,
     "local_socket_mode": 0o600,
     "sig_submission_hold_after_known": 0.0,
+    "sig_submission_hold_after_known_max": 0.25,
     "trace_only_reactions": True,
     "topics_carried": ("raw", "upsycle"),
     "mithril_network": False,

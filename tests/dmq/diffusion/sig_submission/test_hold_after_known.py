@@ -6,7 +6,8 @@ when every request arrived, on trio's virtual clock. After a blocking request's 
 announced only ids the node holds, the next blocking request comes ``hold_after_known`` seconds
 later (in the mux reader, at the next point of a 10 ms grid at or after that: here, exactly then);
 after an answer that brought something to fetch, the requests follow at once; with no
-hold, at once in both cases (the reference's behaviour).
+hold, at once in both cases (the reference's behaviour). Answers of known ids in a row double
+the hold each time, up to ``hold_after_known_max``; one with something to fetch starts it again.
 """
 
 from __future__ import annotations
@@ -117,3 +118,48 @@ async def test_a_hold_ends_with_a_stop_in_the_version_where_the_pulling_side_end
         assert isinstance(done, dialect.done) and server.arrivals[-1][0] == pytest.approx(answered + HOLD)
         await finished.wait()
     assert sink.outstanding_claims == []
+
+
+@pytest.mark.parametrize(("longest", "holds"), [(3 * HOLD, [1, 2, 3, 3]), (HOLD / 2, [1, 1, 1, 1])],
+                         ids=["growing", "longest-below-first"])
+async def test_the_hold_doubles_while_the_peer_stays_behind_and_starts_again_once_it_brings_something(
+        channels, dialect, nursery, autojump_clock, longest, holds):
+    held = [make_message(n) for n in range(1, 6)]
+    fresh, later = make_message(10), make_message(11)
+    sink = RecordingSink(holds={message_id(m) for m in held + [later]})
+    pulling_channel, serving_channel = channels(dialect)
+    pulling = PullingPeer(dialect, pulling_channel, sink, hold_after_known=HOLD, hold_after_known_max=longest)
+    server = ScriptedServer(dialect, serving_channel)
+    nursery.start_soon(pulling.run)
+    await server.start()
+
+    assert (await server.request()).blocking
+    waits = []
+    for message in held[:4]:  # four answers of known ids in a row
+        await trio.sleep(1)
+        answered = await server.announce(message)
+        assert (await server.request()).blocking
+        waits.append(server.arrivals[-1][0] - answered)
+    # doubled each time, never past the longest hold, and never below the first
+    assert waits == pytest.approx([n * HOLD for n in holds])
+
+    await trio.sleep(1)
+    answered = await server.announce(fresh)  # the peer brings something: fetched at once
+    assert isinstance(await server.request(), dialect.request_bodies)
+    assert server.arrivals[-1][0] == pytest.approx(answered)
+    await server.driver.send(dialect.reply_bodies((fresh,)))
+    more = await server.request()
+    if dialect.reply_no_ids is None:  # V1: a non-blocking request first, then the blocking one at once
+        assert not more.blocking
+        await server.driver.send(dialect.reply_ids(()))
+        assert (await server.request()).blocking
+    else:
+        assert more.blocking
+    await sink.wait_for(1)
+
+    await trio.sleep(1)
+    answered = await server.announce(later)  # known again: the hold starts from the first one
+    assert (await server.request()).blocking
+    assert server.arrivals[-1][0] - answered == pytest.approx(HOLD)
+    nursery.cancel_scope.cancel()
+
