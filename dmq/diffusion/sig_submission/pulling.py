@@ -151,10 +151,11 @@ class PullingPeer:
         window = self.window
         expected = self._expected
         hold = self.hold_after_known
+        longest = self.hold_after_known_max
         # The last blocking request's reply announced ids, none of them to fetch from this peer;
-        # and the holds since this peer last brought something to fetch (each twice the last).
+        # and the next hold (twice the last one in a row, at most the longest).
         known_only = False
-        held_in_a_row = 0
+        next_hold = hold
         while True:
             if not expected:
                 if self._stopping:
@@ -169,8 +170,8 @@ class PullingPeer:
                     # own. Its next ids are asked for a little later, together; the longer it stays
                     # behind, the later (up to the longest hold), as more of its ids are known by then.
                     known_only = False
-                    yield _PAUSE, self._hold_for(held_in_a_row)
-                    held_in_a_row += 1
+                    yield _PAUSE, next_hold
+                    next_hold = min(next_hold * 2, longest)
                 else:
                     # Every announced id acknowledged, nothing outstanding: the one request that blocks.
                     ack, req = window.blocking_request()
@@ -193,7 +194,7 @@ class PullingPeer:
                         window.on_ids_reply(detail, reply.ids, self.sink.wanted)
                         known_only = not window.can_request_bodies()
                         if not known_only:
-                            held_in_a_row = 0  # it brought something: asked at once again
+                            next_hold = hold  # it brought something: from the first hold again
                     continue
                 outcome = window.on_bodies_reply(detail, reply.messages)
                 if outcome.omitted:
@@ -201,15 +202,6 @@ class PullingPeer:
                     self.sink.release(outcome.omitted)
                 if outcome.ready:
                     yield _ACCEPT, outcome
-
-    def _hold_for(self, held_in_a_row: int) -> float:
-        """The hold after ``held_in_a_row`` holds in a row: the first hold, doubled each time, at most the longest."""
-        longest = self.hold_after_known_max
-        hold = self.hold_after_known
-        while held_in_a_row and hold < longest:
-            hold *= 2
-            held_in_a_row -= 1
-        return min(hold, longest)
 
     def _request_bodies(self) -> Loop:
         """A body request and, right behind it, a request for more ids if one is useful.
