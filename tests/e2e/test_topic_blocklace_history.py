@@ -140,18 +140,24 @@ class Author:
 
 class LibraryAuthor:
     """Pool 4 writing events as an honest creator that signs its own blocks: the library's
-    :class:`~clients.topics.blocklace.PoolCreator` over what its follower reads."""
+    :class:`~clients.topics.blocklace.PoolCreator` over what its follower reads, one event per
+    ``pace`` seconds at most: its budget's burst of 8 then spans several epochs, as a pool
+    writing steadily would, instead of going in the first few seconds and leaving the next
+    event 25 s later."""
 
-    def __init__(self, follower: Follower) -> None:
+    def __init__(self, follower: Follower, pace: float = 1.0) -> None:
         self.follower = follower
+        self.pace = pace
         self.pool = pool(AUTHORS[0])
         self.creator = PoolCreator(self.pool.id, TOPIC)
         follower.creators.append(self.creator)
         self.written: list[bytes] = []
+        self.next_at = 0.0
 
     async def write(self, data: bytes) -> None:
-        if not self.creator.ready:
-            return                              # its previous block is not back yet
+        now = time.time()
+        if now < self.next_at or not self.creator.ready:
+            return                              # too soon, or its previous block is not back yet
         body = self.creator.next_block(Payload(EVENT, event=data))
         message = self.pool.sign(body, int(time.time()) + EVENT_LIFETIME)
         async with await RawN2CClient.connect(self.follower.node.socket_path) as client:
@@ -159,6 +165,7 @@ class LibraryAuthor:
             if await client.submit(message.raw) == ACCEPT:
                 self.creator.published(message.message_id)
                 self.written.append(message.message_id)
+                self.next_at = now + self.pace
 
 
 async def retained(node) -> dict[bytes, int]:
