@@ -159,7 +159,7 @@ class LibraryAuthor:
         if now < self.next_at or not self.creator.ready:
             return                              # too soon, or its previous block is not back yet
         body = self.creator.next_block(Payload(EVENT, event=data))
-        message = self.pool.sign(body, int(time.time()) + EVENT_LIFETIME)
+        message = self.pool.sign(body, int(now) + EVENT_LIFETIME)
         async with await RawN2CClient.connect(self.follower.node.socket_path) as client:
             await client.handshake(TOPIC_MAGIC)
             if await client.submit(message.raw) == ACCEPT:
