@@ -14,15 +14,20 @@ import json
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import trio
 
 from dmq.trace import LogEvent, read_log
 from lab.devnet.node_process import (CONFIG_FILE, TOPOLOGY_FILE, NodeExited, NodeStartTimeout,
                                               accepts_connections, node_command, output_tail)
 
-__all__ = ["NodeProcess", "NodeStartTimeout", "NodeExited", "read_rss"]
+__all__ = ["NodeProcess", "NodeStartTimeout", "NodeExited", "read_rss", "start_in_threads"]
+
+T = TypeVar("T")
 
 #: The flags a node needs beyond its configuration file. ``--host-addr`` is required by the
 #: reference CLI; port 0 lets the system pick a free one, so runs never collide.
@@ -142,3 +147,17 @@ def read_rss(pid: int) -> dict[str, int]:
             if name in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
                 values[name] = int(rest.split()[0]) * 1024
     return values
+
+
+async def start_in_threads(starts: Sequence[Callable[[], T]]) -> list[T]:
+    """Call every one of ``starts`` at once, each in a worker thread (a node's start waits for its
+    socket, seconds on a busy machine): their results, in order."""
+    results: list = [None] * len(starts)
+
+    async def one(i: int) -> None:
+        results[i] = await trio.to_thread.run_sync(starts[i])
+
+    async with trio.open_nursery() as nursery:
+        for i in range(len(starts)):
+            nursery.start_soon(one, i)
+    return results

@@ -42,6 +42,7 @@ from topics.blocklace.lace import Lace
 from topics.bucket import DEFAULT_BUCKET, DEFAULT_BUDGETS, TokenBucket
 
 from .catch_up import assert_caught_up_cleanly
+from .node_process import start_in_threads
 from .topic_node import TOPIC_MAGIC, n2n_port, topic_nodes  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.trio
@@ -201,7 +202,8 @@ def start(topic_nodes, tmp_path, name: str, signer: int, peers: list) -> object:
 
 async def test_epochs_advance_pruning_runs_and_a_late_joiner_syncs(topic_nodes, tmp_path):
     first = start(topic_nodes, tmp_path, "n0", 0, [])
-    others = await _together([lambda i=i: start(topic_nodes, tmp_path, f"n{i}", i, [first]) for i in ELECTORS[1:]])
+    others = await start_in_threads([lambda i=i: start(topic_nodes, tmp_path, f"n{i}", i, [first])
+                                     for i in ELECTORS[1:]])
     nodes = [first, *others]
     async with trio.open_nursery() as nursery:
         watcher = Follower(nodes[0])
@@ -230,7 +232,7 @@ async def test_epochs_advance_pruning_runs_and_a_late_joiner_syncs(topic_nodes, 
         started: list = []
 
         async def join() -> None:
-            started.extend(await _together([lambda: start(topic_nodes, tmp_path, "late", JOINER, nodes)]))
+            started.extend(await start_in_threads([lambda: start(topic_nodes, tmp_path, "late", JOINER, nodes)]))
 
         nursery.start_soon(join)
         await until(lambda: _true(started), 60, "the late joiner started")
@@ -271,7 +273,8 @@ async def test_the_stake_rule_moves_on_with_blocks_a_pool_builds_itself(topic_no
     epoch, and the electors keep finding blocks of it to cut. Without that, the author's
     events stayed in epoch 0 and no epoch after the first became final."""
     first = start(topic_nodes, tmp_path, "n0", 0, [])
-    others = await _together([lambda i=i: start(topic_nodes, tmp_path, f"n{i}", i, [first]) for i in ELECTORS[1:]])
+    others = await start_in_threads([lambda i=i: start(topic_nodes, tmp_path, f"n{i}", i, [first])
+                                     for i in ELECTORS[1:]])
     async with trio.open_nursery() as nursery:
         watcher = Follower(first)
         await nursery.start(watcher.run)
@@ -290,19 +293,6 @@ async def test_the_stake_rule_moves_on_with_blocks_a_pool_builds_itself(topic_no
         for node in (first, *others):
             node.check_running()
         nursery.cancel_scope.cancel()
-
-
-async def _together(starts: list) -> list:
-    """Start nodes at once (each start waits for its socket in a thread)."""
-    results: list = [None] * len(starts)
-
-    async def one(i: int) -> None:
-        results[i] = await trio.to_thread.run_sync(starts[i])
-
-    async with trio.open_nursery() as nursery:
-        for i in range(len(starts)):
-            nursery.start_soon(one, i)
-    return results
 
 
 async def _true(value) -> bool:
@@ -338,7 +328,7 @@ async def test_a_fresh_node_dialling_a_peer_that_holds_a_pools_history_delivers_
         held = set(watcher.delivered)
         assert len(held) == HISTORY + 1
 
-        fresh = (await _together([lambda: start(topic_nodes, tmp_path, "fresh", 1, [loaded])]))[0]
+        fresh = (await start_in_threads([lambda: start(topic_nodes, tmp_path, "fresh", 1, [loaded])]))[0]
         follower = Follower(fresh)
         await nursery.start(follower.run)
         await until(lambda: _true(set(follower.delivered) >= held), 30, "the fresh node delivered every block")

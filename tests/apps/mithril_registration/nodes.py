@@ -31,7 +31,7 @@ from clients.topics import decode_item, draft_block, open_topic_connection
 from dmq.codec import decode_message
 from dmq.message import DmqMessage
 from lab.devnet.topology import topology_document
-from tests.e2e.node_process import NodeProcess
+from tests.e2e.node_process import NodeProcess, start_in_threads
 from tests.e2e.topic_node import n2n_port
 from tests.topics.blocklace.world import TOPIC, ad_payload, advertisement
 from topics.adapter import ITEM_MESSAGE
@@ -39,7 +39,7 @@ from topics.blocklace.codec import EPOCH, EVENT, Block, TopicParams, decode_body
 
 from .conftest import run_harness
 
-__all__ = ["EPOCH_LENGTH", "ROOM", "SETUP", "TOPIC_PARAMS", "Chain", "start_together", "start_dialling_the_first",
+__all__ = ["EPOCH_LENGTH", "ROOM", "SETUP", "TOPIC_PARAMS", "Chain", "start_dialling_the_first",
            "generate_signers", "register_with_command", "publish", "advertise", "TopicView", "topic_view", "get_json",
            "http_port", "until", "agreed", "closed", "accepted", "rejected"]
 
@@ -98,13 +98,6 @@ class Chain:
         return self.epoch_now() + 1
 
 
-async def start_together(nodes: Sequence[NodeProcess]) -> None:
-    """Start the nodes at once (each start waits for its socket in a thread)."""
-    async with trio.open_nursery() as nursery:
-        for node in nodes:
-            nursery.start_soon(trio.to_thread.run_sync, node.start)
-
-
 async def start_dialling_the_first(nodes: Sequence[NodeProcess]) -> None:
     """Start the first node, with no peers, then the others together, each with the first as its one peer."""
     first, *others = nodes
@@ -113,7 +106,7 @@ async def start_dialling_the_first(nodes: Sequence[NodeProcess]) -> None:
     dialling_the_first = json.dumps(topology_document([("127.0.0.1", n2n_port(first))]))
     for node in others:
         (node.workdir / "dmq.topology.json").write_text(dialling_the_first)
-    await start_together(others)
+    await start_in_threads([node.start for node in others])
 
 
 def generate_signers(harness: Path, directory: Path, epoch: int, count: int, seed: int = 27) -> list[dict]:

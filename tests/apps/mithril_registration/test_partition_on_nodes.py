@@ -45,13 +45,13 @@ from lab.devnet.topology import dials_of, links_of, topology_document
 from lab.netlab.addresses import node_address
 from lab.netlab.namespaces import Lab, NamespacesUnavailable, check_available, remove_leftovers
 from lab.netlab.plan import NODE_PORT
-from tests.e2e.node_process import NodeProcess
+from tests.e2e.node_process import NodeProcess, start_in_threads
 from tests.e2e.topic_node import OPEN_BUDGETS, TOPIC_MAGIC, topic_node
 from tests.interop.conftest import missing_tool
 from tests.topics.blocklace.world import ALL, TOPIC, pool
 
 from .nodes import (EPOCH_LENGTH, TOPIC_PARAMS, Chain, accepted, advertise, agreed, closed, generate_signers, get_json, http_port,
-                    publish, start_together, topic_view, until)
+                    publish, topic_view, until)
 
 pytestmark = [pytest.mark.interop, pytest.mark.trio]
 
@@ -120,7 +120,7 @@ async def test_a_partitioned_third_rejoins_with_the_set_the_connected_electors_f
     nodes = _nodes(lab, tmp_path, chain, stakes)
     alone, connected = nodes[CUT_OFF], [n for i, n in enumerate(nodes) if i != CUT_OFF]
     try:
-        await start_together(nodes)
+        await start_in_threads([node.start for node in nodes])
         await advertise(nodes[0], {pool(i).id: ALL for i in ELECTORS}, TOPIC_MAGIC, quorum=STAKE_RULE)
         round_epoch = await chain.next_round(nodes)
         signers = generate_signers(harness, tmp_path / "signers", round_epoch, SIGNERS)
