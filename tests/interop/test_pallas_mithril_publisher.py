@@ -34,15 +34,15 @@ from tests.interop.pallas_harness import LEGACY_VERSIONS, PALLAS_VERSIONS, Harne
 pytestmark = pytest.mark.interop
 
 #: The node's soft and hard ``nofile`` limit.
-DESCRIPTOR_LIMIT = 256
+DESCRIPTOR_LIMIT = 128
 PUBLICATIONS = 10 * DESCRIPTOR_LIMIT
 #: Publications per signer process: twice the node's limit, so that one signer alone would
 #: exhaust the node were its finished connections kept. Each process keeps all of its
 #: connections open until it exits, as a Mithril signer does for its life.
 PER_SIGNER = 2 * DESCRIPTOR_LIMIT
 #: Short, so that the test is; the node holds about (publications per second) x IDLE connections.
-IDLE = 0.25
-#: Publications start at least this far apart: at most 500 a second, so at most about 125
+IDLE = 0.125
+#: Publications start at least this far apart: at most 500 a second, so at most about 63
 #: finished connections wait out the bound at any time, whatever the machine's speed.
 PACE_MS = 2
 #: The node's descriptors never come within this of its limit.
