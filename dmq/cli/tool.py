@@ -8,7 +8,12 @@ A sub-command is a module ``dmq/cli/<name>.py`` with two functions::
 Adding ``publish`` or ``capacity-report`` is adding a module: nothing here names them. A module
 that fails to import (a missing optional dependency such as pyspark, or a bug) does not take the
 other sub-commands down; its sub-command stays listed and reports the import error when run.
-Every invocation imports every sub-command module, so heavy dependencies belong inside ``run``.
+
+An invocation that names a command imports only the module of that name (``capacity-report``:
+``capacity_report``) when that module provides the command, so that ``dmq publish`` in a
+signer's script does not first import every other command's modules. Anything else
+(``dmq``, ``dmq --help``, a command of another module's name) imports them all, so heavy
+dependencies still belong inside ``run``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import sys
 from dataclasses import dataclass
 from typing import Callable, NoReturn, Sequence
 
@@ -45,11 +51,13 @@ class SubcommandModule:
         return self.module_name.rsplit(".", 1)[-1].replace("_", "-")
 
 
-def subcommand_modules() -> list[SubcommandModule]:
-    """Every sub-command module of ``dmq.cli``, in name order."""
+def subcommand_modules(only: str | None = None) -> list[SubcommandModule]:
+    """Every sub-command module of ``dmq.cli`` (or only the one named ``only``), in name order."""
     found: list[SubcommandModule] = []
     for info in sorted(pkgutil.iter_modules(dmq.cli.__path__), key=lambda info: info.name):
         if info.name.startswith("_") or info.name in _NOT_SUBCOMMANDS or info.ispkg:
+            continue
+        if only is not None and info.name != only:
             continue
         name = f"{dmq.cli.__name__}.{info.name}"
         try:
@@ -71,10 +79,15 @@ def _unavailable(reason: str) -> Callable[[argparse.Namespace], int]:
     return run_unavailable
 
 
-def build_parser() -> OneLineArgumentParser:
+def build_parser(modules: Sequence[SubcommandModule] | None = None) -> OneLineArgumentParser:
+    """The parser of every sub-command module's commands (or of ``modules``' only)."""
+    return _parser_and_commands(subcommand_modules() if modules is None else modules)[0]
+
+
+def _parser_and_commands(modules: Sequence[SubcommandModule]) -> tuple[OneLineArgumentParser, set[str]]:
     parser = OneLineArgumentParser(prog=PROGRAM, description="DMQ operator tools", allow_abbrev=False)
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command", required=True)
-    for module in subcommand_modules():
+    for module in modules:
         if module.add_parser is None or module.run is None:
             stub = subparsers.add_parser(module.default_name, help=f"(unavailable: {module.import_error})")
             stub.set_defaults(_run=_unavailable(module.import_error or "import failed"))
@@ -83,12 +96,24 @@ def build_parser() -> OneLineArgumentParser:
         module.add_parser(subparsers)
         for name in set(subparsers.choices) - before:
             subparsers.choices[name].set_defaults(_run=module.run)
-    return parser
+    return parser, set(subparsers.choices)
+
+
+def _parser_for(argv: Sequence[str]) -> OneLineArgumentParser:
+    """The parser of the module named after the command when it imports and provides that
+    command, else every sub-command's."""
+    if argv and not argv[0].startswith("-"):
+        named = [module for module in subcommand_modules(only=argv[0].replace("-", "_")) if module.run is not None]
+        parser, commands = _parser_and_commands(named)
+        if argv[0] in commands:
+            return parser
+    return build_parser()
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run ``dmq`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser_for(argv).parse_args(argv)
     try:
         return int(args._run(args) or 0)
     except OperatorError as exc:

@@ -137,7 +137,7 @@ import importlib.resources, json, sys
 import dmq.cli.node, dmq.cli.tool, dmq.cli.wiring, dmq.node
 # The node program loads nothing of the capacity pipeline, not even its option definitions.
 node_spark = sorted(n for n in sys.modules if n.split(".")[0] == "spark")
-dmq.cli.tool.build_parser()  # imports every sub-command module, as each dmq invocation does
+dmq.cli.tool.build_parser()  # imports every sub-command module, as `dmq --help` does
 project = {name: getattr(module, "__file__", None) or "" for name, module in sys.modules.items()
            if name.split(".")[0] in %r}
 # Before the data check below, which imports the packages holding the files. The dmq command may

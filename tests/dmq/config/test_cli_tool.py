@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import textwrap
 from importlib import metadata
@@ -117,3 +119,25 @@ def test_usage_errors_are_one_line(extra_subcommands: Path, capsys: pytest.Captu
     assert capsys.readouterr().err == (
         "dmq say-hello: the following arguments are required: --name (see dmq say-hello --help)\n"
     )
+
+
+def _commands(parser) -> dict:
+    return parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+
+
+def test_a_named_command_loads_only_its_module(tmp_path: Path) -> None:
+    script = ("import json, sys\nfrom dmq.cli.tool import run\nrun(['version'])\n"
+              "print(json.dumps(sorted(n for n in sys.modules if n.startswith('dmq.cli.'))))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.splitlines()[-1])
+    assert loaded == ["dmq.cli.tool", "dmq.cli.version"], loaded
+
+
+def test_each_command_parses_alike_alone_and_among_all() -> None:
+    everything = _commands(build_parser())
+    for module in subcommand_modules():
+        alone = _commands(build_parser([module]))
+        assert alone, module.module_name
+        for name, parser in alone.items():
+            assert parser.format_help() == everything[name].format_help(), name
