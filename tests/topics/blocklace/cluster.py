@@ -148,14 +148,13 @@ class Cluster:
         """Every node offers every held message a peer has not taken yet; returns how many moved."""
         moved = 0
         for source in self.nodes:
-            held = source.held()
+            held = [(_id(raw), raw) for raw in source.held()]  # decoded once, not once per target
             for target in self.nodes:
                 if target is source:
                     continue
                 sent = source.sent.setdefault(target.name, set())
                 batch = []
-                for raw in held:
-                    ident = _id(raw)
+                for ident, raw in held:
                     if ident in sent or (target.name, ident) in self.blocked:
                         continue
                     if self.rng.random() < self.loss:
