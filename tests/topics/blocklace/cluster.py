@@ -148,7 +148,7 @@ class Cluster:
         """Every node offers every held message a peer has not taken yet; returns how many moved."""
         moved = 0
         for source in self.nodes:
-            held = [(_id(raw), raw) for raw in source.held()]  # decoded once, not once per target
+            held = [(entry.message_id, entry.raw) for entry in source.mempool]  # the ids the mempool keeps
             for target in self.nodes:
                 if target is source:
                     continue
@@ -181,12 +181,6 @@ class Cluster:
 
     def advance(self, seconds: float) -> None:
         self.nodes[0].clock.advance(seconds)
-
-
-def _id(raw: bytes) -> bytes:
-    from dmq.codec import decode_message
-
-    return decode_message(raw).message_id
 
 
 def pools_for(n: int) -> list[Pool]:
