@@ -13,6 +13,7 @@ A missing tool skips these tests on a developer's machine, with the reason; unde
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -28,6 +29,8 @@ INTEROP_DIR = Path(__file__).resolve().parent
 PACKAGE = "@harmoniclabs/ouroboros-miniprotocols-ts"
 #: Written into node_modules after a successful ``npm ci``: the digest of the lock file it installed.
 STAMP = ".installed-lock-sha256"
+#: Held while one test process checks and installs node_modules (ignored by git).
+INSTALL_LOCK = ".npm-ci.lock"
 
 
 def missing_tool(what: str) -> None:
@@ -55,13 +58,17 @@ def node_peer() -> Path:
     if node is None or npm is None:
         missing = " and ".join(name for name, path in (("node", node), ("npm", npm)) if path is None)
         missing_tool(f"{missing} not installed: the TypeScript interop peer cannot run")
-    if not _installed_matches_lock():
-        env = {**os.environ, "npm_config_update_notifier": "false"}
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=INTEROP_DIR, capture_output=True,
-                              stdin=subprocess.DEVNULL, text=True, timeout=600, env=env)
-        if done.returncode != 0:
-            pytest.fail(f"npm ci in {INTEROP_DIR} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
-        (INTEROP_DIR / "node_modules" / STAMP).write_text(_lock_digest() + "\n")
+    # The test workers (pytest-xdist) each ask: one installs while the others wait for it and then
+    # find the stamp, rather than two `npm ci` runs emptying node_modules under each other.
+    with open(INTEROP_DIR / INSTALL_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _installed_matches_lock():
+            env = {**os.environ, "npm_config_update_notifier": "false"}
+            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=INTEROP_DIR, capture_output=True,
+                                  stdin=subprocess.DEVNULL, text=True, timeout=600, env=env)
+            if done.returncode != 0:
+                pytest.fail(f"npm ci in {INTEROP_DIR} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+            (INTEROP_DIR / "node_modules" / STAMP).write_text(_lock_digest() + "\n")
     return INTEROP_DIR
 
 
