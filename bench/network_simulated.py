@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dmq.cli.wiring import assemble_node  # noqa: E402
 from lab.simnet import SimnetOptions, run_simnet  # noqa: E402
+from lab.simnet.heap import ALLOCATORS, restart_with  # noqa: E402
 
 
 def plot(reports: list[dict], directory: Path, prefix: str = "simnet") -> None:
@@ -104,6 +105,8 @@ def main() -> int:
                         help="the nodes' stores go here (kept), not on a tmpfs: a long run's stores outgrow memory")
     parser.add_argument("--processes", type=int, choices=(1, 2), default=1,
                         help="run the nodes in two processes, split by region (no faults or flood)")
+    parser.add_argument("--allocator", choices=ALLOCATORS, default="auto",
+                        help="huge-pages, python or auto (huge pages from 500 nodes): lab/simnet/heap.py")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--plots", type=Path, default=None, help="draw the series as PNG files here")
     parser.add_argument("--from", type=Path, default=None, dest="source", help="plot this series, run nothing")
@@ -114,6 +117,7 @@ def main() -> int:
         plot(loaded if isinstance(loaded, list) else [loaded], args.plots or Path("."), args.plot_prefix)
         return 0
     counts = [int(n) for n in args.series.split(",")] if args.series else [args.nodes]
+    restart_with(args.allocator, max(counts), lambda text: print(text, flush=True))
     reports = []
     for nodes in counts:
         options = SimnetOptions(nodes=nodes, pools=args.pools, period=args.period, duration=args.duration,

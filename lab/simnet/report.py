@@ -67,6 +67,8 @@ class SimnetReport:
     #: Where the CPU went (``Simnet.cost``): by phase, per idle node-second, per message.
     cost: dict[str, Any] = field(default_factory=dict)
     peak_rss_mib: float = 0.0
+    #: The memory allocator the nodes ran on (``lab.simnet.heap``): ``python`` or ``huge-pages``.
+    allocator: str = "python"
 
     @property
     def complete(self) -> bool:
@@ -108,7 +110,7 @@ class SimnetReport:
                        f"idle {c['idle_cpu_us_per_node_second']:,.0f} us CPU per node-second, "
                        f"{c['cpu_ms_per_message']:,.1f} ms CPU per message ({c['link_writes_per_message']:,.0f} link "
                        f"writes, {c['cpu_us_per_link_write']} us each); by phase {c['cpu_seconds_by_phase']}; "
-                       f"peak RSS {self.peak_rss_mib:,.0f} MiB")
+                       f"peak RSS {self.peak_rss_mib:,.0f} MiB; allocator {self.allocator}")
             if "collector" in c:
                 out.append(f"collector: {c['collector']['collections']} collections by generation, "
                            f"{c['collector']['cpu_seconds']} CPU s")

@@ -57,6 +57,7 @@ from .checks import (SharedDecodes, SharedKesChecks, SharedOpcertChecks, SharedS
                      deterministic_scheduling, run_inline)
 from .collector import CollectorTime
 from .deliveries import Deliveries
+from .heap import allocator_in_use
 from .links import LinkModel, SimNetwork
 from .regions import REGIONS, place_nodes, rtt_ms
 from .report import SimnetReport
@@ -629,7 +630,7 @@ class Simnet:
             rejections=dict(sorted(self.rejections.items())), **stats,
             regions={name: self.regions[:options.nodes].count(i) for i, name in enumerate(REGIONS)},
             missing_examples=deliveries.missing_examples(self.hosts), cost=self.cost(),
-            peak_rss_mib=peak_rss_mib)
+            peak_rss_mib=peak_rss_mib, allocator=allocator_in_use())
 
 
 def process_peak_rss_mib() -> float:
