@@ -82,13 +82,15 @@ def test_a_short_soak_with_restarts_passes_every_check(pallas_harness, tmp_path)
     assert [e["event"] for e in events if e["event"] in ("join", "leave")] == ["join", "leave"], events
     publications = summary["publications"]
     assert publications["accepted"] >= 500, publications
-    # Each line node delivered everything it was owed, and that is most of what was acknowledged:
-    # a message acknowledged elsewhere while the node was down is owed only if it lived on for
-    # --grace seconds after the node's restart (about a fifth of them here).
+    # Each line node delivered everything it was owed, and that is a good part of what was
+    # acknowledged, so the check is not passed on nearly nothing: a message acknowledged elsewhere
+    # while the node was down is owed only if it lived on for --grace seconds after the node's
+    # restart. How many are not depends on how long each restart takes, which stretches with the
+    # machine's load: about a fifth alone, half beside the other test worker.
     for check in summary["checks"]:
         if check["check"].endswith("nothing acknowledged lost") and not check["check"].startswith("node-4"):
             owed = int(check["detail"].split()[0])
-            assert owed >= 0.6 * publications["accepted"], check
+            assert owed >= 0.3 * publications["accepted"], check
     samples = (run / "samples.jsonl").read_text().splitlines()
     assert len(samples) >= 30
     assert all(json.loads(line)["nodes"]["node-1"].keys() >= {"up", "delivered", "db_bytes"} for line in samples)
