@@ -109,7 +109,6 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(soft_wrap=True)
     say = lambda text: console.print(text, highlight=False)  # noqa: E731
-    restart_with(args.allocator, args.nodes, say)
     try:
         options = SimnetOptions(
             nodes=args.nodes, pools=args.pools, period=args.period, duration=args.duration, seed=args.seed,
@@ -121,9 +120,11 @@ def run(args: argparse.Namespace) -> int:
             hold_after_known_ms=args.hold_after_known_ms, hold_after_known_max_ms=args.hold_after_known_max_ms)
     except ValueError as exc:
         raise OperatorError(str(exc)) from None
+    if args.mithril_registration and args.processes != 1:
+        raise OperatorError("--mithril-registration runs in one process (leave out --processes)")
+    # Only once the options are known good: a run refused on them is not started twice.
+    restart_with(args.allocator, args.nodes, say)
     if args.mithril_registration:
-        if args.processes != 1:
-            raise OperatorError("--mithril-registration runs in one process (leave out --processes)")
         return _run_registration(args, options, say)
     try:
         report = run_simnet(options, assemble_node, say=say, processes=args.processes)

@@ -29,7 +29,7 @@ ALLOCATORS = ("auto", "python", "huge-pages")
 #: nodes once connected). A smaller run would pay glibc's slower start-up for little.
 HUGE_PAGES_FROM = 500
 
-_MALLOC = ("PYTHONMALLOC", "malloc")
+_MALLOC_VARIABLE = "PYTHONMALLOC"
 _TUNABLE = "glibc.malloc.hugetlb=1"
 
 
@@ -39,7 +39,7 @@ def _tunables(environ: Mapping[str, str]) -> list[str]:
 
 def allocator_in_use(environ: Mapping[str, str] = os.environ) -> str:
     """``huge-pages`` when this interpreter runs on glibc's malloc with huge pages, else ``python``."""
-    return "huge-pages" if environ.get(_MALLOC[0]) == _MALLOC[1] and _TUNABLE in _tunables(environ) else "python"
+    return "huge-pages" if environ.get(_MALLOC_VARIABLE) == "malloc" and _TUNABLE in _tunables(environ) else "python"
 
 
 def _wanted(choice: str, nodes: int) -> str:
@@ -63,14 +63,14 @@ def restart_with(choice: str, nodes: int, say: Callable[[str], None],
     wanted = _wanted(choice, nodes)
     if wanted == allocator_in_use():
         return
-    if choice == "auto" and _MALLOC[0] in os.environ:
+    if choice == "auto" and _MALLOC_VARIABLE in os.environ:
         return
     environ = dict(os.environ)
     others = [item for item in _tunables(environ) if item != _TUNABLE]
     environ.pop("GLIBC_TUNABLES", None)
-    environ.pop(_MALLOC[0], None)
+    environ.pop(_MALLOC_VARIABLE, None)
     if wanted == "huge-pages":
-        environ[_MALLOC[0]] = _MALLOC[1]
+        environ[_MALLOC_VARIABLE] = "malloc"
         environ["GLIBC_TUNABLES"] = ":".join([*others, _TUNABLE])
         say(f"simnet: {nodes} nodes: starting again on glibc's malloc with transparent huge pages "
             f"(PYTHONMALLOC=malloc, GLIBC_TUNABLES={_TUNABLE})")
