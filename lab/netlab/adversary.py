@@ -18,6 +18,11 @@ it closes new sockets at once) is dialled again two seconds later.
 Each writes what it did as JSON (``--result``) every second and when it stops (SIGINT or
 SIGTERM), and the flooder appends every id it offered to ``--ids`` so a run can check that
 none of them reached anyone.
+
+With ``--ready PATH`` an attacker gets everything ready (its imports, its messages), writes
+``PATH`` and waits for SIGUSR1 before it dials anyone. A run starts its attackers before
+publishing and signals them at the attack's time: on a loaded machine the imports alone can
+take twenty seconds, which would otherwise eat the attack's window.
 """
 
 from __future__ import annotations
@@ -201,6 +206,25 @@ def _write(path: Path, stats: list[LinkStats], started: float) -> None:
     os.replace(temporary, path)
 
 
+def _attack(args: argparse.Namespace, stats: list[LinkStats], offered: Callable[[bytes], None]):
+    """The attack ``args`` asks for, prepared (its messages built) and ready to start in a nursery."""
+    if args.attack == "flood":
+        opcert, cold_vk = read_operational_certificate(args.opcert)
+        messages = FloodMessages(opcert, cold_vk, args.kes_period, args.tag)
+        return lambda: flood(args.target, args.classes, args.rate, messages, args.magic, stats, offered)
+    return lambda: withhold(args.target[0], args.connections, args.magic, stats)
+
+
+async def _go(signals, ready: Path) -> bool:
+    """Say ``ready`` and wait for SIGUSR1 (True), or for SIGINT or SIGTERM first (False)."""
+    temporary = ready.with_suffix(".tmp")
+    temporary.write_text(f"{os.getpid()}\n")
+    os.replace(temporary, ready)
+    async for signum in signals:
+        return signum == signal.SIGUSR1
+    return False
+
+
 async def _main(args: argparse.Namespace) -> None:
     stats: list[LinkStats] = []
     started = time.monotonic()
@@ -211,15 +235,13 @@ async def _main(args: argparse.Namespace) -> None:
             ids_file.write(message_id.hex() + "\n")
 
     try:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        attack = _attack(args, stats, offered)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGUSR1) as signals:
+            if args.ready is not None and not await _go(signals, args.ready):
+                return
+            started = time.monotonic()
             async with trio.open_nursery() as nursery:
-                if args.attack == "flood":
-                    opcert, cold_vk = read_operational_certificate(args.opcert)
-                    messages = FloodMessages(opcert, cold_vk, args.kes_period, args.tag)
-                    nursery.start_soon(flood, args.target, args.classes, args.rate, messages, args.magic, stats,
-                                       offered)
-                else:
-                    nursery.start_soon(withhold, args.target[0], args.connections, args.magic, stats)
+                nursery.start_soon(attack)
 
                 async def report() -> None:
                     while True:
@@ -229,9 +251,10 @@ async def _main(args: argparse.Namespace) -> None:
                         _write(args.result, stats, started)
 
                 nursery.start_soon(report)
-                async for _ in signals:
-                    nursery.cancel_scope.cancel()
-                    break
+                async for signum in signals:
+                    if signum != signal.SIGUSR1:
+                        nursery.cancel_scope.cancel()
+                        break
     finally:
         if ids_file is not None:
             ids_file.close()
@@ -254,6 +277,8 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--target", action="append", required=True, help="HOST:PORT (repeatable)")
         command.add_argument("--magic", type=int, required=True, help="the DMQ network magic")
         command.add_argument("--result", type=Path, required=True, help="where the JSON account goes")
+        command.add_argument("--ready", type=Path, default=None,
+                             help="write this file once ready, then wait for SIGUSR1 before attacking")
     flooding = commands.choices["flood"]
     flooding.add_argument("--opcert", type=Path, required=True, help="a registered pool's node.cert")
     flooding.add_argument("--kes-period", type=int, required=True)

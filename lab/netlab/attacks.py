@@ -23,22 +23,27 @@ from __future__ import annotations
 import json
 import math
 import random
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import trio
 
+from lab.devnet.node_process import NodeExited, NodeStartTimeout
+
 from .invalid import FLOOD_CLASSES, FLOOD_MARK
 from .plan import NamespacedNodeFiles
 
-__all__ = ["AdversaryFiles", "AttackPlan", "choose_attack_nodes", "run_adversaries", "read_result",
-           "read_offered_ids", "flood_verdict", "FLOOD", "STAKELESS", "RESULT_FILE", "IDS_FILE"]
+__all__ = ["AdversaryFiles", "AttackPlan", "choose_attack_nodes", "ready_adversaries", "run_adversaries",
+           "read_result", "read_offered_ids", "flood_verdict", "FLOOD", "STAKELESS", "RESULT_FILE", "IDS_FILE",
+           "READY_FILE"]
 
 FLOOD = "flood"
 STAKELESS = "stakeless"
 RESULT_FILE = "result.json"
 IDS_FILE = "offered-ids.txt"
+READY_FILE = "ready"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,10 @@ class AdversaryFiles(NamespacedNodeFiles):
     @property
     def ids_path(self) -> Path:
         return self.directory / IDS_FILE
+
+    @property
+    def ready_path(self) -> Path:
+        return self.directory / READY_FILE
 
 
 @dataclass(frozen=True)
@@ -95,28 +104,41 @@ def connections_per_peer(hard_limit: int, peers: int) -> int:
     return math.ceil(hard_limit / peers) + 1
 
 
-async def run_adversaries(processes, at: float, length: float, started: float, until: float, record,
-                          grace: float = 5.0, least: float = 6.0) -> None:
-    """At ``started + at`` start the attackers; ``length`` seconds after they are in place, or at
-    ``until`` (the end of publishing) if that comes first, stop them (SIGINT: each writes its
-    final account). Once in place, an attack lasts at least ``least`` seconds (or ``length`` if
-    shorter) even past ``until``: attackers that were slow to start would otherwise be stopped
-    before they did anything, and the run would measure an attack that never happened.
-
-    An attacker is in place once it has written its first account: on a loaded machine a
-    Python process can take many seconds to import before it dials anyone, and an attack cut
-    short by that would measure nothing. An attacker that never gets there is stopped after
-    ``length`` seconds all the same.
-    """
-    await trio.sleep_until(started + at)
+async def ready_adversaries(processes, timeout: float) -> None:
+    """Start the attackers and wait until each is ready to attack (its ``--ready`` file written):
+    its imports done and its messages built, so that the attack's window, timed from the go
+    signal of :func:`run_adversaries`, is spent attacking. Raises
+    :class:`~lab.devnet.node_process.NodeProcessFailed` if one exits or is not ready within
+    ``timeout`` seconds."""
     for process in processes:
         await process.start()
+    with trio.move_on_after(timeout):
+        while not all(process.files.ready_path.exists() for process in processes):
+            for process in processes:
+                if not process.running:
+                    raise NodeExited(f"{process.name} exited with status {process.returncode} before it was "
+                                     f"ready to attack; {process.diagnostics()}")
+            await trio.sleep(0.1)
+        return
+    late = [process.name for process in processes if not process.files.ready_path.exists()]
+    raise NodeStartTimeout(f"{', '.join(late)} not ready to attack within {timeout:g} s; "
+                           f"{processes[0].diagnostics()}")
+
+
+async def run_adversaries(processes, at: float, length: float, started: float, until: float, record,
+                          grace: float = 5.0, least: float = 6.0) -> None:
+    """At ``started + at`` tell the attackers (started and ready: :func:`ready_adversaries`) to
+    attack; ``length`` seconds later, or at ``until`` (the end of publishing) if that comes first,
+    stop them (SIGINT: each writes its final account). An attack lasts at least ``least`` seconds
+    (or ``length`` if shorter) even past ``until``: a run so starved that the go came late still
+    measures an attack that happened."""
+    await trio.sleep_until(started + at)
     try:
-        with trio.move_on_after(length):
-            while not all(process.files.result_path.exists() or not process.running for process in processes):
-                await trio.sleep(0.2)
-        record.began_at = round(trio.current_time() - started, 3)
+        for process in processes:
+            if process.running:
+                process.process.send_signal(signal.SIGUSR1)
         now = trio.current_time()
+        record.began_at = round(now - started, 3)
         await trio.sleep_until(max(min(now + length, until), now + min(least, length)))
     finally:
         with trio.CancelScope(shield=True):

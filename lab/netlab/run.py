@@ -49,8 +49,9 @@ from lab.devnet.stats import LatencyRecorder
 from clients.mithril import GenesisClockKesPeriod
 
 from .addresses import MAX_NODES, node_address
-from .attacks import (FLOOD, IDS_FILE, RESULT_FILE, STAKELESS, AdversaryFiles, AttackPlan, choose_attack_nodes, connections_per_peer,
-                      flood_verdict, read_offered_ids, read_result, run_adversaries)
+from .attacks import (FLOOD, IDS_FILE, READY_FILE, RESULT_FILE, STAKELESS, AdversaryFiles, AttackPlan,
+                      choose_attack_nodes, connections_per_peer, flood_verdict, read_offered_ids, read_result,
+                      ready_adversaries, run_adversaries)
 from .faults import FaultPlan, await_delivered, await_recovery, kill_and_restart, partition_and_heal, plan_faults
 from .namespaces import Lab, NeighbourTable, check_available, remove_leftovers
 from .plan import METRICS_PORT, NODE_PORT, min_sig_delay_for, node_files, workload_problem
@@ -253,9 +254,10 @@ class Netlab:
     def _attacker(self, name: str, slot: int, arguments: list[str]) -> NodeProcess:
         index = self.options.nodes + slot
         directory = self.layout.root / "attackers" / name
-        result = directory / RESULT_FILE
+        result, ready = directory / RESULT_FILE, directory / READY_FILE
         files = AdversaryFiles(name, directory, {}, {}, tuple(self._prefix(index, name)),
-                               (*arguments, "--magic", str(DEVNET.dmq), "--result", str(result)))
+                               (*arguments, "--magic", str(DEVNET.dmq), "--result", str(result),
+                                "--ready", str(ready)))
         return NodeProcess(files)
 
     def _prepare_attackers(self, plan: AttackPlan, opcert, kes_period: int) -> None:
@@ -276,7 +278,8 @@ class Netlab:
                             for k in range(plan.stakeless_peers)]
 
     async def _start_nodes(self) -> None:
-        """Start the nodes ``start_concurrency`` at a time, each given ``start_timeout`` to listen."""
+        """Start the nodes ``start_concurrency`` at a time, each given ``start_timeout`` to listen,
+        then the attackers, which wait ready for their attack's time (:func:`.attacks.ready_adversaries`)."""
         limiter = trio.CapacityLimiter(self.options.start_concurrency)
 
         async def start(process: NodeProcess) -> None:
@@ -294,6 +297,10 @@ class Netlab:
             if failures is None:
                 raise
             raise DevnetError(str(_single(failures))) from None
+        try:
+            await ready_adversaries([*self.flooders, *self.cluster], self.options.start_timeout)
+        except NodeProcessFailed as exc:
+            raise DevnetError(str(exc)) from None
         with trio.move_on_after(self.options.connect_timeout):
             while not all(self.lab.established(i) > 0 for i in range(self.options.nodes)):
                 await trio.sleep(0.5)

@@ -3,7 +3,10 @@ own validation, and the verdicts judge what the attackers and the nodes reported
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,6 +21,7 @@ from dmq.validation.reactions import PeerReaction
 from lab.netlab.attacks import choose_attack_nodes, connections_per_peer, flood_verdict
 from lab.netlab.invalid import FLOOD_CLASSES, FLOOD_MARK, FloodMessages
 from lab.netlab.resources import ResourceSampler
+from tests.conftest import ROOT
 from tests.dmq.diffusion.network import pool
 
 NOW = 1_800_000_000.0
@@ -97,3 +101,47 @@ def test_resource_sampler_reads_cpu_memory_and_niceness_of_a_running_process():
     assert usage["niceness"] == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
     assert usage["rss_mib"]["max"] >= 64 and summary["total"]["rss_mib_peak"] >= 64
     assert 0 < summary["total"]["cpu_seconds"]
+
+
+def _withholder(tmp_path, address: str) -> tuple[subprocess.Popen, object, object]:
+    tmp_path.mkdir()
+    ready, result = tmp_path / "ready", tmp_path / "result.json"
+    process = subprocess.Popen([sys.executable, "-m", "lab.netlab.adversary", "withhold", "--target", address,
+                                "--connections", "1", "--magic", "42", "--result", str(result), "--ready", str(ready)],
+                               cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the attacker never said it was ready"
+        time.sleep(0.05)
+    return process, ready, result
+
+
+def _links_after_sigint(process: subprocess.Popen, result) -> list[dict]:
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    return json.loads(result.read_text())["links"]
+
+
+def test_an_attacker_started_ready_waits_for_its_go_signal(tmp_path):
+    # A run starts its attackers before publishing (their imports can take many seconds on a busy
+    # machine) and signals them at the attack's time: until then they dial nobody.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(60)
+        address = "127.0.0.1:%d" % listener.getsockname()[1]
+        process, _, result = _withholder(tmp_path / "stopped", address)
+        try:
+            assert _links_after_sigint(process, result) == []  # stopped before its go: no attack began
+        finally:
+            process.kill()
+        process, _, result = _withholder(tmp_path / "going", address)
+        try:
+            assert not result.exists()
+            process.send_signal(signal.SIGUSR1)
+            connection, _ = listener.accept()  # it dials at once
+            connection.close()
+            link, = _links_after_sigint(process, result)
+            assert link["target"] == address and link["kind"] == "withhold"
+        finally:
+            process.kill()
