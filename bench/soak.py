@@ -39,9 +39,11 @@ The checks (exit status 1 if one fails), on the samples taken while publishing:
   the middle of a short run, the second half begins ``FIRST_HALF_SAMPLES`` samples later, so
   that the first has something to compare with);
 - *nothing acknowledged lost*: every message a node acknowledged to a publisher is delivered to
-  the aggregators of each node that was up for at least ``--grace`` seconds of the message's
-  life (from its acknowledgement to its expiry): by the node's own aggregator, or a later one
-  that the node's store or its peers served after a restart;
+  the aggregators of each node that could be reached from the acknowledging node for at least
+  ``--grace`` seconds of the message's life (from its acknowledgement to its expiry): both up,
+  and every node between them in the line up as well (:func:`owed_messages`). It is delivered
+  by the node's own aggregator, or by a later one that the node's store or its peers served after
+  a restart;
 - *nodes*: none ended unless told to, none wrote a traceback, each ended within its grace
   period of SIGTERM or SIGINT; no publication was rejected, and none failed while its node was
   up (from the submission to the answer);
@@ -92,6 +94,9 @@ HOST = "127.0.0.1"
 PALLAS = "1.1.1"
 LINE = ("node-1", "node-2", "node-3")
 JOINER = "node-4"
+#: Whom each node dials: the only links of the run, so a message reaches node-1 from node-3 only
+#: through node-2.
+DIALS = {"node-1": (), "node-2": ("node-1",), "node-3": ("node-2",), JOINER: ("node-2", "node-3")}
 #: The node the topic subscribers read from.
 SUBSCRIBED = "node-2"
 STOP_GRACE = 30.0
@@ -160,7 +165,9 @@ class NodeLife:
     metrics_port: int
     process: NodeProcess | None = None
     up: list[list[float]] = field(default_factory=list)     # [from, to] (to None while up)
-    starts: list[float] = field(default_factory=list)
+    #: (spawned, listening) per start: a node that takes long to start (a busy machine) is not
+    #: sampled as settled while it still imports.
+    starts: list[tuple[float, float]] = field(default_factory=list)
     stops: list[tuple[float, str]] = field(default_factory=list)
     unexpected_exits: list[str] = field(default_factory=list)
     stopping: bool = False
@@ -182,10 +189,12 @@ class NodeLife:
     async def start(self, timeout: float) -> None:
         self.process = NodeProcess(self.files)
         self.stopping = False
+        spawned = time.time()
         await self.process.start()
-        self.starts.append(time.time())
         await self.process.wait_listening(timeout)
-        self.up.append([time.time(), None])
+        listening = time.time()
+        self.starts.append((spawned, listening))
+        self.up.append([listening, None])
 
     def _mark_down(self, how: str) -> None:
         now = time.time()
@@ -282,7 +291,6 @@ class Soak:
         names = [*LINE, JOINER]
         ports = free_ports(2 * len(names), HOST)
         port_of = dict(zip(names, ports[:len(names)]))
-        dials = {"node-1": [], "node-2": ["node-1"], "node-3": ["node-2"], JOINER: ["node-2", "node-3"]}
         for index, name in enumerate(names):
             directory = self.root / "nodes" / name
             config = {
@@ -297,7 +305,7 @@ class Soak:
                 "TopicTokenBucket": {"Capacity": 100000, "RefillSeconds": 0.001},
                 "TraceOptions": {"": {"severity": "Notice"}},
             }
-            peers = [(HOST, port_of[other]) for other in dials[name]]
+            peers = [(HOST, port_of[other]) for other in DIALS[name]]
             files = NodeFiles(name, directory, config, topology_document(peers))
             self.nodes[name] = NodeLife(name, files, ports[len(names) + index])
             self.delivered[name] = set()
@@ -543,13 +551,8 @@ class Soak:
 
     def owed(self) -> dict[str, set[str]]:
         """Per node, the acknowledged messages it must have delivered (module docstring)."""
-        owed: dict[str, set[str]] = {}
-        for name, node in self.nodes.items():
-            intervals = [(a, b if b is not None else math.inf) for a, b in node.up]
-            owed[name] = {key for key, ack in self.acked.items()
-                          if any(min(b, ack.expires_at) - max(a, ack.acked_at) >= self.args.grace
-                                 for a, b in intervals)}
-        return owed
+        up = {name: [(a, b if b is not None else math.inf) for a, b in node.up] for name, node in self.nodes.items()}
+        return owed_messages(self.acked, up, self.args.grace)
 
     async def drain(self) -> None:
         with trio.move_on_after(self.args.drain):
@@ -562,7 +565,8 @@ class Soak:
     # -- verdicts -----------------------------------------------------------------------------
     def verdicts(self) -> dict[str, Any]:
         args = self.args
-        starts = {name: [t - self.started_at for t in node.starts] for name, node in self.nodes.items()}
+        starts = {name: [(a - self.started_at, b - self.started_at) for a, b in node.starts]
+                  for name, node in self.nodes.items()}
         checks, full_at, half = resource_checks(self.samples, starts, self.publishing_started,
                                                 self.publishing_ended, args)
         duration = min(self.samples[-1]["t"] if self.samples else 0.0, self.publishing_ended)
@@ -617,15 +621,60 @@ class Soak:
         }
 
 
+def reachable(up: dict[str, list[tuple[float, float]]]) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """For each pair of nodes (``a``, ``b``, ``a`` itself included), the intervals in which a message
+    held by ``a`` could reach ``b``: both up, and joined by :data:`DIALS`' links through nodes that
+    were up too. ``up`` is each node's up intervals (``(from, to)``, ``to`` inf while up)."""
+    names = list(up)
+    edges = [(a, b) for a, dialled in DIALS.items() for b in dialled if a in up and b in up]
+    times = sorted({t for spans in up.values() for span in spans for t in span})
+    out: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for start, end in zip(times, times[1:]):
+        alive = {name for name in names if any(a <= start and end <= b for a, b in up[name])}
+        group = {name: name for name in alive}
+
+        def root(name: str) -> str:
+            while group[name] != name:
+                name = group[name]
+            return name
+
+        for a, b in edges:
+            if a in alive and b in alive:
+                group[root(a)] = root(b)
+        for a in alive:
+            for b in alive:
+                if root(a) == root(b):
+                    spans = out.setdefault((a, b), [])
+                    if spans and spans[-1][1] == start:
+                        spans[-1] = (spans[-1][0], end)
+                    else:
+                        spans.append((start, end))
+    return out
+
+
+def owed_messages(acked: dict[str, Acknowledged], up: dict[str, list[tuple[float, float]]],
+                  grace: float) -> dict[str, set[str]]:
+    """Per node, the acknowledged messages it must have delivered: those whose life (from the
+    acknowledgement to the expiry) held ``grace`` seconds in which the acknowledging node could
+    reach it (:func:`reachable`). A message acknowledged at node-3 just before node-2 goes down,
+    and expired before node-2 is back, is owed to node-3 and not to node-1: no path ever carried it."""
+    paths = reachable(up)
+    return {name: {key for key, ack in acked.items()
+                   if any(min(b, ack.expires_at) - max(a, ack.acked_at) >= grace
+                          for a, b in paths.get((ack.node, name), ()))}
+            for name in up}
+
+
 #: Samples the first half holds at least, from the moment the window is full: a short run whose
 #: publishing starts late (a slow machine's start-up) would otherwise leave it none.
 FIRST_HALF_SAMPLES = 3
 
 
-def resource_checks(samples: list[dict[str, Any]], starts: dict[str, list[float]], began: float, ended: float,
-                    args: argparse.Namespace) -> tuple[list[dict[str, Any]], float, float]:
+def resource_checks(samples: list[dict[str, Any]], starts: dict[str, list[tuple[float, float]]], began: float,
+                    ended: float, args: argparse.Namespace) -> tuple[list[dict[str, Any]], float, float]:
     """The flatness and database checks (module docstring) of the line nodes, from the samples
-    alone: ``starts`` are each node's (re)start times, ``began`` and ``ended`` the publishing
+    alone: ``starts`` are each node's (re)starts, when it was spawned and when it listened (a
+    sample from the one to ``--settle`` seconds after the other is left out), ``began`` and ``ended`` the publishing
     period, all in seconds from the run's start. Returns the checks, when the window was full
     and where the second half begins."""
     duration = min(samples[-1]["t"] if samples else 0.0, ended)
@@ -640,7 +689,7 @@ def resource_checks(samples: list[dict[str, Any]], starts: dict[str, list[float]
             t = sample["t"]
             if entry.get(key) is None or not since <= t < min(until, ended):
                 continue
-            if any(0 <= t - s < args.settle for s in starts[name]):
+            if any(spawned <= t < listening + args.settle for spawned, listening in starts[name]):
                 continue
             points.append((t, float(entry[key])))
         return points
@@ -825,6 +874,8 @@ def recheck(args: argparse.Namespace) -> int:
         name: [e["t"] for e in events if (e["event"] == "nodes listening" and name in LINE)
                or (e.get("node") == name and e["event"] in ("restart", "restarted", "join"))]
         for name in samples[0]["nodes"]}
+    # An older summary has one time per start: settled from there, as it was then checked.
+    starts = {name: [tuple(s) if isinstance(s, list) else (s, s) for s in times] for name, times in starts.items()}
     checks, full_at, half = resource_checks(samples, starts, began, began + args.duration, args)
     print(f"publishing {began:.0f}-{began + args.duration:.0f} s; window full at {full_at:.0f} s, second half "
           f"from {half:.0f} s")

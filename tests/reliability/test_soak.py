@@ -14,6 +14,7 @@ more than the allowed share of its mean fails; a noisy flat one passes.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.soak import LINE, flatness, resource_checks
+from bench.soak import JOINER, LINE, Acknowledged, flatness, owed_messages, resource_checks
 from tests.interop.conftest import pallas_harness  # noqa: F401  (the fixture: the built harness, or why not)
 from tests.interop.pallas_harness import ENV_VAR
 
@@ -61,10 +62,48 @@ def test_the_database_check_has_a_first_half_when_the_window_fills_at_the_middle
                      max_db_growth=1.5)
     samples = [{"t": float(t), "nodes": {name: {"fds": 30, "rss": 90 * 2**20, "db_bytes": 2**20} for name in LINE}}
                for t in range(0, 59)]
-    checks, full_at, half = resource_checks(samples, {name: [0.0] for name in LINE}, 10.0, 60.0, args)
+    checks, full_at, half = resource_checks(samples, {name: [(0.0, 0.0)] for name in LINE}, 10.0, 60.0, args)
     assert (full_at, half) == (34.0, 37.0)
     database = [check for check in checks if check["check"].endswith("database bounded")]
     assert len(database) == len(LINE) and all(check["ok"] for check in database), database
+
+
+def test_a_node_still_starting_is_not_sampled_as_settled():
+    # node-2 spawned again at 49 s and listened only at 64 s (a busy machine): its samples while it
+    # imported (a third of its RSS) are not its steady state, nor are those of the 4 s after it listened.
+    args = Namespace(ttl=20.0, settle=4.0, sample=1.0, max_drift=0.10, fd_slack=40.0, max_rss_ratio=1.5,
+                     max_db_growth=1.5)
+
+    def rss(name: str, t: int) -> int:
+        return (30 if name == "node-2" and 49 <= t < 66 else 90) * 2**20
+
+    samples = [{"t": float(t), "nodes": {name: {"fds": 30, "rss": rss(name, t), "db_bytes": 2**20} for name in LINE}}
+               for t in range(0, 100)]
+    starts = {name: [(0.0, 0.0)] for name in LINE}
+    starts["node-2"].append((49.0, 64.0))
+    checks, _, _ = resource_checks(samples, starts, 10.0, 100.0, args)
+    assert all(check["ok"] for check in checks), checks
+    starts["node-2"][-1] = (49.0, 49.0)   # timed from the spawn, the start-up counts and fails the check
+    checks, _, _ = resource_checks(samples, starts, 10.0, 100.0, args)
+    assert [check["check"] for check in checks if not check["ok"]] == ["node-2 RSS flat"]
+
+
+def test_a_message_is_owed_only_where_a_path_of_up_nodes_could_carry_it():
+    # node-2 links node-1 to node-3 (and node-4, when it joins, dials node-2 and node-3). node-2 is
+    # down from 45 s to 64 s; everything else is up throughout.
+    forever = [(0.0, math.inf)]
+    up = {"node-1": forever, "node-2": [(0.0, 45.0), (64.0, math.inf)], "node-3": forever,
+          JOINER: [(20.0, 40.0)]}
+    acked = {"before-the-cut": Acknowledged("node-3", 44.1, 63.8),   # expired before node-2 came back
+             "early": Acknowledged("node-3", 10.0, 30.0),
+             "outlives-the-cut": Acknowledged("node-3", 44.0, 80.0),
+             "at-node-1": Acknowledged("node-1", 50.0, 70.0)}
+    owed = owed_messages(acked, up, grace=10.0)
+    assert owed["node-1"] == {"early", "outlives-the-cut", "at-node-1"}
+    assert owed["node-3"] == {"before-the-cut", "early", "outlives-the-cut"}
+    assert owed["node-2"] == {"early", "outlives-the-cut"}   # "at-node-1" had 6 s of it left at 64 s
+    # node-4 was up 20-40 s, joined to node-3 directly: 10 s of "early"'s life (20-30 s) are enough.
+    assert owed[JOINER] == {"early"}
 
 
 @pytest.mark.interop
