@@ -120,9 +120,9 @@ async def ready_adversaries(processes, timeout: float) -> None:
                                      f"ready to attack; {process.diagnostics()}")
             await trio.sleep(0.1)
         return
-    late = [process.name for process in processes if not process.files.ready_path.exists()]
-    raise NodeStartTimeout(f"{', '.join(late)} not ready to attack within {timeout:g} s; "
-                           f"{processes[0].diagnostics()}")
+    late = [process for process in processes if not process.files.ready_path.exists()]
+    raise NodeStartTimeout(f"{', '.join(process.name for process in late)} not ready to attack within "
+                           f"{timeout:g} s; {late[0].diagnostics()}")
 
 
 async def run_adversaries(processes, at: float, length: float, started: float, until: float, record,

@@ -12,13 +12,15 @@ import sys
 import time
 
 import pytest
+import trio
 
 from dmq.clock import ManualClock
 from dmq.codec import decode_message
 from dmq.stake import PoolStake, StakeView
 from dmq.validation import Validator
 from dmq.validation.reactions import PeerReaction
-from lab.netlab.attacks import choose_attack_nodes, connections_per_peer, flood_verdict
+from lab.devnet.node_process import NodeExited, NodeProcess
+from lab.netlab.attacks import AdversaryFiles, choose_attack_nodes, connections_per_peer, flood_verdict, ready_adversaries
 from lab.netlab.invalid import FLOOD_CLASSES, FLOOD_MARK, FloodMessages
 from lab.netlab.resources import ResourceSampler
 from tests.conftest import ROOT
@@ -145,3 +147,11 @@ def test_an_attacker_started_ready_waits_for_its_go_signal(tmp_path):
             assert link["target"] == address and link["kind"] == "withhold"
         finally:
             process.kill()
+
+
+def test_an_attacker_that_dies_before_it_is_ready_fails_the_run_in_one_line_naming_it(tmp_path):
+    files = AdversaryFiles("stakeless-1", tmp_path / "stakeless-1", {}, {}, (),
+                           ("withhold", "--target", "no-port-here", "--magic", "42", "--result",
+                            str(tmp_path / "result.json"), "--ready", str(tmp_path / "ready")))
+    with pytest.raises(NodeExited, match="stakeless-1 exited with status [1-9].* before it was ready to attack"):
+        trio.run(ready_adversaries, [NodeProcess(files)], 120.0)
