@@ -208,6 +208,10 @@ class Simnet:
         #: This process's CPU seconds at the run's milestones (see :meth:`cost`).
         self._cpu_marks: dict[str, float] = {}
         self._write_marks: dict[str, int] = {}
+        #: In a run over two processes, this process's wall seconds and its seconds waiting for the
+        #: other at the milestones: in which phase the processes hold each other.
+        self._wall_marks: dict[str, float] = {}
+        self._wait_marks: dict[str, float] = {}
         #: The process's memory at the milestones (MiB: resident, its own heap, shared memory such
         #: as the stores' maps on a tmpfs), and the collector's time (see :meth:`cost`).
         self._memory_marks: dict[str, dict[str, float]] = {}
@@ -399,7 +403,7 @@ class Simnet:
     async def run(self) -> Any:
         """The run, in ``options.directory`` or a fresh directory removed afterwards; its report."""
         options = self.options
-        wall = time.perf_counter()
+        wall = self._wall = time.perf_counter()
         self._cpu = time.process_time()
         root = options.directory or _tmpfs_root()
         root.mkdir(parents=True, exist_ok=True)
@@ -493,6 +497,8 @@ class Simnet:
     def _mark(self, milestone: str) -> None:
         self._cpu_marks[milestone] = cpu = time.process_time()
         self._write_marks[milestone] = self.net.writes
+        self._wall_marks[milestone] = time.perf_counter()
+        self._wait_marks[milestone] = 0.0 if self.shard is None else self.shard.seconds_waiting
         memory = read_memory_bytes(os.getpid()) or {}
         self._memory_marks[milestone] = {name: round(size / 2**20, 1) for name, size in memory.items()}
         self.say(f"{milestone} at {trio.current_time():.1f} virtual s: {cpu - self._cpu:.1f} s CPU, "
@@ -510,10 +516,8 @@ class Simnet:
         is the cost of one message at this size and degree; link writes are counted the same
         way (one write is one batch of SDUs handed to a link).
         """
-        cpu, writes = self._cpu_marks, self._write_marks
-        phases = {"pools": cpu["pools"] - self._cpu, "start": cpu["started"] - cpu["pools"],
-                  "connect": cpu["settled"] - cpu["started"], "idle": cpu["warm"] - cpu["settled"],
-                  "publishing": cpu["published"] - cpu["warm"], "drain": cpu["drained"] - cpu["published"]}
+        writes = self._write_marks
+        phases = _by_phase(self._cpu_marks, self._cpu)
         node_seconds = self.options.nodes * self.options.warmup / 2
         idle_rate = phases["idle"] / node_seconds if node_seconds else 0.0
         idle_writes = (writes["warm"] - writes["settled"]) / node_seconds if node_seconds else 0.0
@@ -560,6 +564,10 @@ class Simnet:
                             "windows": shard.exchanges, "window_ms": round(shard.window * 1000, 3),
                             "mib_exchanged": round(shard.bytes_exchanged / 2**20, 1),
                             "wall_seconds_waiting": round(shard.seconds_waiting, 1),
+                            "wall_seconds_by_phase": {name: round(value, 1) for name, value in
+                                                      _by_phase(self._wall_marks, self._wall).items()},
+                            "wall_seconds_waiting_by_phase": {name: round(value, 1) for name, value in
+                                                              _by_phase(self._wait_marks, 0.0).items()},
                             "cpu_seconds": round(time.process_time() - self._cpu, 1)}}
 
     def merge(self, parts: list[dict[str, Any]], wall: float) -> SimnetReport:
@@ -685,6 +693,15 @@ def run_simnet(options: SimnetOptions, assemble: Assemble, *, say: Callable[[str
         return run_on_virtual_clock(part)
 
     return whole.merge(run_sharded(run_part, owner, window), wall)
+
+
+def _by_phase(marks: dict[str, float], begun: float) -> dict[str, float]:
+    """What a counter (CPU, wall or waiting seconds) gained in each phase of a run, from its values
+    at the milestones (:meth:`Simnet._mark`) and ``begun``, its value when the run began."""
+    names = ("pools", "started", "settled", "warm", "published", "drained")
+    phases = ("pools", "start", "connect", "idle", "publishing", "drain")
+    values = [begun, *(marks[name] for name in names)]
+    return {phase: after - before for phase, before, after in zip(phases, values, values[1:])}
 
 
 def run_on_virtual_clock(simnet: Simnet) -> Any:

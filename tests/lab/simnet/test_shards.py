@@ -61,6 +61,13 @@ def test_a_run_over_two_processes_delivers_every_message_once_with_every_hop_kno
     processes = first.cost["processes"]
     assert [part["nodes"] for part in processes] == [15, 15]
     assert all(part["windows"] > 700 and part["mib_exchanged"] > 0 for part in processes), processes
+    # Where each process waited for the other, phase by phase: all of its waiting but what came
+    # after the drain's end, and never more than the phase's own wall time.
+    for part in processes:
+        waiting, walls = part["wall_seconds_waiting_by_phase"], part["wall_seconds_by_phase"]
+        assert list(waiting) == list(walls) == ["pools", "start", "connect", "idle", "publishing", "drain"]
+        assert all(0 <= waiting[phase] <= walls[phase] + 0.1 for phase in waiting), part
+        assert sum(waiting.values()) <= part["wall_seconds_waiting"] + 0.1 and waiting["publishing"] > 0, part
     assert first.received_messages["decoded"] >= 29 * 120
     second = run_simnet(_OPTIONS, assemble_node, processes=2)
     assert _seeded(second) == _seeded(first)
