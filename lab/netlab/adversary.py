@@ -201,8 +201,13 @@ async def withhold(target: str, connections: int, magic: int, stats: list[LinkSt
 
 def _write(path: Path, stats: list[LinkStats], started: float) -> None:
     document = {"seconds": round(time.monotonic() - started, 3), "links": [link.to_json() for link in stats]}
+    _replace(path, json.dumps(document) + "\n")
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: the run reads it while this process may be stopped."""
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(document) + "\n")
+    temporary.write_text(text)
     os.replace(temporary, path)
 
 
@@ -217,9 +222,7 @@ def _attack(args: argparse.Namespace, stats: list[LinkStats], offered: Callable[
 
 async def _go(signals, ready: Path) -> bool:
     """Say ``ready`` and wait for SIGUSR1 (True), or for SIGINT or SIGTERM first (False)."""
-    temporary = ready.with_suffix(".tmp")
-    temporary.write_text(f"{os.getpid()}\n")
-    os.replace(temporary, ready)
+    _replace(ready, f"{os.getpid()}\n")
     async for signum in signals:
         return signum == signal.SIGUSR1
     return False
