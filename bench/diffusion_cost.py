@@ -14,7 +14,10 @@ CPU time is read from ``/proc/<pid>/stat`` (user + system, every thread of the p
 ``lab.netlab.resources``) at the start and the end of a stated window that begins
 after a warm-up, so start-up, connection set-up and the first rounds are left out. Per node:
 CPU seconds in the window over the messages submitted in it (every node handles every
-message once), and over the window's wall time (% of one core).
+message once), and over the window's wall time (% of one core). The kernel's part (system
+time) is also given apart: on this machine it moves from window to window with the host (8 to
+36 % of the same tree's CPU), while the node's own part (user time) per message holds to a few
+per cent, so two trees compare best by their user time.
 
 The validation floor is measured in this same process and run: per message, one Ed25519
 verification and seven Blake2b-256 hashes with the libraries the node uses (libsodium
@@ -81,7 +84,7 @@ from dmq.ports import free_ports  # noqa: E402
 from lab.devnet.node_process import NodeExited, NodeFiles, NodeProcess, stop_all  # noqa: E402
 from lab.devnet.scrape import ScrapeError, scrape_node, scrape_text  # noqa: E402
 from lab.devnet.topology import Shape, dials_of, links_of, topology_document  # noqa: E402
-from lab.netlab.resources import read_cpu_seconds  # noqa: E402
+from lab.netlab.resources import read_cpu_split  # noqa: E402
 from tests.e2e.raw_n2c import ACCEPT, MSG_DONE, submit_message  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -180,9 +183,14 @@ def node_files(workdir: Path, stake: Path, links, count: int, tree: str | None,
 
 def cpu_of(nodes: list[NodeProcess]) -> list[float]:
     """Each node's CPU seconds so far, every thread (it must still run)."""
+    return [user + system for user, system in cpu_split_of(nodes)]
+
+
+def cpu_split_of(nodes: list[NodeProcess]) -> list[tuple[float, float]]:
+    """Each node's user and system CPU seconds so far, every thread (it must still run)."""
     seconds = []
     for node in nodes:
-        value = read_cpu_seconds(node.process.pid)
+        value = read_cpu_split(node.process.pid)
         if value is None:
             raise NodeExited(f"{node.name} is gone; {node.diagnostics()}")
         seconds.append(value)
@@ -297,14 +305,15 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
             nursery.start_soon(submitter.run)
             await trio.sleep(args.warmup)
             bytes_before = await wire_bytes(nodes)  # scraped outside the CPU window
-            before, sent_before, t0 = cpu_of(nodes), submitter.accepted, time.perf_counter()
+            before, sent_before, t0 = cpu_split_of(nodes), submitter.accepted, time.perf_counter()
             own_before = time.process_time()
             profile = None
             if args.profile and case == "mesh":
                 profile = await start_profile(nodes[0], args.window, workdir / f"profile-{abs(hash(tree))}.txt")
             await trio.sleep(args.window)
-            after, sent_after, t1 = cpu_of(nodes), submitter.accepted, time.perf_counter()
-            result = per_node([b - a for a, b in zip(before, after)], sent_after - sent_before, t1 - t0)
+            after, sent_after, t1 = cpu_split_of(nodes), submitter.accepted, time.perf_counter()
+            result = per_node([sum(b) - sum(a) for a, b in zip(before, after)], sent_after - sent_before, t1 - t0)
+            result["system_share"] = [(b[1] - a[1]) / max(1e-9, sum(b) - sum(a)) for a, b in zip(before, after)]
             result["bench_core_percent"] = 100 * (time.process_time() - own_before) / (t1 - t0)
             result["wire_bytes_per_message"] = [(b - a) / max(1, result["messages"])
                                                 for a, b in zip(bytes_before, await wire_bytes(nodes))]
@@ -418,6 +427,11 @@ def print_case(case: str, tree: str, result: dict, floor: float) -> None:
           + f"  mean {mean:.2f} = {mean / (floor * 1e3):.0f} x the floor")
     print(f"        % of a core per node        : " + ", ".join(f"{p:.1f}" for p in pct)
           + f"  mean {statistics.mean(pct):.1f}")
+    if "system_share" in result:
+        user = [m * (1 - share) for m, share in zip(ms, result["system_share"])]
+        print(f"        of it the kernel's (system time): " + ", ".join(f"{100 * v:.0f} %" for v in result["system_share"])
+              + f"  mean {100 * statistics.mean(result['system_share']):.0f} %; the node's own (user time) "
+              + f"{statistics.mean(user):.2f} ms per message")
     print(f"        wire bytes per message per node: " + ", ".join(f"{b:.0f}" for b in result["wire_bytes_per_message"]))
 
 

@@ -21,7 +21,7 @@ import trio
 
 from .priority import autogroup_niceness
 
-__all__ = ["ProcessUsage", "ResourceSampler", "read_cpu_seconds", "read_memory_bytes", "read_niceness", "read_rss_bytes"]
+__all__ = ["ProcessUsage", "ResourceSampler", "read_cpu_seconds", "read_cpu_split", "read_memory_bytes", "read_niceness", "read_rss_bytes"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -42,6 +42,14 @@ def read_cpu_seconds(pid: int, thread: int | None = None) -> float | None:
     """User + system CPU seconds of ``pid`` (or of its ``thread``) so far; None once it is gone."""
     fields = _stat_fields(pid, thread)
     return None if fields is None else (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def read_cpu_split(pid: int) -> tuple[float, float] | None:
+    """User and system CPU seconds of ``pid`` so far, apart; None once it is gone. The system part is
+    the kernel's work for the process (socket calls, and on loopback the receiving end's TCP path run
+    in the sender's call), which no change to the process's own code can take off."""
+    fields = _stat_fields(pid)
+    return None if fields is None else (int(fields[11]) / _TICKS, int(fields[12]) / _TICKS)
 
 
 def read_niceness(pid: int) -> int | None:
