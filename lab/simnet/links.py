@@ -15,6 +15,9 @@ written on one side are readable on the other at a time computed when they are w
   is lost with probability ``loss`` (again and again, geometrically), and each loss costs one
   retransmission timeout (Linux's 200 ms floor plus the round trip) before the data arrives;
 * **order**: a write never arrives before an earlier write on the same pipe (TCP's order);
+* **tick**: with ``tick`` set, every arrival is put off to the next multiple of it, so the
+  writes that arrive within one tick wake their readers together, in one pass of trio's run
+  loop instead of one pass each (:meth:`_Pipe.arrival`);
 * **partitions**: while a cut separates the two nodes, writes are held (as unacknowledged
   segments are); when it heals they arrive at the first retransmission after the heal (the
   timeout doubling from the write, as TCP backs off), plus the one-way latency. A connect
@@ -66,6 +69,8 @@ class LinkModel:
     #: Bytes a node's uplink may hold before a write waits (a socket's send buffer).
     send_buffer: int = 256 * 1024
     seed: int = 0
+    #: Seconds; every arrival is put off to the next multiple of it (0: exact times).
+    tick: float = 0.0
 
     def rto(self, rtt: float) -> float:
         return MIN_RTO + rtt
@@ -145,6 +150,11 @@ class _Pipe:
         served in the order the bytes arrive, not the order they are written (a write from a near
         peer does not wait behind one still on its way from the far side of the world), and at
         the rates studied a downlink carries well under 1 % of its capacity.
+
+        With a ``tick``, the arrival is put off to the next multiple of it (never brought
+        forward: nothing arrives sooner than the link allows, so the processes of a run split in
+        two still never receive a write from their past). Arrivals in one tick are then one
+        instant, and the virtual clock wakes all their readers in one pass of the run loop.
         """
         net = self.net
         isolated = net.isolated
@@ -165,7 +175,13 @@ class _Pipe:
         if loss > 0:
             while self.rng.random() < loss:
                 at += net.model.rto(self.rtt)
-        return at + serialise
+        at += serialise
+        tick = net.tick
+        if tick:
+            # The slack keeps a time already on a multiple there despite the division's rounding;
+            # one integer of ticks gives one float, the same in both processes of a split run.
+            at = math.ceil(at / tick - 1e-9) * tick
+        return at
 
     def put(self, data: bytes, now: float) -> None:
         queue = self.queue
@@ -413,9 +429,10 @@ class SimNetwork:
         #: Seconds a node's uplink takes to send one send buffer (None: unlimited), for
         #: :meth:`_Pipe.full_until`.
         self.drain_seconds = None if model.rate_bps is None else model.send_buffer * 8 / model.rate_bps
-        #: The model's rate and loss, read on every write (a frozen model: they do not change).
+        #: The model's rate, loss and tick, read on every write (a frozen model: they do not change).
         self.rate_bps = model.rate_bps
         self.loss = model.loss
+        self.tick = model.tick
         self.index_of = {host: index for index, host in enumerate(self.hosts)}
         self.uplink_free = [0.0] * count
         self.bytes_sent = [0] * count

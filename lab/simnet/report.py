@@ -110,7 +110,8 @@ class SimnetReport:
                        f"idle {c['idle_cpu_us_per_node_second']:,.0f} us CPU per node-second, "
                        f"{c['cpu_ms_per_message']:,.1f} ms CPU per message ({c['link_writes_per_message']:,.0f} link "
                        f"writes, {c['cpu_us_per_link_write']} us each); by phase {c['cpu_seconds_by_phase']}; "
-                       f"peak RSS {self.peak_rss_mib:,.0f} MiB; allocator {self.allocator}")
+                       f"peak RSS {self.peak_rss_mib:,.0f} MiB; allocator {self.allocator}; link tick "
+                       f"{self.settings.get('link_tick_ms', 0)} ms")
             if "collector" in c:
                 out.append(f"collector: {c['collector']['collections']} collections by generation, "
                            f"{c['collector']['cpu_seconds']} CPU s")

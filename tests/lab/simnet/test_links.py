@@ -61,6 +61,37 @@ async def test_jitter_never_reorders_and_stays_in_its_bound(virtual_clock):
     assert RTT / 2 <= trio.current_time() - sent_at <= RTT / 2 * 1.5 + 1e-9
 
 
+async def _arrivals(net: SimNetwork) -> list[tuple[float, int]]:
+    """(seconds after the writes, number) of 200 two-byte writes made at one instant, as the reader gets them."""
+    client, server, _ = await connected(net)
+    sent_at = trio.current_time()
+    for n in range(200):
+        await client.send_all(n.to_bytes(2, "big"))
+    got: list[tuple[float, int]] = []
+    buffer = b""
+    while len(got) < 200:
+        buffer += await server.receive_some(400)
+        while len(buffer) >= 2:
+            got.append((trio.current_time() - sent_at, int.from_bytes(buffer[:2], "big")))
+            buffer = buffer[2:]
+    return got
+
+
+async def test_a_tick_puts_each_arrival_off_to_its_next_multiple_and_the_reader_wakes_once_a_tick(virtual_clock):
+    tick = 0.01
+    exact = await _arrivals(network(jitter=0.5, seed=3))
+    ticked = await _arrivals(network(jitter=0.5, seed=3, tick=tick))
+    assert [n for _, n in ticked] == [n for _, n in exact] == list(range(200))  # TCP's order either way
+    wakes = sorted({at for at, _ in ticked})
+    assert len(wakes) <= 4 < len({at for at, _ in exact})  # a 25 ms spread of jitter: four ticks at most
+    for (late, _), (on_time, _) in zip(ticked, exact):
+        assert on_time - 1e-9 <= late < on_time + tick  # never sooner, less than a tick later
+    offset = trio.current_time() - ticked[-1][0]  # the virtual time the tick run's writes were made
+    for at in wakes:
+        ticks = (offset + at) / tick
+        assert abs(ticks - round(ticks)) < 1e-6, at
+
+
 async def test_bandwidth_is_a_serialisation_delay(virtual_clock):
     client, server, _ = await connected(network(rate_bps=8e6, send_buffer=1 << 30))
     sent_at = trio.current_time()

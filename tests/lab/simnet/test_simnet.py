@@ -162,18 +162,33 @@ def test_a_hop_takes_one_and_a_half_round_trips_on_an_idle_connection_and_up_to_
     # just left with earlier ids, and the new one waits for the next request, up to a round trip more
     # (docs/network-scale.md, "At mainnet's rate"). The reference's timing: no hold after known ids
     # (a held link would send some messages the long way round, two hops).
-    def hop_one(pools: int) -> dict:
+    def hop_one(pools: int, tick_ms: float | None = None) -> dict:
         options = SimnetOptions(nodes=4, pools=pools, period=10.0, duration=6.0, active_peers=3, kill_fraction=0.0,
                                 partition_fraction=0.0, flood=False, jitter=0.0, uniform_rtt_ms=100.0, warmup=10.0,
-                                drain=10.0, seed=1, hold_after_known_ms=0.0)
+                                drain=10.0, seed=1, hold_after_known_ms=0.0, tick_ms=tick_ms)
         report = run_simnet(options, assemble_node)
         assert report.missing == 0 and report.duplicates == 0, report.lines()
         assert set(report.latency_by_hop) == {"1"}, report.latency_by_hop
+        assert report.settings["link_tick_ms"] == (tick_ms or 0.0)  # a network this small: exact by default
         return report.latency_by_hop["1"]
 
     idle, busy = hop_one(pools=4), hop_one(pools=170)
     assert 150.0 <= idle["p50_ms"] <= idle["max_ms"] < 151.0, idle
     assert busy["count"] >= 300 and 165.0 < busy["p50_ms"] and busy["max_ms"] < 251.0, busy
+    # On a 10 ms tick each of the three traversals ends on the next multiple of 10 ms: the first
+    # (from the moment of publishing) by up to 10 ms later, the two after it (each starting on a
+    # multiple) at 60 ms instead of 50.
+    ticked = hop_one(pools=4, tick_ms=10.0)
+    assert 170.0 <= ticked["p50_ms"] <= ticked["max_ms"] < 181.0, ticked
+
+
+def test_a_thousand_nodes_run_on_a_millisecond_tick_unless_told_otherwise():
+    assert SimnetOptions(nodes=499).link_tick_ms == 0.0
+    assert SimnetOptions(nodes=500).link_tick_ms == 1.0
+    assert SimnetOptions(nodes=1000, tick_ms=0.0).link_tick_ms == 0.0
+    assert SimnetOptions(nodes=4, tick_ms=2.5).settings()["link_tick_ms"] == 2.5
+    with pytest.raises(ValueError, match="link tick"):
+        SimnetOptions(tick_ms=-1.0)
 
 
 def test_a_hold_after_known_ids_batches_the_redundant_announcements_and_delivers_everything():
