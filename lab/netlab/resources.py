@@ -40,15 +40,16 @@ def _stat_fields(pid: int, thread: int | None = None) -> list[str] | None:
 
 def read_cpu_seconds(pid: int, thread: int | None = None) -> float | None:
     """User + system CPU seconds of ``pid`` (or of its ``thread``) so far; None once it is gone."""
+    split = read_cpu_split(pid, thread)
+    return None if split is None else split[0] + split[1]
+
+
+def read_cpu_split(pid: int, thread: int | None = None) -> tuple[float, float] | None:
+    """User and system CPU seconds of ``pid`` (or of its ``thread``) so far, apart; None once it is
+    gone. The system part is the kernel's work for the process (socket calls, and on loopback the
+    receiving end's TCP path run in the sender's call), which no change to the process's own code
+    can take off."""
     fields = _stat_fields(pid, thread)
-    return None if fields is None else (int(fields[11]) + int(fields[12])) / _TICKS
-
-
-def read_cpu_split(pid: int) -> tuple[float, float] | None:
-    """User and system CPU seconds of ``pid`` so far, apart; None once it is gone. The system part is
-    the kernel's work for the process (socket calls, and on loopback the receiving end's TCP path run
-    in the sender's call), which no change to the process's own code can take off."""
-    fields = _stat_fields(pid)
     return None if fields is None else (int(fields[11]) / _TICKS, int(fields[12]) / _TICKS)
 
 
