@@ -76,8 +76,9 @@ class NodeDelivery:
     connections: int
     ending: str | None
     returncode: int | None
-    #: Messages its aggregator got that no pool's publisher saw accepted: none in a run that ends
-    #: normally; in an interrupted one, submissions the node accepted as the publisher was stopped.
+    #: Messages its aggregator got that no pool's publisher saw accepted: submissions the node
+    #: accepted whose publisher saw them fail (the connection lost before the verdict came), or, in
+    #: an interrupted run, submissions the node accepted as the publisher was stopped.
     unexpected: int = 0
     #: Messages its aggregator got whose body is not a pool's probe (must be 0: nothing but the
     #: pools' messages exists in a netlab, so anything else was relayed from an attacker).
