@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
+import trio.testing
 
 from dmq.clock import ManualClock
 from dmq.mempool import DEFAULT_EXPIRY_INTERVAL
@@ -219,8 +220,11 @@ async def record_network(directory: Path, spec: LoadSpec, *, report: Callable[[s
                              30, what="every link up")
             say(f"{spec.nodes} nodes linked ({len(spec.edges())} links)")
             await _drive(nodes, clock, steps, spec, accepted, run, say)
-            # The nodes' own account, taken with no checkpoint before the cancellation: nothing
-            # moves between this and the recorders' final samples.
+            # The nodes' own account, taken once every task waits and with no checkpoint before
+            # the cancellation: nothing moves between this and the recorders' final samples. (A
+            # task woken in the same pass as the cancellation would still run one step first, and
+            # could write a request or count a reply that the account missed.)
+            await trio.testing.wait_all_tasks_blocked()
             run.nodes = [_totals(f"n{i}", node) for i, node in enumerate(nodes)]
             nursery.cancel_scope.cancel()
     finally:
