@@ -146,7 +146,7 @@ class Handoff:
     raise: what it cannot handle it passes to :meth:`hand_over`.
     """
 
-    __slots__ = ("_channel", "_consume", "_handed", "handed", "_lot", "_sleeping", "_filed", "_timer", "_clock",
+    __slots__ = ("_channel", "_consume", "_handed", "handed", "_task", "_filed", "_timer", "_clock",
                  "deadline", "__weakref__")
 
     def __init__(self, channel: Any, consume: Callable[[], None]) -> None:
@@ -156,8 +156,9 @@ class Handoff:
         #: Whether something waits for the task (the reader then has nothing more to do): a plain
         #: attribute, as ``consume`` asks it on every call.
         self.handed = False
-        self._lot = trio.lowlevel.ParkingLot()
-        self._sleeping = False
+        # The task sleeping in :meth:`wait` (None: it is not asleep). One task waits on a handoff, so
+        # it is woken directly, without a parking lot.
+        self._task: trio.lowlevel.Task | None = None
         # When this handoff's live entry in the timer comes due (inf: none).
         self._filed = math.inf
         self._timer: _Timer | None = None
@@ -171,7 +172,7 @@ class Handoff:
         self._handed = (kind, value)
         self.handed = True
         self._channel.on_bytes(None)
-        self._lot.unpark_all()
+        self._wake()
 
     def wake_by(self, deadline: float) -> None:
         """Set :attr:`deadline`; the timer is told only when its entry would wake the task too late."""
@@ -188,7 +189,7 @@ class Handoff:
         it now then spares the timer that wake."""
         self.deadline = deadline
         filed = self._filed
-        if self._sleeping and deadline < filed or filed - now < (deadline - now) / 2 < math.inf:
+        if self._task is not None and deadline < filed or filed - now < (deadline - now) / 2 < math.inf:
             self._file(deadline)
 
     async def wait(self) -> tuple[Any, Any] | None:
@@ -198,6 +199,7 @@ class Handoff:
         :attr:`deadline` passes first; raises what cancels the task.
         """
         channel = self._channel
+        self.handed = self._handed is not None  # a cancelled wait left it set (:meth:`_abort`)
         channel.on_bytes(self._consume)
         try:
             self._consume()
@@ -208,16 +210,30 @@ class Handoff:
                         return None
                     if deadline < self._filed:
                         self._file(deadline)
-                self._sleeping = True
-                try:
-                    await self._lot.park()
-                finally:
-                    self._sleeping = False
+                self._task = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(self._abort)
         finally:
+            self._task = None
             channel.on_bytes(None)
         handed, self._handed = self._handed, None
         self.handed = False
         return handed
+
+    def _wake(self) -> None:
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        """The sleeping task is being cancelled (trio calls this as the cancellation begins, before the
+        task runs again): from now on nothing runs ``consume`` for it, since the reader, the timer's
+        alarms and a publisher all ask :attr:`handed` first. So a connection being torn down writes
+        nothing more, although its task unwinds only when trio next schedules it (a hold's alarm that
+        comes due in the same batch would otherwise still send the peer's next request)."""
+        self._task = None
+        self.handed = True
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def _file(self, deadline: float) -> None:
         timer = self._timer
@@ -227,10 +243,10 @@ class Handoff:
 
     def _due(self, timer: _Timer, now: float) -> None:
         """The timer's entry came due: wake the sleeping task if its deadline passed, else file the one it has now."""
-        if not self._sleeping:
+        if self._task is None:
             return  # the next wait files its deadline if it needs one
         deadline = self.deadline
         if deadline <= now:
-            self._lot.unpark_all()
+            self._wake()
         elif deadline != math.inf:
             timer.file(self, deadline)

@@ -8,6 +8,7 @@ later (in the mux reader, at the next point of a 10 ms grid at or after that: he
 after an answer that brought something to fetch, the requests follow at once; with no
 hold, at once in both cases (the reference's behaviour). Answers of known ids in a row double
 the hold each time, up to ``hold_after_known_max``; one with something to fetch starts it again.
+A hold that ends as its connection's cancellation begins sends nothing.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import trio
 import trio.testing
 
 from dmq.diffusion.sig_submission import PullingPeer
-from miniprotocols.framework import Driver
+from dmq.diffusion.sig_submission.pulling import HOLD_GRID
+from dmq.timer_grid import on_grid
+from miniprotocols.framework import Alarm, Driver
 
 from tests.miniprotocols.sig_submission.conftest import channels  # noqa: F401  (a fixture)
-from tests.miniprotocols.sig_submission.helpers import RecordingSink, make_message, message_id
+from tests.miniprotocols.sig_submission.helpers import RecordingSink, make_message, message_id, mux_channel_pair
 
 HOLD = 0.04
 
@@ -163,3 +166,33 @@ async def test_the_hold_doubles_while_the_peer_stays_behind_and_starts_again_onc
     assert server.arrivals[-1][0] - answered == pytest.approx(HOLD)
     nursery.cancel_scope.cancel()
 
+
+async def test_a_hold_that_ends_as_its_connections_cancellation_begins_sends_nothing(dialect, nursery,
+                                                                                   autojump_clock):
+    """From the mux reader the hold ends in the shared timer's task, which no connection's cancellation
+    reaches. Here the cancellation of the pulling peer's task begins in that task, at the hold's end and
+    just before the hold's alarm (filed first at the same time): the peer's next request must not go
+    out, although its task has not yet run to unwind."""
+    held = make_message(1)
+    sink = RecordingSink(holds={message_id(held)})
+    pulling_channel, serving_channel = mux_channel_pair(dialect, nursery)
+    pulling = PullingPeer(dialect, pulling_channel, sink, hold_after_known=HOLD)
+    server = ScriptedServer(dialect, serving_channel)
+    connection = trio.CancelScope()
+
+    async def pull() -> None:
+        with connection:
+            await pulling.run()
+
+    nursery.start_soon(pull)
+    await server.start()
+    assert (await server.request()).blocking
+    await trio.sleep(1)
+    ending = Alarm(connection.cancel)  # held here: the timer holds its alarms weakly
+    ending.set(on_grid(trio.current_time() + HOLD, HOLD_GRID, 0.0))
+    await server.announce(held)  # only an id the node holds: the hold begins
+    with trio.move_on_after(10 * HOLD):
+        await server.request()
+    assert connection.cancelled_caught
+    assert len(server.arrivals) == 1  # nothing after the first request
+    nursery.cancel_scope.cancel()
