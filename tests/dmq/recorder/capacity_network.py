@@ -202,10 +202,6 @@ async def record_network(directory: Path, spec: LoadSpec, *, report: Callable[[s
                     "ConfigFile": str(home / "absent.json"), "NetworkMagic": str(MAGIC), "IPv4": HOST,
                     "PortNumber": str(port), "LocalAddress": str(home / "s"), "StakeSource": str(stake_file),
                     "DatabasePath": str(home / "db"), "MinSigDelay": "0", "RecordTraffic": str(run.recording),
-                    # No hold after known ids: a hold ends in an alarm that the shared timer's system
-                    # task calls, which the cancellation below does not reach, so a hold ending while
-                    # the nodes stop would write a request after their account is taken.
-                    "SigSubmissionHoldAfterKnown": "0",
                 })
                 tracer = Tracer(clock.now)
                 tracer.add_sink(_counter(accepted, i))
