@@ -43,7 +43,10 @@ sys.stdin.read()
     try:
         assert child.stdout.readline() == "done\n"
         user, system = read_cpu_split(child.pid)
-        assert user >= 0.3 and system > 0.05
+        # The kernel splits a process's time between user and system by sampling at its ticks, so
+        # on a busy machine the split is rough: each part clearly there, the sum the 0.9 s spent.
+        assert user > 0.15 and system > 0.05
+        assert user + system >= 0.8
         assert abs(user + system - read_cpu_seconds(child.pid)) < 1e-9
     finally:
         child.kill()
