@@ -39,9 +39,12 @@ left out: ``bench.diffusion_line.PROFILED_NODE``) and prints, per message per no
 function calls and a few counts that say where the work goes (socket reads and writes, rounds of
 trio's run loop); the profiler multiplies the nodes' CPU time, so only the counts mean anything
 then, and they do not depend on the machine's load. ``--keep-profiles DIR`` keeps each node's
-statistics there (``pstats`` files) for a closer look. ``--count-wakes`` has the idle case's
-nodes count their event-loop wakes in the idle window, by the first task each wake ran
-(``bench/wake_count.py``): an idle node's CPU time is mostly the cost of its wakes.
+statistics there (``pstats`` files) for a closer look. ``--count-wakes`` has every case's
+nodes count their event-loop wakes in its window, by the first task each wake ran
+(``bench/wake_count.py``), per second when idle and per message under traffic: a wake after the
+process slept costs several times what the same work costs warm (``bench/sig_submission_rounds.py
+--idle``), so a node's CPU time at a low rate follows its count of wakes (the probe adds a little
+to each, so the CPU figures of such a run read high).
 
     .venv/bin/python bench/diffusion_cost.py [--warmup 10] [--window 45] [--idle-window 60]
         [--tree PATH ...] [--cases mesh,line,idle] [--count-wakes]
@@ -277,7 +280,7 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
     files = node_files(workdir / f"{case}-{abs(hash(tree))}", stake, links, count, tree, args.cprofile)
     nodes = [NodeProcess(f) for f in files]
     wakes = workdir / f"wakes-{case}-{abs(hash(tree))}"
-    if args.count_wakes and case == "idle":
+    if args.count_wakes:
         wake_count.enable(wakes)
     try:
         for node in nodes:
@@ -306,15 +309,18 @@ async def run_case(case: str, tree: str | None, workdir: Path, stake: Path, mess
             await trio.sleep(args.warmup)
             bytes_before = await wire_bytes(nodes)  # scraped outside the CPU window
             before, sent_before, t0 = cpu_split_of(nodes), submitter.accepted, time.perf_counter()
-            own_before = time.process_time()
+            own_before, m0 = time.process_time(), time.monotonic()
             profile = None
             if args.profile and case == "mesh":
                 profile = await start_profile(nodes[0], args.window, workdir / f"profile-{abs(hash(tree))}.txt")
             await trio.sleep(args.window)
             after, sent_after, t1 = cpu_split_of(nodes), submitter.accepted, time.perf_counter()
+            m1 = time.monotonic()
             result = per_node([sum(b) - sum(a) for a, b in zip(before, after)], sent_after - sent_before, t1 - t0)
             result["system_share"] = [(b[1] - a[1]) / max(1e-9, sum(b) - sum(a)) for a, b in zip(before, after)]
             result["bench_core_percent"] = 100 * (time.process_time() - own_before) / (t1 - t0)
+            if args.count_wakes:
+                result["wake_window"] = (str(wakes), m0, m1)  # read once the nodes have written them
             result["wire_bytes_per_message"] = [(b - a) / max(1, result["messages"])
                                                 for a, b in zip(bytes_before, await wire_bytes(nodes))]
             nursery.cancel_scope.cancel()
@@ -433,6 +439,12 @@ def print_case(case: str, tree: str, result: dict, floor: float) -> None:
               + f"  mean {100 * statistics.mean(result['system_share']):.0f} %; the node's own (user time) "
               + f"{statistics.mean(user):.2f} ms per message")
     print(f"        wire bytes per message per node: " + ", ".join(f"{b:.0f}" for b in result["wire_bytes_per_message"]))
+    if "wakes" in result:
+        wakes, rate = result["wakes"], result["messages"] / result["seconds"]
+        print(f"        event-loop wakes per message per node: {wakes['per_second'] / rate:.2f} "
+              f"(mean of {wakes['nodes']}); by the first task each ran:")
+        for name, per_second in wakes["by_cause"][:12]:
+            print(f"          {per_second / rate:6.3f}  {name}")
 
 
 def print_calls(case: str, tree: str, calls: list[dict]) -> None:
@@ -469,7 +481,7 @@ def main() -> None:
     parser.add_argument("--keep-profiles", type=Path, metavar="DIR",
                         help="with --cprofile: copy each node's statistics here (<tree>-<case>-<round>-<node>.pstats)")
     parser.add_argument("--count-wakes", action="store_true",
-                        help="count the idle nodes' event-loop wakes by cause (bench/wake_count.py)")
+                        help="count the nodes' event-loop wakes by cause (bench/wake_count.py)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every case and tree, alternated (a before/after on a busy machine)")
     parser.add_argument("--json", type=Path, help="also write the figures here")

@@ -7,13 +7,16 @@ one id in ``--want-every`` is fetched (a body request and reply), as a node of t
 ``bench/diffusion_cost.py`` fetches each message from one of its five peers. The figure is the
 process's CPU time over the rounds, after a warm-up, per round: the cost of the protocol rounds
 alone, without validation, storage or other nodes sharing the cores, so it moves little with
-the machine's load. ``--tree PATH`` (repeatable) runs another checkout's peers, each tree in a
+the machine's load. ``--idle MS`` sleeps that long after each round, as a node at mainnet's rate
+sleeps between its wakes: what a round costs once the process's caches have gone cold (on a
+virtual machine whose physical cores other work shares, several times what it costs warm). ``--tree PATH`` (repeatable) runs another checkout's peers, each tree in a
 process of its own, alternated ``--repeat`` times. ``--cprofile`` runs the measured rounds under
 cProfile and prints the Python function calls per round, by package (as
 ``bench/diffusion_cost.py --cprofile`` counts them per message per node): a count that does not
 depend on the machine's load, while the CPU figures under the profiler mean nothing.
 
     .venv/bin/python bench/sig_submission_rounds.py [--rounds 3000] [--repeat 5] [--tree PATH ...] [--cprofile]
+        [--idle MS[,MS...]]
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 WARMUP = 100
 
 
-def measure(rounds: int, want_every: int, profile_to: str | None = None) -> float:
+def measure(rounds: int, want_every: int, profile_to: str | None = None, idle: float = 0.0) -> float:
     """Seconds of CPU per round in this process (the tree is whatever is first on the path).
 
     ``profile_to``: run the measured rounds under cProfile and write its statistics there.
+    ``idle``: seconds slept after each round (the sleep's own wake is part of the round's cost).
     """
     import cProfile
 
@@ -132,6 +136,8 @@ def measure(rounds: int, want_every: int, profile_to: str | None = None) -> floa
                 while sink.settled <= n:
                     sink.changed = trio.Event()
                     await sink.changed.wait()
+                if idle:
+                    await trio.sleep(idle)
             cpu = time.process_time() - started
             if profiler is not None:
                 profiler.disable()
@@ -153,45 +159,49 @@ def main() -> None:
                         help="checkout whose peers to run (repeat for a before/after; default: this one)")
     parser.add_argument("--cprofile", action="store_true",
                         help="the measured rounds under cProfile: Python calls per round, by package")
+    parser.add_argument("--idle", default="0", metavar="MS[,MS...]",
+                        help="milliseconds slept after each round (several: each measured, alternated)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        print(measure(args.rounds, args.want_every, args.profile_to))
+        print(measure(args.rounds, args.want_every, args.profile_to, float(args.idle) / 1e3))
         return
     if args.cprofile:
         # The nodes' count of bench/diffusion_cost.py (per message there, per round here), by package.
         sys.path.insert(0, str(ROOT))
         from bench.diffusion_cost import PACKAGES, call_counts
     trees = [str(Path(t).resolve()) for t in args.tree] if args.tree else [str(ROOT)]
-    results: dict[str, list[float]] = {tree: [] for tree in trees}
-    calls: dict[str, list[dict]] = {tree: [] for tree in trees}
+    idles = [float(ms) for ms in args.idle.split(",")]
+    runs_of = [(tree, idle) for tree in trees for idle in idles]
+    results: dict[tuple[str, float], list[float]] = {key: [] for key in runs_of}
+    calls: dict[tuple[str, float], list[dict]] = {key: [] for key in runs_of}
     with tempfile.TemporaryDirectory() as scratch:
         profile_to = str(Path(scratch) / "rounds.pstats")
         for _ in range(args.repeat):
-            for tree in trees:
+            for tree, idle in runs_of:
                 # The tree first on the path, then this checkout (for the test helpers the bench uses).
                 env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, str(ROOT)]))
                 command = [sys.executable, __file__, "--child", tree, "--rounds", str(args.rounds),
-                           "--want-every", str(args.want_every)]
+                           "--want-every", str(args.want_every), "--idle", repr(idle)]
                 if args.cprofile:
                     command += ["--profile-to", profile_to]
                 out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=tree)
-                results[tree].append(float(out.stdout.strip().splitlines()[-1]) * 1e6)
+                results[tree, idle].append(float(out.stdout.strip().splitlines()[-1]) * 1e6)
                 if args.cprofile:
-                    calls[tree].append(call_counts(Path(profile_to), args.rounds))
+                    calls[tree, idle].append(call_counts(Path(profile_to), args.rounds))
     print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} rounds per run, one id in {args.want_every} fetched")
-    for tree, runs in results.items():
+    for (tree, idle), runs in results.items():
+        label = tree if idle == 0 else f"{tree}, {idle:g} ms idle after each round"
         if args.cprofile:
-            print(f"  {tree}, under cProfile, per round (CPU figures inflated):")
-            print("        Python function calls: " + ", ".join(f"{c['calls']:.1f}" for c in calls[tree]))
+            print(f"  {label}, under cProfile, per round (CPU figures inflated):")
+            print("        Python function calls: " + ", ".join(f"{c['calls']:.1f}" for c in calls[tree, idle]))
             for package in PACKAGES + ("other",):
                 print(f"          in {package:<16}: "
-                      + ", ".join(f"{c['by_package'].get(package, 0):.1f}" for c in calls[tree]))
+                      + ", ".join(f"{c['by_package'].get(package, 0):.1f}" for c in calls[tree, idle]))
             continue
-        print(f"  {tree}: µs of CPU per round " + ", ".join(f"{r:.0f}" for r in runs)
+        print(f"  {label}: µs of CPU per round " + ", ".join(f"{r:.0f}" for r in runs)
               + f"  (min {min(runs):.0f}, median {statistics.median(runs):.0f})")
-
 
 if __name__ == "__main__":
     main()
