@@ -441,8 +441,9 @@ def print_case(case: str, tree: str, result: dict, floor: float) -> None:
     print(f"        wire bytes per message per node: " + ", ".join(f"{b:.0f}" for b in result["wire_bytes_per_message"]))
     if "wakes" in result:
         wakes, rate = result["wakes"], result["messages"] / result["seconds"]
-        print(f"        event-loop wakes per message per node: {wakes['per_second'] / rate:.2f} "
-              f"(mean of {wakes['nodes']}); by the first task each ran:")
+        print(f"        event-loop wakes per message per node: "
+              + ", ".join(f"{n / rate:.2f}" for n in wakes["by_node"])
+              + f"  mean {wakes['per_second'] / rate:.2f}; by the first task each ran:")
         for name, per_second in wakes["by_cause"][:12]:
             print(f"          {per_second / rate:6.3f}  {name}")
 

@@ -29,13 +29,16 @@ def enable(directory: Path) -> None:
 
 def summarize(directory: Path, start: float, end: float) -> dict:
     """Per node, the wakes per second between ``start`` and ``end`` (``time.monotonic``): in
-    all, and by the first task each ran, most frequent first."""
+    all, by the first task each ran (most frequent first), and each node's own (``by_node``, in
+    the order of their process ids: the order a bench started them in)."""
     by_cause: collections.Counter[str] = collections.Counter()
-    nodes = 0
-    for file in sorted(directory.glob("*.json")):
+    by_node: list[int] = []
+    for file in sorted(directory.glob("*.json"), key=lambda f: int(f.stem)):
         wakes = [name for at, name in json.loads(file.read_text()) if start <= at < end]
         by_cause.update(wakes)
-        nodes += 1
+        by_node.append(len(wakes))
+    nodes = len(by_node)
     seconds = (end - start) * max(1, nodes)
     return {"nodes": nodes, "per_second": sum(by_cause.values()) / seconds,
-            "by_cause": [(name, n / seconds) for name, n in by_cause.most_common()]}
+            "by_cause": [(name, n / seconds) for name, n in by_cause.most_common()],
+            "by_node": [n / (end - start) for n in by_node]}

@@ -43,4 +43,5 @@ def test_a_process_counts_its_wakes_by_the_task_that_woke(tmp_path, monkeypatch)
     # Five sleeps of 0.2 s: five timer wakes of the sleeping task, none of the idle one.
     assert round(causes["__main__.tick"] * (end - start)) == 5
     assert "__main__.idle" not in causes
+    assert summary["by_node"] == [summary["per_second"]]
     assert wake_count.summarize(tmp_path / "wakes", end, end + 10)["per_second"] == 0
