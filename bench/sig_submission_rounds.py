@@ -9,8 +9,9 @@ process's CPU time over the rounds, after a warm-up, per round: the cost of the 
 alone, without validation, storage or other nodes sharing the cores, so it moves little with
 the machine's load. ``--idle MS`` sleeps that long after each round, as a node at mainnet's rate
 sleeps between its wakes: what a round costs once the process's caches have gone cold (on a
-virtual machine whose physical cores other work shares, several times what it costs warm). ``--tree PATH`` (repeatable) runs another checkout's peers, each tree in a
-process of its own, alternated ``--repeat`` times. ``--cprofile`` runs the measured rounds under
+virtual machine whose physical cores other work shares, several times what it costs warm).
+``--tree PATH`` (repeatable) runs another checkout's peers, each tree in a process of its own,
+alternated ``--repeat`` times. ``--cprofile`` runs the measured rounds under
 cProfile and prints the Python function calls per round, by package (as
 ``bench/diffusion_cost.py --cprofile`` counts them per message per node): a count that does not
 depend on the machine's load, while the CPU figures under the profiler mean nothing.
@@ -150,6 +151,16 @@ def measure(rounds: int, want_every: int, profile_to: str | None = None, idle: f
     return trio.run(run)
 
 
+def _milliseconds(text: str) -> list[float]:
+    try:
+        values = [float(ms) for ms in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not milliseconds: {text!r}") from None
+    if any(value < 0 for value in values):
+        raise argparse.ArgumentTypeError(f"a sleep cannot be negative: {text!r}")
+    return values
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3000)
@@ -159,20 +170,20 @@ def main() -> None:
                         help="checkout whose peers to run (repeat for a before/after; default: this one)")
     parser.add_argument("--cprofile", action="store_true",
                         help="the measured rounds under cProfile: Python calls per round, by package")
-    parser.add_argument("--idle", default="0", metavar="MS[,MS...]",
+    parser.add_argument("--idle", type=_milliseconds, default=[0.0], metavar="MS[,MS...]",
                         help="milliseconds slept after each round (several: each measured, alternated)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--profile-to", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        print(measure(args.rounds, args.want_every, args.profile_to, float(args.idle) / 1e3))
+        print(measure(args.rounds, args.want_every, args.profile_to, args.idle[0] / 1e3))
         return
     if args.cprofile:
         # The nodes' count of bench/diffusion_cost.py (per message there, per round here), by package.
         sys.path.insert(0, str(ROOT))
         from bench.diffusion_cost import PACKAGES, call_counts
     trees = [str(Path(t).resolve()) for t in args.tree] if args.tree else [str(ROOT)]
-    idles = [float(ms) for ms in args.idle.split(",")]
+    idles = args.idle
     runs_of = [(tree, idle) for tree in trees for idle in idles]
     results: dict[tuple[str, float], list[float]] = {key: [] for key in runs_of}
     calls: dict[tuple[str, float], list[dict]] = {key: [] for key in runs_of}
