@@ -41,13 +41,16 @@ The checks (exit status 1 if one fails), on the samples taken while publishing:
 - *nothing acknowledged lost*: every message a node acknowledged to a publisher is delivered to
   the aggregators of each node that could be reached from the acknowledging node for at least
   ``--grace`` seconds of the message's life (from its acknowledgement to its expiry): both up,
-  and every node between them in the line up as well (:func:`owed_messages`). It is delivered
+  every node between them in the line up as well, and the links between them connected as
+  sampled (a dialler retries a restarted peer with a back-off; :func:`owed_messages`). It is delivered
   by the node's own aggregator, or by a later one that the node's store or its peers served after
   a restart;
 - *nodes*: none ended unless told to, none wrote a traceback, each ended within its grace
   period of SIGTERM or SIGINT; no publication was rejected, and none failed while its node was
   up (from the submission to the answer);
 - *subscribers*: every topic subscription that lived ``--subscriber-life`` seconds got items.
+- *links*: each link was connected in at least half the samples in which both its ends ran
+  (:func:`link_checks`), so a link that never comes back fails here, not only by what it carried.
 
 Run from the checkout: ``.venv/bin/python bench/soak.py --dir soak-run`` (an hour by default;
 the short version, tests/reliability/test_soak.py, runs about a minute).
@@ -484,6 +487,7 @@ class Soak:
                     entry["accepted_local"] = scraped.accepted.get("local", 0)
                     entry["accepted_peer"] = scraped.accepted.get("peer", 0)
                     entry["n2c"] = scraped.connections.get("n2c", 0)
+                    entry["n2n_out"] = scraped.outbound_peers
                 except ScrapeError:
                     pass
             record["nodes"][name] = entry
@@ -552,7 +556,7 @@ class Soak:
     def owed(self) -> dict[str, set[str]]:
         """Per node, the acknowledged messages it must have delivered (module docstring)."""
         up = {name: [(a, b if b is not None else math.inf) for a, b in node.up] for name, node in self.nodes.items()}
-        return owed_messages(self.acked, up, self.args.grace)
+        return owed_messages(self.acked, up, self.args.grace, link_spans(self.samples, self.started_at))
 
     async def drain(self) -> None:
         with trio.move_on_after(self.args.drain):
@@ -581,6 +585,7 @@ class Soak:
                                      f"{len(missing)} missing; aggregator started {self.aggregator_starts[name]} "
                                      f"times" + (f"; first missing (acknowledged at, expiring at, by): {examples}"
                                                  if missing else ""), "missing": len(missing)})
+        checks.extend(link_checks(self.samples))
         exits = [e for node in self.nodes.values() for e in node.unexpected_exits]
         checks.append({"check": "the run went to its end", "ok": self.interrupted is None,
                        "detail": f"interrupted by {self.interrupted}" if self.interrupted else "yes"})
@@ -621,13 +626,72 @@ class Soak:
         }
 
 
-def reachable(up: dict[str, list[tuple[float, float]]]) -> dict[tuple[str, str], list[tuple[float, float]]]:
+def link_spans(samples: list[dict[str, Any]], started_at: float = 0.0) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """Per link of :data:`DIALS` (``(dialler, dialled)``), when it was connected, as sampled: from
+    one sample to the next when both saw the dialler's outbound connections all open (its count
+    says so only when it equals its dials, so a joiner's two links count as up only together).
+    A link is not up the moment both its ends are: the dialler retries a peer that went away
+    with a back-off (``dmq.diffusion.policy.BackoffPolicy``), seconds after a long restart.
+    Sample times are from ``started_at``."""
+    spans: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for dialler, dialled in DIALS.items():
+        if not dialled:
+            continue
+        connected: list[tuple[float, float]] = []
+        previous = None
+        for sample in samples:
+            entry = sample["nodes"].get(dialler, {})
+            t = sample["t"] + started_at
+            if entry.get("up") and entry.get("n2n_out", 0) >= len(dialled):
+                if previous is not None:
+                    if connected and connected[-1][1] == previous:
+                        connected[-1] = (connected[-1][0], t)
+                    else:
+                        connected.append((previous, t))
+                previous = t
+            else:
+                previous = None
+        for peer in dialled:
+            spans[(dialler, peer)] = connected
+    return spans
+
+
+#: A link must be connected in at least this share of the samples in which both its ends run: the
+#: back-off after a restart keeps it down for a while, a link that never comes back fails.
+LINK_UP_SHARE = 0.5
+
+
+def link_checks(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per link of :data:`DIALS`, whether it was connected (:func:`link_spans`) in at least
+    :data:`LINK_UP_SHARE` of the samples in which both its ends ran: what the owed messages
+    leave out while a link is down must not hide a link that stays down."""
+    checks = []
+    for dialler, dialled in DIALS.items():
+        for peer in dialled:
+            both = [sample["nodes"][dialler] for sample in samples
+                    if sample["nodes"].get(dialler, {}).get("up") and sample["nodes"].get(peer, {}).get("up")]
+            if not both:
+                continue
+            connected = sum(1 for entry in both if entry.get("n2n_out", 0) >= len(dialled))
+            share = connected / len(both)
+            checks.append({"check": f"{dialler} -> {peer} connected while both ran", "ok": share >= LINK_UP_SHARE,
+                           "detail": f"{connected} of {len(both)} samples ({100 * share:.0f} %; at least "
+                                     f"{100 * LINK_UP_SHARE:.0f} %)"})
+    return checks
+
+
+def reachable(up: dict[str, list[tuple[float, float]]],
+              links: dict[tuple[str, str], list[tuple[float, float]]] | None = None
+              ) -> dict[tuple[str, str], list[tuple[float, float]]]:
     """For each pair of nodes (``a``, ``b``, ``a`` itself included), the intervals in which a message
     held by ``a`` could reach ``b``: both up, and joined by :data:`DIALS`' links through nodes that
-    were up too. ``up`` is each node's up intervals (``(from, to)``, ``to`` inf while up)."""
+    were up too. ``up`` is each node's up intervals (``(from, to)``, ``to`` inf while up);
+    ``links``, when given, each link's connected intervals (:func:`link_spans`): a link counts only
+    while connected."""
     names = list(up)
     edges = [(a, b) for a, dialled in DIALS.items() for b in dialled if a in up and b in up]
-    times = sorted({t for spans in up.values() for span in spans for t in span})
+    times = sorted({t for spans in up.values() for span in spans for t in span}
+                   | ({t for spans in links.values() for span in spans for t in span} if links else set()))
     out: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for start, end in zip(times, times[1:]):
         alive = {name for name in names if any(a <= start and end <= b for a, b in up[name])}
@@ -639,7 +703,8 @@ def reachable(up: dict[str, list[tuple[float, float]]]) -> dict[tuple[str, str],
             return name
 
         for a, b in edges:
-            if a in alive and b in alive:
+            if a in alive and b in alive and (links is None or any(
+                    x <= start and end <= y for x, y in links.get((a, b), ()))):
                 group[root(a)] = root(b)
         for a in alive:
             for b in alive:
@@ -653,12 +718,14 @@ def reachable(up: dict[str, list[tuple[float, float]]]) -> dict[tuple[str, str],
 
 
 def owed_messages(acked: dict[str, Acknowledged], up: dict[str, list[tuple[float, float]]],
-                  grace: float) -> dict[str, set[str]]:
+                  grace: float, links: dict[tuple[str, str], list[tuple[float, float]]] | None = None
+                  ) -> dict[str, set[str]]:
     """Per node, the acknowledged messages it must have delivered: those whose life (from the
     acknowledgement to the expiry) held ``grace`` seconds in which the acknowledging node could
-    reach it (:func:`reachable`). A message acknowledged at node-3 just before node-2 goes down,
-    and expired before node-2 is back, is owed to node-3 and not to node-1: no path ever carried it."""
-    paths = reachable(up)
+    reach it (:func:`reachable`, over ``links`` when given). A message acknowledged at node-3 just
+    before node-2 goes down, and expired before node-2 is back and linked again, is owed to node-3
+    and not to node-1: no path ever carried it."""
+    paths = reachable(up, links)
     return {name: {key for key, ack in acked.items()
                    if any(min(b, ack.expires_at) - max(a, ack.acked_at) >= grace
                           for a, b in paths.get((ack.node, name), ()))}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.soak import JOINER, LINE, Acknowledged, flatness, owed_messages, resource_checks
+from bench.soak import JOINER, LINE, Acknowledged, flatness, link_checks, link_spans, owed_messages, resource_checks
 from tests.interop.conftest import pallas_harness  # noqa: F401  (the fixture: the built harness, or why not)
 from tests.interop.pallas_harness import ENV_VAR
 
@@ -111,6 +111,44 @@ def test_a_message_is_owed_only_where_a_path_of_up_nodes_could_carry_it():
     assert owed["node-2"] == {"early", "outlives-the-cut"}   # "at-node-1" had 6 s of it left at 64 s
     # node-4 was up 20-40 s, joined to node-3 directly: 10 s of "early"'s life (20-30 s) are enough.
     assert owed[JOINER] == {"early"}
+
+
+def test_a_link_still_in_back_off_after_its_peer_returned_carries_nothing():
+    # As above, but node-3 dials node-2 again only at 74 s (its back-off after node-2's restart),
+    # and node-2 reaches node-1 again at 65 s.
+    forever = [(0.0, math.inf)]
+    up = {"node-1": forever, "node-2": [(0.0, 45.0), (64.0, math.inf)], "node-3": forever, JOINER: []}
+    links = {("node-2", "node-1"): [(0.0, 45.0), (65.0, math.inf)], ("node-3", "node-2"): [(0.0, 45.0), (74.0, math.inf)],
+             (JOINER, "node-2"): [], (JOINER, "node-3"): []}
+    acked = {"outlives-the-cut": Acknowledged("node-3", 44.0, 80.0),   # 6 s of a path after 74 s
+             "later": Acknowledged("node-3", 60.0, 90.0),
+             "at-node-1": Acknowledged("node-1", 50.0, 80.0)}
+    assert owed_messages(acked, up, grace=10.0)["node-1"] == set(acked)   # by the nodes alone
+    owed = owed_messages(acked, up, grace=10.0, links=links)
+    assert owed["node-1"] == {"later", "at-node-1"}
+    assert owed["node-2"] == {"later", "at-node-1"}   # "outlives-the-cut" reached node-2 only at 74 s
+    assert owed["node-3"] == {"outlives-the-cut", "later"}   # "at-node-1" had 6 s of it left at 74 s
+
+
+def _samples(outbound: dict[str, list[int]]) -> list[dict]:
+    """One sample a second; ``outbound``: each node's open outbound connections at each (None: not running)."""
+    count = len(next(iter(outbound.values())))
+    return [{"t": float(t), "nodes": {name: ({"up": False} if values[t] is None else {"up": True, "n2n_out": values[t]})
+                                      for name, values in outbound.items()}} for t in range(count)]
+
+
+def test_links_are_up_from_sample_to_sample_that_saw_every_dial_open_and_a_link_that_stays_down_fails():
+    samples = _samples({"node-1": [0] * 8, "node-2": [1, 1, 1, 0, 1, 1, 1, 1], "node-3": [1, 1, 0, 0, 0, 0, 0, 0],
+                        JOINER: [None, 2, 2, 1, 2, None, None, None]})
+    spans = link_spans(samples, started_at=100.0)
+    assert spans["node-2", "node-1"] == [(100.0, 102.0), (104.0, 107.0)]
+    assert spans["node-3", "node-2"] == [(100.0, 101.0)]
+    assert spans[JOINER, "node-2"] == spans[JOINER, "node-3"] == [(101.0, 102.0)]   # both of its dials, or neither
+    verdicts = {check["check"]: check["ok"] for check in link_checks(samples)}
+    assert verdicts == {"node-2 -> node-1 connected while both ran": True,    # 7 of 8
+                        "node-3 -> node-2 connected while both ran": False,   # 2 of 8
+                        f"{JOINER} -> node-2 connected while both ran": True,  # 3 of 4
+                        f"{JOINER} -> node-3 connected while both ran": True}
 
 
 @pytest.mark.interop
