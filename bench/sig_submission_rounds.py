@@ -183,8 +183,7 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         from bench.diffusion_cost import PACKAGES, call_counts
     trees = [str(Path(t).resolve()) for t in args.tree] if args.tree else [str(ROOT)]
-    idles = args.idle
-    runs_of = [(tree, idle) for tree in trees for idle in idles]
+    runs_of = [(tree, idle) for tree in trees for idle in args.idle]
     results: dict[tuple[str, float], list[float]] = {key: [] for key in runs_of}
     calls: dict[tuple[str, float], list[dict]] = {key: [] for key in runs_of}
     with tempfile.TemporaryDirectory() as scratch:
@@ -213,6 +212,7 @@ def main() -> None:
             continue
         print(f"  {label}: µs of CPU per round " + ", ".join(f"{r:.0f}" for r in runs)
               + f"  (min {min(runs):.0f}, median {statistics.median(runs):.0f})")
+
 
 if __name__ == "__main__":
     main()

@@ -626,6 +626,12 @@ class Soak:
         }
 
 
+def _dials_open(entry: dict[str, Any], dialled: tuple[str, ...]) -> bool:
+    """Whether a sampled node ran with every connection it dials open (its count of open outbound
+    connections says so only when it equals its dials)."""
+    return bool(entry.get("up")) and entry.get("n2n_out", 0) >= len(dialled)
+
+
 def link_spans(samples: list[dict[str, Any]], started_at: float = 0.0) -> dict[tuple[str, str], list[tuple[float, float]]]:
     """Per link of :data:`DIALS` (``(dialler, dialled)``), when it was connected, as sampled: from
     one sample to the next when both saw the dialler's outbound connections all open (its count
@@ -642,7 +648,7 @@ def link_spans(samples: list[dict[str, Any]], started_at: float = 0.0) -> dict[t
         for sample in samples:
             entry = sample["nodes"].get(dialler, {})
             t = sample["t"] + started_at
-            if entry.get("up") and entry.get("n2n_out", 0) >= len(dialled):
+            if _dials_open(entry, dialled):
                 if previous is not None:
                     if connected and connected[-1][1] == previous:
                         connected[-1] = (connected[-1][0], t)
@@ -672,7 +678,7 @@ def link_checks(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     if sample["nodes"].get(dialler, {}).get("up") and sample["nodes"].get(peer, {}).get("up")]
             if not both:
                 continue
-            connected = sum(1 for entry in both if entry.get("n2n_out", 0) >= len(dialled))
+            connected = sum(1 for entry in both if _dials_open(entry, dialled))
             share = connected / len(both)
             checks.append({"check": f"{dialler} -> {peer} connected while both ran", "ok": share >= LINK_UP_SHARE,
                            "detail": f"{connected} of {len(both)} samples ({100 * share:.0f} %; at least "
