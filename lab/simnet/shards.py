@@ -56,6 +56,7 @@ __all__ = ["WINDOW_MARGIN", "Shard", "DeliveryLog", "replay", "split_regions", "
 WINDOW_MARGIN = 1e-6
 
 _LENGTH = struct.Struct("!Q")
+_VANISHED = "the other process of the simulated network ended without finishing"
 
 
 def split_regions(regions: Sequence[int], rtt: Callable[[int, int], float], *,
@@ -311,15 +312,32 @@ class Shard:
                 try:
                     sent = peer.send(out[:1 << 20])
                 except (BrokenPipeError, ConnectionResetError):
-                    return None
+                    return self._after_close()
                 out = out[sent:]
             if readable:
-                chunk = peer.recv(1 << 20)
+                try:
+                    chunk = peer.recv(1 << 20)
+                except ConnectionResetError:  # it closed with this window unread
+                    chunk = b""
                 if not chunk:
-                    raise ConnectionError("the other process of the simulated network ended")
+                    return self._after_close()
                 self._inbox += chunk
                 received = self._take(self._inbox)
         return received or None
+
+    def _after_close(self) -> None:
+        """The other closed its end: None if it had said it finished (the rest of this window is not
+        wanted), else the ConnectionError of a process that failed or was killed. Only the marker
+        tells the two apart: taken for a finish, a failure would leave this process waiting, with
+        nothing left to wake it, for answers that never come."""
+        try:
+            while (chunk := self._peer.recv(1 << 20)):  # what it sent before closing, then the end
+                self._inbox += chunk
+        except OSError:  # nothing more to read (reset, or not closed after all): judged on what came
+            pass
+        if self._take(self._inbox) == b"":
+            return None
+        raise ConnectionError(_VANISHED)
 
     @staticmethod
     def _take(inbox: bytearray) -> bytes | None:
@@ -374,6 +392,7 @@ def run_sharded(run_part: Callable[[Shard], Any], owner: list[int], window: floa
         end.close()
     outcomes: list[Any] = [None, None]
     failures: list[str] = []
+    waited = False
     try:
         # Both are waited for: when one fails, the other's next exchange finds it gone and fails too,
         # so the report names the first cause, not only its echo.
@@ -392,9 +411,12 @@ def run_sharded(run_part: Callable[[Shard], Any], owner: list[int], window: floa
                     failures.append(f"simulated network process {index} failed:\n{value}")
                 else:
                     outcomes[index] = value
+        waited = True
     finally:
+        # Stopped early (a failure, or the caller interrupted: a test's timeout): what is left of
+        # the run is ended, so nothing it started outlives it.
         for process in processes:
-            if process.is_alive() and failures:
+            if process.is_alive() and (failures or not waited):
                 process.terminate()
             process.join()
     if failures:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import errno
 import multiprocessing
+import select
+import socket
+import struct
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -136,3 +139,42 @@ def test_a_failure_in_one_process_stops_both_and_names_it():
     with pytest.raises(RuntimeError, match="node 1 could not start"):
         run_sharded(lambda shard: run_on_virtual_clock(Failing(shard)), [0, 1], 0.05 * (1 - 1e-6))
     assert multiprocessing.active_children() == []
+
+
+def test_a_failure_the_other_learns_of_when_its_send_fails_still_stops_both():
+    # Process 1 fails at once (its run still ends the first window with process 0); process 0 reaches
+    # the second window's end only after process 1 has closed its end, so its send finds the socket
+    # closed. Taken for a finish, process 0 went on alone and dialled a node that was gone, waiting
+    # for an answer with nothing left to wake it.
+    class FailingFirst(_Exchange):
+        async def run(self) -> dict:
+            if self.shard.index == 1:
+                raise RuntimeError("node 1 could not start")
+            await trio.sleep(self.shard.window)
+            assert self.shard.exchanges == 1
+            closed = select.poll()
+            closed.register(self.shard._peer, select.POLLRDHUP)
+            closed.poll()  # until process 1's end of the socket is closed
+            return await super().run()
+
+    with pytest.raises(RuntimeError) as failed:
+        run_sharded(lambda shard: run_on_virtual_clock(FailingFirst(shard)), [0, 1], 0.05 * (1 - 1e-6))
+    report = str(failed.value)  # each process's failure, in the order the parent heard of them
+    assert "node 1 could not start" in report and "ended without finishing" in report, report
+    assert multiprocessing.active_children() == []
+
+
+def test_a_closed_end_is_a_finish_only_after_the_others_marker():
+    for marker in (b"", struct.pack("!Q", 0)):
+        here, there = socket.socketpair()
+        shard = Shard(0, [0, 1], 0.05, here)
+        there.sendall(marker)
+        there.close()
+        if marker:
+            shard.advance()
+            assert shard.peer_done and shard.window_end == float("inf")
+        else:
+            with pytest.raises(ConnectionError, match="ended without finishing"):
+                shard.advance()
+            assert not shard.peer_done
+        here.close()
