@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+#: A worker's fatal error (a segmentation fault, an abort) printed in the run's summary.
+pytest_plugins = ["tests.worker_crashes"]
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Upstream golden vectors, KES files and devnet credentials, copied into the repository with
 #: a note of their sources (``tests/data/README.md``).
