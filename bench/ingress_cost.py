@@ -15,6 +15,12 @@ Two cases, each over ``--messages`` messages:
   relayed ones queued before it into its group commit);
 * **local**: every message from a local client, each awaiting its group commit.
 
+``--history MINUTES`` starts each run's validator with the check-3 history of a node that has
+run that long at the same rate: every pool's accepted signed times, one every 12 s before its
+first message of the run, as many as the node keeps open (``dmq.validation.rate.FOLD_MARGIN``
+plus the messages' lifetime: about 150 a pool after 30 minutes). A fresh node keeps none, so
+without it the figures are those of a node's first minutes.
+
 A third case, **hop**, measures the one thread hop of each group commit: a call that does nothing,
 awaited ``--messages`` times through ``trio.to_thread.run_sync`` and through the mempool's own
 commit thread (``dmq.mempool.durable.CommitThread``), CPU per hop.
@@ -25,6 +31,7 @@ cProfile, giving Python function calls per message by package (robust on a busy 
 profiler's own cost is left out of the CPU figures, which come from runs without it).
 
     .venv/bin/python bench/ingress_cost.py [--messages 1800] [--rounds 3] [--cases mix,local,hop] [--top 0]
+        [--history MINUTES]
 """
 
 from __future__ import annotations
@@ -52,7 +59,10 @@ from dmq.mempool import open_durable_mempool  # noqa: E402
 from dmq.metrics import NodeMetrics  # noqa: E402
 from dmq.stake import PoolStake, StakeView  # noqa: E402
 from dmq.trace import LogSink, Tracer  # noqa: E402
-from dmq.validation import Validator  # noqa: E402
+from dmq.codec import decode_message  # noqa: E402
+from dmq.validation import BucketPolicy, Schedule, Validator  # noqa: E402
+from dmq.validation.pool_state import PoolState  # noqa: E402
+from dmq.validation.rate import FOLD_MARGIN  # noqa: E402
 
 POOLS = 300
 PERIOD = 12.0
@@ -65,8 +75,34 @@ PACKAGES = ("ouroboros_mux", "protocol_engine", "handshake", "miniprotocols", "d
 PEER = "127.0.0.1:3001"
 
 
-async def _run(case: str, raws: list[bytes], keys: list, directory: Path) -> tuple[float, float]:
-    """Admit every message of ``raws``; returns the loop thread's CPU seconds and the wall seconds."""
+def kept_times(minutes: float) -> int:
+    """Signed times a pool keeps open after ``minutes`` of messages ``PERIOD`` seconds apart."""
+    return int(min(minutes * 60.0, FOLD_MARGIN + TTL) // PERIOD)
+
+
+def history_state(raws: list[bytes], minutes: float) -> PoolState:
+    """The validator's pool state after every pool's messages were accepted ``PERIOD`` seconds
+    apart for ``minutes`` before the first of ``raws`` (check 3's schedules; built before a run's
+    timers start)."""
+    state = PoolState()
+    first: dict[bytes, int] = {}
+    for raw in raws:
+        message = decode_message(raw)
+        first.setdefault(message.pool_id, message.expires_at)
+    policy = BucketPolicy(1, float(MIN_SIG_DELAY))
+    kept = kept_times(minutes)
+    for pool_id, expires_at in first.items():
+        schedule = Schedule()
+        for k in range(kept, 0, -1):
+            schedule.add(policy, float(expires_at - k * PERIOD))
+        state.spacing[pool_id] = schedule
+    return state
+
+
+async def _run(case: str, raws: list[bytes], keys: list, directory: Path,
+               state: PoolState | None = None) -> tuple[float, float]:
+    """Admit every message of ``raws`` (the validator on ``state`` when given); returns the loop
+    thread's CPU seconds and the wall seconds."""
     clock = SystemClock()
     view = StakeView(clock, max_kes_evolutions=62)
     from dmq.message import pool_id_of
@@ -78,7 +114,7 @@ async def _run(case: str, raws: list[bytes], keys: list, directory: Path) -> tup
     tracer.add_sink(LogSink(null, backend="Stdout MachineFormat", host="bench"))
     try:
         async with open_durable_mempool(directory, clock) as mempool:
-            ingress = Ingress(mempool, Validator(view, clock, min_sig_delay=MIN_SIG_DELAY), tracer)
+            ingress = Ingress(mempool, Validator(view, clock, min_sig_delay=MIN_SIG_DELAY, state=state), tracer)
             local = LocalService(ingress, mempool, tracer, MAGIC)
             started, wall = time.thread_time(), time.perf_counter()
             for i, raw in enumerate(raws):
@@ -95,14 +131,16 @@ async def _run(case: str, raws: list[bytes], keys: list, directory: Path) -> tup
     return loop_cpu, wall
 
 
-def run_case(case: str, raws: list[bytes], keys: list, profile: cProfile.Profile | None = None) -> tuple[float, float]:
+def run_case(case: str, raws: list[bytes], keys: list, profile: cProfile.Profile | None = None,
+             history: float = 0.0) -> tuple[float, float]:
     """``(process CPU, loop thread CPU)`` seconds per message of one run (a fresh node each run)."""
+    state = history_state(raws, history) if history else None
     with tempfile.TemporaryDirectory(prefix="ingress-cost") as directory:
         process = time.process_time()
         if profile is not None:
             profile.enable()
         try:
-            loop_cpu, _ = trio.run(_run, case, raws, keys, Path(directory))
+            loop_cpu, _ = trio.run(_run, case, raws, keys, Path(directory), state)
         finally:
             if profile is not None:
                 profile.disable()
@@ -146,12 +184,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="runs per case; the lowest CPU is kept")
     parser.add_argument("--cases", default="mix,local")
     parser.add_argument("--top", type=int, default=0, help="also print the N most called functions")
+    parser.add_argument("--history", type=float, default=0.0, metavar="MINUTES",
+                        help="start each run with check 3's history of a node that has run this long")
     args = parser.parse_args()
     cases = args.cases.split(",")
     load = os.getloadavg()
     keys, messages = make_messages(args.messages, POOLS, ttl=TTL, spacing=PERIOD)
     raws = [m.raw for m in messages]
     print(f"{len(raws)} messages of {len(raws[0])} bytes from {POOLS} pools; load average {load[0]:.2f} at the start")
+    if args.history:
+        print(f"check 3's history of {args.history:g} minutes: {kept_times(args.history)} signed times "
+              "kept per pool at the start")
     for case in cases:
         if case == "hop":
             for runner in ("to_thread", "commit thread"):
@@ -159,10 +202,10 @@ def main() -> None:
                 print(f"  hop  : {runner:<13} CPU per hop {min(hops) * 1e6:5.1f} µs (runs: "
                       + ", ".join(f"{h * 1e6:.1f}" for h in hops) + ")")
             continue
-        runs = [run_case(case, raws, keys) for _ in range(args.rounds)]
+        runs = [run_case(case, raws, keys, history=args.history) for _ in range(args.rounds)]
         process, loop = min(r[0] for r in runs), min(r[1] for r in runs)
         profile = cProfile.Profile()
-        run_case(case, raws, keys, profile)
+        run_case(case, raws, keys, profile, history=args.history)
         calls, by_package = calls_by_package(profile, len(raws), args.top)
         print(f"  {case:<5}: CPU per message {process * 1e6:6.1f} µs (all threads; runs: "
               + ", ".join(f"{r[0] * 1e6:.1f}" for r in runs) + f"), event loop {loop * 1e6:6.1f} µs")

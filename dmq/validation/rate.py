@@ -71,10 +71,29 @@ class BucketPolicy:
         return 1.0 / self.refill
 
 
-class Schedule:
-    """The accepted signed times of one key under one policy: a folded level and the times still open."""
+def _level_at(tokens: float | None, at: float | None, t: float, capacity: float, refill: float) -> float:
+    """The bucket's level at ``t`` when the token taken at ``at`` left ``tokens`` (None: nothing
+    taken yet, a full bucket)."""
+    if tokens is None or at is None:
+        return capacity
+    level = tokens + (t - at) / refill if t > at else tokens
+    return capacity if level > capacity else level
 
-    __slots__ = ("tokens", "at", "times")
+
+class Schedule:
+    """The accepted signed times of one key under one policy: a folded level and the times still open.
+
+    The bucket's level at each open time (before that time takes its token) is kept beside the
+    times, so that a new message's verdict replays only the times signed after it. A pool keeps
+    its times open for :data:`FOLD_MARGIN` past them, so a node that has run half an hour holds
+    about 150 a pool at one message every 12 s, and more with every message a pool may send:
+    replaying them all for every message grew a node's cost per message with its age
+    (docs/benchmarks.md, "Check 3 on a node that has run for an hour"). The levels follow
+    ``add`` and ``fold``; they are worked out again when a different policy is given or
+    ``times`` was changed by other means.
+    """
+
+    __slots__ = ("tokens", "at", "times", "_levels", "_policy", "_first_short_at")
 
     def __init__(self, tokens: float | None = None, at: float | None = None, times: list[float] | None = None) -> None:
         #: The bucket's level just after the last folded time ``at`` (None: nothing folded, full).
@@ -82,11 +101,40 @@ class Schedule:
         self.at = at
         #: Signed times not folded yet (at or after the last fold's ``now``), sorted.
         self.times: list[float] = times if times is not None else []
+        #: The level at each of ``times`` under ``_policy``, and the index of the first one short
+        #: of a token (None: none is; only a charge without an admission makes one).
+        self._levels: list[float] = []
+        self._policy: BucketPolicy | None = None
+        self._first_short_at: int | None = None
 
     def _level(self, policy: BucketPolicy, tokens: float | None, at: float | None, t: float) -> float:
-        if tokens is None or at is None:
-            return float(policy.capacity)
-        return min(float(policy.capacity), tokens + max(0.0, t - at) / policy.refill)
+        return _level_at(tokens, at, t, float(policy.capacity), policy.refill)
+
+    def _levels_for(self, policy: BucketPolicy) -> list[float]:
+        """The levels at ``times`` under ``policy``, worked out again only when they are stale."""
+        if (policy is not self._policy and policy != self._policy) or len(self._levels) != len(self.times):
+            self._policy = policy
+            self._first_short_at = None
+            self._relevel(policy, 0)
+        return self._levels
+
+    def _relevel(self, policy: BucketPolicy, start: int) -> None:
+        """Work out the levels from index ``start`` on; those before it are current."""
+        times, levels = self.times, self._levels
+        del levels[start:]
+        tokens, at = (self.tokens, self.at) if start == 0 else (levels[start - 1] - 1.0, times[start - 1])
+        first = self._first_short_at
+        if first is not None and first >= start:
+            first = None
+        capacity, refill, short = float(policy.capacity), policy.refill, 1.0 - _EPSILON
+        for i in range(start, len(times)):
+            t = times[i]
+            level = _level_at(tokens, at, t, capacity, refill)
+            levels.append(level)
+            if first is None and level < short:
+                first = i
+            tokens, at = level - 1.0, t
+        self._first_short_at = first
 
     def fold(self, policy: BucketPolicy, now: float) -> None:
         """Fold the times more than :data:`FOLD_MARGIN` before ``now`` into the level: no message
@@ -96,34 +144,46 @@ class Schedule:
         if not times or times[0] >= horizon:
             return                            # the usual case: nothing settled since the last fold
         count = bisect.bisect_left(times, horizon)
-        for t in times[:count]:
-            self.tokens = self._level(policy, self.tokens, self.at, t) - 1.0
-            self.at = t
-        del times[:count]
+        levels = self._levels_for(policy)
+        # The level after the last folded time is the one kept for it, less its token.
+        self.tokens, self.at = levels[count - 1] - 1.0, times[count - 1]
+        del times[:count], levels[:count]
+        first = self._first_short_at
+        if first is not None:
+            first -= count
+            if first < 0:
+                first = next((i for i, level in enumerate(levels) if level < 1.0 - _EPSILON), None)
+            self._first_short_at = first
 
     def _first_short(self, policy: BucketPolicy, x: float) -> float | None:
-        """Simulate the bucket over the times with ``x`` added: the first time short of a token, or None."""
+        """Simulate the bucket over the times with ``x`` added: the first time short of a token, or None.
+
+        The times signed before ``x`` keep their levels, so only ``x`` and the times after it
+        (none, when messages come in the order they were signed) are replayed.
+        """
         tokens, at = self.tokens, self.at
         if at is not None and x < at:
             x = at                            # the wall clock stepped back past a fold
         times = self.times
-        # The bucket's level at each time in signed order, ``x`` among them (``_level`` inlined:
-        # this runs for every message of a pool that has a schedule).
+        levels = self._levels_for(policy)
+        where = bisect.bisect_right(times, x)
+        first = self._first_short_at
+        if first is not None and first < where:
+            return times[first]
+        if where:
+            tokens, at = levels[where - 1] - 1.0, times[where - 1]
         capacity, refill = float(policy.capacity), policy.refill
         short = 1.0 - _EPSILON
-        where = bisect.bisect_right(times, x)
-        for i in range(len(times) + 1):
-            t = times[i] if i < where else (x if i == where else times[i - 1])
-            if tokens is None or at is None:
-                level = capacity
-            else:
-                level = tokens + (t - at) / refill if t > at else tokens
-                if level > capacity:
-                    level = capacity
+        t, following, end = x, where, len(times)
+        while True:
+            level = _level_at(tokens, at, t, capacity, refill)
             if level < short:
                 return t
+            if following == end:
+                return None
             tokens, at = level - 1.0, t
-        return None
+            t = times[following]
+            following += 1
 
     def admits(self, policy: BucketPolicy, x: float) -> bool:
         """Would a message signed at ``x`` keep every accepted one (and itself) within the bucket?"""
@@ -133,7 +193,10 @@ class Schedule:
         """Record an accepted message signed at ``x`` (the caller checked :meth:`admits`)."""
         if self.at is not None and x < self.at:
             x = self.at
-        bisect.insort(self.times, x)
+        self._levels_for(policy)
+        where = bisect.bisect_right(self.times, x)
+        self.times.insert(where, x)
+        self._relevel(policy, where)
 
     def wait(self, policy: BucketPolicy, x: float) -> float:
         """Seconds to add to ``x`` before it is admitted (0 when it is): a hint, found by moving

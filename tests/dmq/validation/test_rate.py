@@ -154,3 +154,37 @@ def test_the_schedule_simulates_the_bucket_as_the_plain_simulation(policy, steps
             near = [t + d for t in schedule.times for d in (-61.0, -30.0, -1.0, 0.0, 1.0, 9.0, 30.0, 61.0)]
             for x in [*map(float, queries), *near]:
                 assert schedule._first_short(policy, x) == _reference_first_short(schedule, policy, x)
+
+
+_FORCED = st.lists(st.tuples(st.sampled_from(["add", "fold", "other policy"]), st.integers(-100, 4200)),
+                   max_size=40)
+
+
+@given(_POLICIES, _POLICIES, _FORCED, st.lists(st.integers(-100, 4200), min_size=1, max_size=6))
+def test_kept_levels_follow_forced_charges_folds_and_a_change_of_policy(policy, other, steps, queries):
+    """The levels a schedule keeps beside its times give the plain simulation's first short time
+    also through charges no admission preceded (a topic's parked message, a restored state), folds
+    that settle such a time, and queries under another policy than the last one."""
+    schedule = Schedule()
+    current = policy
+    for action, value in steps:
+        if action == "add":
+            schedule.add(current, float(value))
+        elif action == "fold":
+            schedule.fold(current, float(value) + FOLD_MARGIN)
+        else:
+            current = other if current is policy else policy
+        near = [t + d for t in schedule.times for d in (-10.0, 0.0, 1.0, 10.0)]
+        for x in [*map(float, queries), *near]:
+            assert schedule._first_short(current, x) == _reference_first_short(schedule, current, x)
+
+
+def test_a_restored_schedule_judges_as_the_one_it_was_exported_from():
+    """Levels are not persisted: a restored schedule works them out on its first verdict."""
+    schedule = Schedule()
+    for t in (0.0, 10.0, 20.0, 25.0, 40.0):
+        schedule.add(BURST, t)
+    restored = Schedule.restore(schedule.export())
+    for x in (-5.0, 5.0, 21.0, 26.0, 41.0, 45.0, 60.0):
+        assert restored._first_short(BURST, x) == schedule._first_short(BURST, x) == \
+            _reference_first_short(schedule, BURST, x)
