@@ -192,9 +192,12 @@ class PullingPeer:
                         window.on_no_ids(detail)
                     else:
                         window.on_ids_reply(detail, reply.ids, self.sink.wanted)
-                        known_only = not window.can_request_bodies()
+                        # A reply as long as the request allowed says the peer has more ready: a
+                        # backlog (after a restart, or on a new link) is walked without a hold,
+                        # however much of it the node holds already.
+                        known_only = not window.can_request_bodies() and len(reply.ids) < detail
                         if not known_only:
-                            next_hold = hold  # it brought something: from the first hold again
+                            next_hold = hold  # something to fetch, or more to come: the first hold again
                     continue
                 outcome = window.on_bodies_reply(detail, reply.messages)
                 if outcome.omitted:

@@ -196,3 +196,27 @@ async def test_a_hold_that_ends_as_its_connections_cancellation_begins_sends_not
     assert connection.cancelled_caught
     assert len(server.arrivals) == 1  # nothing after the first request
     nursery.cancel_scope.cancel()
+
+
+async def test_a_backlog_of_known_ids_is_walked_without_a_hold(channels, dialect, nursery, autojump_clock):
+    # A peer that answers a blocking request with as many ids as it allowed has more ready: after
+    # a restart the node holds most of its peer's mempool, and a hold after each such answer walked
+    # that backlog for minutes while newer messages waited behind it (docs/reliability.md 6).
+    sink = RecordingSink(holds={message_id(make_message(n)) for n in range(1, 200)})
+    pulling_channel, serving_channel = channels(dialect)
+    pulling = PullingPeer(dialect, pulling_channel, sink, hold_after_known=HOLD, hold_after_known_max=4 * HOLD)
+    server = ScriptedServer(dialect, serving_channel)
+    nursery.start_soon(pulling.run)
+    await server.start()
+
+    request = await server.request()
+    assert request.blocking and request.req > 1
+    sent = 1
+    for _ in range(3):  # full answers of known ids: the next request at once
+        answered = await server.announce(*(make_message(n) for n in range(sent, sent + request.req)))
+        sent += request.req
+        request = await server.request()
+        assert request.blocking and server.arrivals[-1][0] == pytest.approx(answered)
+    answered = await server.announce(make_message(sent))  # a short one: the peer is up to date, the hold again
+    assert (await server.request()).blocking and server.arrivals[-1][0] == pytest.approx(answered + HOLD)
+    nursery.cancel_scope.cancel()
