@@ -59,7 +59,6 @@ from dmq.mempool import open_durable_mempool  # noqa: E402
 from dmq.metrics import NodeMetrics  # noqa: E402
 from dmq.stake import PoolStake, StakeView  # noqa: E402
 from dmq.trace import LogSink, Tracer  # noqa: E402
-from dmq.codec import decode_message  # noqa: E402
 from dmq.validation import BucketPolicy, Schedule, Validator  # noqa: E402
 from dmq.validation.pool_state import PoolState  # noqa: E402
 from dmq.validation.rate import FOLD_MARGIN  # noqa: E402
@@ -80,15 +79,19 @@ def kept_times(minutes: float) -> int:
     return int(min(minutes * 60.0, FOLD_MARGIN + TTL) // PERIOD)
 
 
-def history_state(raws: list[bytes], minutes: float) -> PoolState:
-    """The validator's pool state after every pool's messages were accepted ``PERIOD`` seconds
-    apart for ``minutes`` before the first of ``raws`` (check 3's schedules; built before a run's
-    timers start)."""
-    state = PoolState()
+def first_expiries(messages: list) -> dict[bytes, int]:
+    """Each pool's first signed expiry among ``messages``."""
     first: dict[bytes, int] = {}
-    for raw in raws:
-        message = decode_message(raw)
+    for message in messages:
         first.setdefault(message.pool_id, message.expires_at)
+    return first
+
+
+def history_state(first: dict[bytes, int], minutes: float) -> PoolState:
+    """The validator's pool state after every pool's messages were accepted ``PERIOD`` seconds
+    apart for ``minutes`` before its first message of the run (``first``, :func:`first_expiries`):
+    check 3's schedules, built before a run's timers start."""
+    state = PoolState()
     policy = BucketPolicy(1, float(MIN_SIG_DELAY))
     kept = kept_times(minutes)
     for pool_id, expires_at in first.items():
@@ -132,9 +135,10 @@ async def _run(case: str, raws: list[bytes], keys: list, directory: Path,
 
 
 def run_case(case: str, raws: list[bytes], keys: list, profile: cProfile.Profile | None = None,
-             history: float = 0.0) -> tuple[float, float]:
-    """``(process CPU, loop thread CPU)`` seconds per message of one run (a fresh node each run)."""
-    state = history_state(raws, history) if history else None
+             history: tuple[dict[bytes, int], float] | None = None) -> tuple[float, float]:
+    """``(process CPU, loop thread CPU)`` seconds per message of one run (a fresh node each run);
+    ``history``: each pool's first expiry and the minutes of check 3's history before it."""
+    state = history_state(*history) if history else None
     with tempfile.TemporaryDirectory(prefix="ingress-cost") as directory:
         process = time.process_time()
         if profile is not None:
@@ -191,6 +195,7 @@ def main() -> None:
     load = os.getloadavg()
     keys, messages = make_messages(args.messages, POOLS, ttl=TTL, spacing=PERIOD)
     raws = [m.raw for m in messages]
+    history = (first_expiries(messages), args.history) if args.history else None
     print(f"{len(raws)} messages of {len(raws[0])} bytes from {POOLS} pools; load average {load[0]:.2f} at the start")
     if args.history:
         print(f"check 3's history of {args.history:g} minutes: {kept_times(args.history)} signed times "
@@ -202,10 +207,10 @@ def main() -> None:
                 print(f"  hop  : {runner:<13} CPU per hop {min(hops) * 1e6:5.1f} µs (runs: "
                       + ", ".join(f"{h * 1e6:.1f}" for h in hops) + ")")
             continue
-        runs = [run_case(case, raws, keys, history=args.history) for _ in range(args.rounds)]
+        runs = [run_case(case, raws, keys, history=history) for _ in range(args.rounds)]
         process, loop = min(r[0] for r in runs), min(r[1] for r in runs)
         profile = cProfile.Profile()
-        run_case(case, raws, keys, profile, history=args.history)
+        run_case(case, raws, keys, profile, history=history)
         calls, by_package = calls_by_package(profile, len(raws), args.top)
         print(f"  {case:<5}: CPU per message {process * 1e6:6.1f} µs (all threads; runs: "
               + ", ".join(f"{r[0] * 1e6:.1f}" for r in runs) + f"), event loop {loop * 1e6:6.1f} µs")

@@ -45,6 +45,8 @@ __all__ = ["BucketPolicy", "Schedule", "SignedBudgets", "RateRule", "PoolSpacing
 
 #: Float slack when comparing a level with one token (integral times give exact levels).
 _EPSILON = 1e-9
+#: A level below this is short of a token.
+_SHORT = 1.0 - _EPSILON
 #: Seconds a signed time stays open after it passed, before it is folded into the level: the
 #: largest step back of the wall clock that leaves every verdict exact (a longer one counts a
 #: message signed before the fold as signed at it). The maximum lifetime, so that the times kept
@@ -126,12 +128,12 @@ class Schedule:
         first = self._first_short_at
         if first is not None and first >= start:
             first = None
-        capacity, refill, short = float(policy.capacity), policy.refill, 1.0 - _EPSILON
+        capacity, refill = float(policy.capacity), policy.refill
         for i in range(start, len(times)):
             t = times[i]
             level = _level_at(tokens, at, t, capacity, refill)
             levels.append(level)
-            if first is None and level < short:
+            if first is None and level < _SHORT:
                 first = i
             tokens, at = level - 1.0, t
         self._first_short_at = first
@@ -152,7 +154,7 @@ class Schedule:
         if first is not None:
             first -= count
             if first < 0:
-                first = next((i for i, level in enumerate(levels) if level < 1.0 - _EPSILON), None)
+                first = next((i for i, level in enumerate(levels) if level < _SHORT), None)
             self._first_short_at = first
 
     def _first_short(self, policy: BucketPolicy, x: float) -> float | None:
@@ -173,11 +175,10 @@ class Schedule:
         if where:
             tokens, at = levels[where - 1] - 1.0, times[where - 1]
         capacity, refill = float(policy.capacity), policy.refill
-        short = 1.0 - _EPSILON
         t, following, end = x, where, len(times)
         while True:
             level = _level_at(tokens, at, t, capacity, refill)
-            if level < short:
+            if level < _SHORT:
                 return t
             if following == end:
                 return None
